@@ -1,0 +1,324 @@
+/* lagwatch.h: catch the moments a GLib main loop stops answering
+ *
+ * lagwatch watches one GMainContext. Whenever the thread running it stays
+ * out of poll() (busy in a callback, a source's prepare/check, or a loop
+ * that never polls) for longer than a threshold, lagwatch takes that
+ * thread's stack while it is still stuck, names the frames, and reports the
+ * lag when the loop comes back: on stderr, as JSON Lines, and to a callback.
+ *
+ *   LagWatch *watch = lagwatch_attach (NULL);   // the default context
+ *   ...
+ *   lagwatch_detach (watch);
+ *
+ * Environment variables (LAGWATCH_THRESHOLD_MS, LAGWATCH_OUTPUT, ...) tune a
+ * watch without a rebuild; see README.md. They override what the program set
+ * through LagWatchConfig, so a user can always retune or disable lagwatch.
+ *
+ * Threads: unless a function says otherwise, it may be called from any
+ * thread. No function here is async-signal-safe.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#if defined(LAGWATCH_COMPILATION)
+# define LAGWATCH_API __attribute__((visibility("default")))
+#else
+# define LAGWATCH_API
+#endif
+
+/**
+ * LagWatch:
+ *
+ * An opaque handle on one watched main context, returned by
+ * lagwatch_attach() and released by lagwatch_detach().
+ *
+ * Since: 0.1
+ */
+typedef struct _LagWatch LagWatch;
+
+/**
+ * LagWatchConfig:
+ *
+ * Settings for lagwatch_attach_with_config(): built-in defaults that the
+ * program may change. The environment is applied on top at attach time.
+ *
+ * Since: 0.1
+ */
+typedef struct _LagWatchConfig LagWatchConfig;
+
+/**
+ * LagWatchReport:
+ *
+ * One finished lag, immutable and reference counted. Frames are innermost
+ * first.
+ *
+ * Since: 0.1
+ */
+typedef struct _LagWatchReport LagWatchReport;
+
+/**
+ * LagWatchReportFunc:
+ * @report: (transfer none): the finished lag; lagwatch_report_ref() it to
+ *   keep it past the call
+ * @user_data: the data given to lagwatch_set_report_func()
+ *
+ * Called once per finished lag, on lagwatch's watcher thread (never on the
+ * watched thread: a UI must hand the report over, e.g. with
+ * g_main_context_invoke()). It should return quickly: while it runs, the
+ * watcher does not watch. It may call lagwatch_detach() on its own watch.
+ *
+ * Since: 0.1
+ */
+typedef void (*LagWatchReportFunc) (LagWatchReport *report,
+                                    gpointer        user_data);
+
+/**
+ * lagwatch_config_new:
+ *
+ * Creates a configuration holding the built-in defaults: threshold 100 ms,
+ * hang 2000 ms, output "stderr", signal SIGRTMIN+7, 128 frames.
+ *
+ * Returns: (transfer full): a new configuration; free with
+ *   lagwatch_config_free()
+ * Since: 0.1
+ */
+LAGWATCH_API LagWatchConfig *lagwatch_config_new (void);
+
+/**
+ * lagwatch_config_free:
+ * @config: (nullable) (transfer full): a configuration
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_config_free (LagWatchConfig *config);
+
+/**
+ * lagwatch_config_set_threshold_ms:
+ * @config: a configuration
+ * @threshold_ms: how long the loop's thread may stay out of poll before it
+ *   is a lag, 1 to 3600000
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_threshold_ms (LagWatchConfig *config,
+                                                        guint           threshold_ms);
+
+/**
+ * lagwatch_config_set_hang_ms:
+ * @config: a configuration
+ * @hang_ms: the duration from which a lag is also a hang, 1 to 3600000
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_hang_ms (LagWatchConfig *config,
+                                                   guint           hang_ms);
+
+/**
+ * lagwatch_config_set_output:
+ * @config: a configuration
+ * @spec: comma-separated sinks: "stderr", "json:PATH" (appends JSON Lines to
+ *   PATH), "none"
+ * @error: return location for a #GError, or %NULL
+ *
+ * Returns: %TRUE if @spec was valid; on %FALSE the configuration is unchanged
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_output (LagWatchConfig *config,
+                                                  const char     *spec,
+                                                  GError        **error);
+
+/**
+ * lagwatch_config_set_signal:
+ * @config: a configuration
+ * @signo: a real-time signal, SIGRTMIN to SIGRTMAX
+ *
+ * The signal sent to the stuck thread to take its stack (only when the
+ * thread is running: a thread blocked in a system call is read from /proc
+ * with no signal). When the program already handles @signo, lagwatch chains
+ * to that handler and says so.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_signal (LagWatchConfig *config,
+                                                  int             signo);
+
+/**
+ * lagwatch_config_set_max_frames:
+ * @config: a configuration
+ * @max_frames: most frames kept per stack, 1 to 1024
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
+                                                      guint           max_frames);
+
+/**
+ * lagwatch_attach:
+ * @context: (nullable): the context to watch, or %NULL for the global
+ *   default context
+ *
+ * Starts watching @context with the defaults and the environment. Equivalent
+ * to lagwatch_attach_with_config (@context, NULL).
+ *
+ * Returns: (transfer full) (nullable): the watch, or %NULL when @context
+ *   cannot be watched (one warning says why) or LAGWATCH_DISABLE=1 is set
+ * Since: 0.1
+ */
+LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
+
+/**
+ * lagwatch_attach_with_config:
+ * @context: (nullable): the context to watch, or %NULL for the default one
+ * @config: (nullable): settings, or %NULL for the defaults; the environment
+ *   overrides them. Copied: the caller keeps ownership.
+ *
+ * Starts watching @context: wraps its poll function and starts one watcher
+ * thread. Nothing runs per iteration but the poll wrapper; the watcher sleeps
+ * while the loop does. lagwatch does not keep @context alive: if it is
+ * finalized while watched, watching stops quietly and the handle stays valid
+ * until lagwatch_detach().
+ *
+ * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
+ *   (already watched, no free slot, libunwind missing, ...) or quietly under
+ *   LAGWATCH_DISABLE=1
+ * Since: 0.1
+ */
+LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *context,
+                                                    const LagWatchConfig *config);
+
+/**
+ * lagwatch_detach:
+ * @watch: (transfer full): a watch from lagwatch_attach()
+ *
+ * Stops watching and restores what lagwatch changed (the poll function, the
+ * signal disposition once no capture is in flight). Safe at any moment, also
+ * in the middle of a lag, from any thread including the watched one and a
+ * report callback. A lag in progress that was already caught is reported,
+ * marked incomplete. @watch is invalid afterwards.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_detach (LagWatch *watch);
+
+/**
+ * lagwatch_set_threshold_ms:
+ * @watch: a watch
+ * @threshold_ms: the new threshold, 1 to 3600000
+ *
+ * Changes the threshold of a running watch; the busy period in progress is
+ * judged against the new value.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_set_threshold_ms (LagWatch *watch,
+                                                 guint     threshold_ms);
+
+/**
+ * lagwatch_get_threshold_ms:
+ * @watch: a watch
+ *
+ * Returns: the threshold in force, in milliseconds
+ * Since: 0.1
+ */
+LAGWATCH_API guint lagwatch_get_threshold_ms (LagWatch *watch);
+
+/**
+ * lagwatch_set_report_func:
+ * @watch: a watch
+ * @func: (nullable): called for every finished lag, on the watcher thread
+ * @user_data: passed to @func
+ * @destroy: (nullable): frees @user_data when replaced or at detach
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_set_report_func (LagWatch          *watch,
+                                            LagWatchReportFunc func,
+                                            gpointer           user_data,
+                                            GDestroyNotify     destroy);
+
+/** lagwatch_report_ref: @report: a report. Returns: (transfer full): @report. Since: 0.1 */
+LAGWATCH_API LagWatchReport *lagwatch_report_ref (LagWatchReport *report);
+/** lagwatch_report_unref: @report: (transfer full): a report. Since: 0.1 */
+LAGWATCH_API void lagwatch_report_unref (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_id:
+ * @report: a report
+ *
+ * Returns: a string unique to this lag in this process ("PID-N")
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_id (LagWatchReport *report);
+
+/** lagwatch_report_get_duration_ms: @report: a report. Returns: how long the thread stayed out of poll. Since: 0.1 */
+LAGWATCH_API double lagwatch_report_get_duration_ms (LagWatchReport *report);
+/** lagwatch_report_get_threshold_ms: @report: a report. Returns: the threshold in force when the lag was caught. Since: 0.1 */
+LAGWATCH_API guint lagwatch_report_get_threshold_ms (LagWatchReport *report);
+/** lagwatch_report_get_start_time: @report: a report. Returns: wall-clock time the lag began, µs since the epoch. Since: 0.1 */
+LAGWATCH_API gint64 lagwatch_report_get_start_time (LagWatchReport *report);
+/** lagwatch_report_get_thread_id: @report: a report. Returns: the kernel thread id (TID) of the stuck thread. Since: 0.1 */
+LAGWATCH_API int lagwatch_report_get_thread_id (LagWatchReport *report);
+/**
+ * lagwatch_report_get_complete:
+ * @report: a report
+ *
+ * Returns: %FALSE when the lag had not ended yet (detach in the middle of it)
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_report_get_complete (LagWatchReport *report);
+/** lagwatch_report_get_n_frames: @report: a report. Returns: frames in the stack, 0 when none could be taken. Since: 0.1 */
+LAGWATCH_API guint lagwatch_report_get_n_frames (LagWatchReport *report);
+/**
+ * lagwatch_report_get_frame:
+ * @report: a report
+ * @index: 0 (innermost) to n_frames - 1
+ * @module: (out) (optional) (transfer none) (nullable): absolute module path
+ * @build_id: (out) (optional) (transfer none) (nullable): build-id in hex
+ * @module_offset: (out) (optional): address relative to the module's load bias
+ * @symbol: (out) (optional) (transfer none) (nullable): function name
+ * @symbol_offset: (out) (optional): offset into @symbol
+ *
+ * Returns: the frame's instruction address, 0 if @index is out of range
+ * Since: 0.1
+ */
+LAGWATCH_API guint64 lagwatch_report_get_frame (LagWatchReport *report,
+                                                guint           index,
+                                                const char    **module,
+                                                const char    **build_id,
+                                                guint64        *module_offset,
+                                                const char    **symbol,
+                                                guint64        *symbol_offset);
+
+/**
+ * lagwatch_report_to_json:
+ * @report: a report
+ *
+ * Returns: (transfer full): the report as one JSON object, no newline, the
+ *   line written to "json:" sinks
+ * Since: 0.1
+ */
+LAGWATCH_API char *lagwatch_report_to_json (LagWatchReport *report);
+
+/**
+ * lagwatch_report_to_text:
+ * @report: a report
+ *
+ * Returns: (transfer full): the human-readable block written to stderr
+ * Since: 0.1
+ */
+LAGWATCH_API char *lagwatch_report_to_text (LagWatchReport *report);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
+
+G_END_DECLS

@@ -1,0 +1,203 @@
+/* lagwatch.c: the public entry points, tying hooks, capture and watcher */
+#include "lagwatch.h"
+
+#include "lw-capture.h"
+#include "lw-config.h"
+#include "lw-hooks.h"
+#include "lw-modules.h"
+#include "lw-private.h"
+#include "lw-sink.h"
+#include "lw-unwind.h"
+#include "lw-watcher.h"
+
+/* Serializes attach and detach (signal ownership) and holds the set of live
+ * watches, so that a stale handle is refused instead of dereferenced. */
+static GMutex      lw_lock;
+static GHashTable *lw_watches;
+
+LagWatch *
+lagwatch_attach (GMainContext *context)
+{
+  return lagwatch_attach_with_config (context, NULL);
+}
+
+/* Any thread, lw_lock held. Undoes a partial attach. */
+static void
+lw_attach_abort (LagWatch *watch)
+{
+  if (watch->slot != NULL)
+    lw_hooks_detach (watch->slot);
+  if (watch->signo != 0)
+    lw_capture_release_signal ();
+  lw_sinks_free (watch->sinks);
+  lagwatch_config_free (watch->config);
+  g_rec_mutex_clear (&watch->report_lock);
+  g_free (watch);
+}
+
+LagWatch *
+lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config)
+{
+  g_autoptr(GError) error = NULL;
+  LagWatch *watch;
+
+  if (lw_config_disabled ())
+    return NULL;
+  if (context == NULL)
+    context = g_main_context_default ();
+
+  watch = g_new0 (LagWatch, 1);
+  g_rec_mutex_init (&watch->report_lock);
+  watch->config = lw_config_copy (config);
+  lw_config_apply_environment (watch->config);
+  watch->threshold_ms = watch->config->threshold_ms;
+
+  if (!lw_unwind_init (&error))
+    {
+      g_warning ("%s; stacks will hold only the innermost frame", error->message);
+      g_clear_error (&error);
+    }
+  lw_modules_init ();
+
+  g_mutex_lock (&lw_lock);
+  if (lw_watches == NULL)
+    lw_watches = g_hash_table_new (NULL, NULL);
+
+  watch->signo = lw_capture_acquire_signal (watch->config->signo ? watch->config->signo
+                                                                 : lw_config_default_signal (),
+                                            watch->config->signal_explicit, &error);
+  if (watch->signo == 0)
+    {
+      g_warning ("%s; the stacks of running threads cannot be taken, "
+                 "only those of threads sleeping in a system call", error->message);
+      g_clear_error (&error);
+    }
+
+  watch->slot = lw_hooks_attach (context, watch, lw_watcher_on_context_gone, &error);
+  if (watch->slot == NULL)
+    {
+      g_warning ("cannot watch: %s", error->message);
+      lw_attach_abort (watch);
+      g_mutex_unlock (&lw_lock);
+      return NULL;
+    }
+
+  watch->sinks = lw_sinks_open (watch->config->output);
+  if (!lw_watcher_start (watch, &error))
+    {
+      g_warning ("cannot start the watcher thread: %s", error->message);
+      lw_attach_abort (watch);
+      g_mutex_unlock (&lw_lock);
+      return NULL;
+    }
+  g_hash_table_add (lw_watches, watch);
+  g_mutex_unlock (&lw_lock);
+  return watch;
+}
+
+void
+lw_watch_finish (LagWatch *watch)
+{
+  GDestroyNotify destroy;
+  gpointer data;
+
+  lw_hooks_detach (watch->slot);
+  g_mutex_lock (&lw_lock);
+  if (watch->signo != 0)
+    lw_capture_release_signal ();
+  g_mutex_unlock (&lw_lock);
+
+  g_rec_mutex_lock (&watch->report_lock);
+  destroy = watch->report_destroy;
+  data = watch->report_data;
+  watch->report_func = NULL;
+  watch->report_destroy = NULL;
+  g_rec_mutex_unlock (&watch->report_lock);
+  if (destroy != NULL)
+    destroy (data);
+
+  if (watch->thread != NULL)
+    g_thread_unref (watch->thread);  /* detached from its own thread: never joined */
+  lw_snapshot_free (watch->snapshot);
+  g_free (watch->ips);
+  lw_sinks_free (watch->sinks);
+  lagwatch_config_free (watch->config);
+  g_rec_mutex_clear (&watch->report_lock);
+  g_free (watch);
+}
+
+void
+lagwatch_detach (LagWatch *watch)
+{
+  gboolean known;
+
+  g_return_if_fail (watch != NULL);
+
+  g_mutex_lock (&lw_lock);
+  known = lw_watches != NULL && g_hash_table_remove (lw_watches, watch);
+  g_mutex_unlock (&lw_lock);
+  g_return_if_fail (known);
+
+  if (watch->thread == g_thread_self ())
+    {
+      /* Called from the report callback: the watcher finishes the job once
+       * the callback has returned. */
+      atomic_store (&watch->self_free, TRUE);
+      atomic_store (&watch->stopping, TRUE);
+      return;
+    }
+  lw_watcher_stop (watch);
+  lw_watch_finish (watch);
+}
+
+/* Any thread. TRUE when @watch is a live handle. */
+static gboolean
+lw_watch_is_live (LagWatch *watch)
+{
+  gboolean live;
+
+  g_mutex_lock (&lw_lock);
+  live = lw_watches != NULL && g_hash_table_contains (lw_watches, watch);
+  g_mutex_unlock (&lw_lock);
+  return live;
+}
+
+gboolean
+lagwatch_set_threshold_ms (LagWatch *watch, guint threshold_ms)
+{
+  g_return_val_if_fail (watch != NULL && lw_watch_is_live (watch), FALSE);
+  if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
+    return FALSE;
+  atomic_store (&watch->threshold_ms, threshold_ms);
+  sem_post (&watch->slot->wake);  /* re-judge the busy period in progress */
+  return TRUE;
+}
+
+guint
+lagwatch_get_threshold_ms (LagWatch *watch)
+{
+  g_return_val_if_fail (watch != NULL, 0);
+  return atomic_load (&watch->threshold_ms);
+}
+
+void
+lagwatch_set_report_func (LagWatch          *watch,
+                          LagWatchReportFunc func,
+                          gpointer           user_data,
+                          GDestroyNotify     destroy)
+{
+  GDestroyNotify old_destroy;
+  gpointer old_data;
+
+  g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+
+  g_rec_mutex_lock (&watch->report_lock);
+  old_destroy = watch->report_destroy;
+  old_data = watch->report_data;
+  watch->report_func = func;
+  watch->report_data = user_data;
+  watch->report_destroy = destroy;
+  g_rec_mutex_unlock (&watch->report_lock);
+  if (old_destroy != NULL)
+    old_destroy (old_data);
+}

@@ -1,0 +1,513 @@
+/* lw-capture.c: registers and stack of the stuck thread, by /proc or by signal
+ *
+ * Everything reached from lw_capture_on_signal() is async-signal-safe: plain
+ * loads and stores, lock-free atomics, gettid/getpid/process_vm_readv
+ * system calls and sem_post. Nothing else may be called from there.
+ */
+#include "lw-capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "lw-clock.h"
+#include "lw-hooks.h"
+#include "lw-private.h"
+
+/* si_value of a lagwatch signal: magic (16 bits) | slot (8) | serial (40). */
+#define LW_COOKIE_MAGIC  UINT64_C (0x1a97)
+#define LW_COOKIE_SLOT(c)   ((unsigned) (((c) >> 40) & 0xff))
+#define LW_PAGE_SIZE 4096
+
+/* Signal state, process-wide. Written under the library lock in normal
+ * context; read by the handler (lw_old_action only, never while changing:
+ * it is set before the handler is installed). */
+static int               lw_signo;
+static unsigned          lw_signal_users;
+static struct sigaction  lw_old_action;
+static _Atomic int       lw_signals_in_flight;  /* sent, handler not yet entered */
+static _Atomic uint64_t  lw_cookie_serial;
+
+/* /proc/self/task/TID/syscall, parsed. */
+typedef struct
+{
+  char      text[256];
+  gboolean  running;
+  long      nr;
+  uintptr_t sp;
+  uintptr_t pc;
+} LwProcSyscall;
+
+int
+lw_capture_get_signal (void)
+{
+  return lw_signal_users > 0 ? lw_signo : 0;
+}
+
+/* Async-signal-safe. Copies the words of [start, end) into the snapshot
+ * without ASan's checks (the stack holds other frames' redzones) and without
+ * letting the compiler turn the loop into a memcpy call (intercepted). */
+__attribute__ ((no_sanitize_address, no_sanitize ("undefined")))
+static size_t
+lw_capture_copy_words (unsigned char *dst, uintptr_t start, size_t len)
+{
+  const volatile uint64_t *src = (const volatile uint64_t *) start;
+  uint64_t *out = (uint64_t *) (void *) dst;
+  size_t n = len / sizeof (uint64_t);
+
+  for (size_t i = 0; i < n; i++)
+    out[i] = src[i];
+  return n * sizeof (uint64_t);
+}
+
+/* Async-signal-safe. Copies the stack from @sp up. Within the known stack
+ * bounds a plain copy is safe; outside them (an alternate signal stack, a
+ * coroutine) the kernel copies page by page and stops at the first unmapped
+ * one instead of faulting. */
+static void
+lw_capture_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi)
+{
+  uintptr_t start = sp & ~(uintptr_t) 7;
+
+  snap->stack_base = start;
+  snap->stack_len = 0;
+  if (lo < hi && start >= lo && start < hi)
+    {
+      size_t len = MIN ((size_t) (hi - start), snap->stack_capacity);
+
+      snap->stack_len = lw_capture_copy_words (snap->stack, start, len);
+    }
+  else
+    {
+      struct iovec local = { snap->stack, snap->stack_capacity };
+      struct iovec remote[64];
+      size_t n = 0;
+      uintptr_t at = start;
+      ssize_t got;
+
+      while (n < G_N_ELEMENTS (remote) && at < start + snap->stack_capacity)
+        {
+          uintptr_t page_end = (at + LW_PAGE_SIZE) & ~(uintptr_t) (LW_PAGE_SIZE - 1);
+
+          page_end = MIN (page_end, start + snap->stack_capacity);
+          remote[n].iov_base = (void *) at;
+          remote[n].iov_len = page_end - at;
+          at = page_end;
+          n++;
+        }
+      got = syscall (SYS_process_vm_readv, getpid (), &local, 1UL, remote, (unsigned long) n, 0UL);
+      snap->stack_len = got > 0 ? (size_t) got & ~(size_t) 7 : 0;
+    }
+}
+
+/* Async-signal-safe. */
+static void
+lw_capture_copy_registers (LwSnapshot *snap, const ucontext_t *uc)
+{
+  static const int from_greg[LW_N_REGS] = {
+    [LW_REG_RAX] = REG_RAX, [LW_REG_RDX] = REG_RDX, [LW_REG_RCX] = REG_RCX,
+    [LW_REG_RBX] = REG_RBX, [LW_REG_RSI] = REG_RSI, [LW_REG_RDI] = REG_RDI,
+    [LW_REG_RBP] = REG_RBP, [LW_REG_RSP] = REG_RSP, [LW_REG_R8] = REG_R8,
+    [LW_REG_R9] = REG_R9,   [LW_REG_R10] = REG_R10, [LW_REG_R11] = REG_R11,
+    [LW_REG_R12] = REG_R12, [LW_REG_R13] = REG_R13, [LW_REG_R14] = REG_R14,
+    [LW_REG_R15] = REG_R15, [LW_REG_RIP] = REG_RIP,
+  };
+
+  for (int r = 0; r < LW_N_REGS; r++)
+    snap->regs[r] = (uint64_t) uc->uc_mcontext.gregs[from_greg[r]];
+  snap->regs_valid = (1u << LW_N_REGS) - 1;
+}
+
+/* Async-signal-safe. Hands a signal that is not lagwatch's to whatever the
+ * program had installed, as the kernel would have. */
+static void
+lw_capture_chain (int signo, siginfo_t *info, void *ucontext)
+{
+  if (lw_old_action.sa_flags & SA_SIGINFO)
+    {
+      if (lw_old_action.sa_sigaction != NULL)
+        lw_old_action.sa_sigaction (signo, info, ucontext);
+    }
+  else if (lw_old_action.sa_handler == SIG_DFL)
+    {
+      /* The default action of a real-time signal terminates the process:
+       * do what would have happened without lagwatch. */
+      signal (signo, SIG_DFL);
+      syscall (SYS_tgkill, getpid (), gettid (), signo);
+    }
+  else if (lw_old_action.sa_handler != SIG_IGN)
+    lw_old_action.sa_handler (signo);
+}
+
+/* Async-signal-safe: the signal handler. Runs on the stuck thread. */
+static void
+lw_capture_on_signal (int signo, siginfo_t *info, void *ucontext)
+{
+  int saved_errno = errno;
+  uintptr_t cookie = info != NULL ? (uintptr_t) info->si_value.sival_ptr : 0;
+  LwSlot *slot;
+  LwCaptureRequest *req;
+  int armed = LW_CAPTURE_ARMED;
+  int result = LW_CAPTURE_STALE;
+
+  if (info == NULL || info->si_code != SI_QUEUE || info->si_pid != getpid ()
+      || (cookie >> 48) != LW_COOKIE_MAGIC)
+    {
+      lw_capture_chain (signo, info, ucontext);
+      errno = saved_errno;
+      return;
+    }
+
+  atomic_fetch_sub (&lw_signals_in_flight, 1);
+  slot = lw_hooks_get_slot (LW_COOKIE_SLOT (cookie));
+  if (slot == NULL)
+    goto out;
+  req = &slot->capture;
+  if (atomic_load (&req->cookie) != cookie)
+    goto out;  /* a late signal from a request of a watch gone since */
+  atomic_store (&req->in_flight, 0);
+  if (!atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_WRITING))
+    goto out;  /* the watcher gave up on this request */
+
+  if (atomic_load (&slot->seq) == req->expect_seq && gettid () == atomic_load (&slot->loop_tid))
+    {
+      const ucontext_t *uc = ucontext;
+      LwSnapshot *snap = req->snapshot;
+
+      lw_capture_copy_registers (snap, uc);
+      lw_capture_copy_stack (snap, (uintptr_t) uc->uc_mcontext.gregs[REG_RSP],
+                             slot->loop_stack_lo, slot->loop_stack_hi);
+      snap->syscall_nr = -1;
+      snap->via_signal = 1;
+      snap->taken_ns = lw_clock_now_ns ();
+      result = LW_CAPTURE_OK;
+    }
+  atomic_store (&req->result, result);
+  atomic_store (&req->state, LW_CAPTURE_DONE);
+  sem_post (&req->done);
+
+out:
+  errno = saved_errno;
+}
+
+static char *
+lw_capture_signal_name (int signo)
+{
+  if (signo - SIGRTMIN <= SIGRTMAX - signo)
+    return g_strdup_printf ("SIGRTMIN+%d", signo - SIGRTMIN);
+  return g_strdup_printf ("SIGRTMAX-%d", SIGRTMAX - signo);
+}
+
+static gboolean
+lw_capture_disposition_is_free (const struct sigaction *action)
+{
+  return !(action->sa_flags & SA_SIGINFO)
+         && (action->sa_handler == SIG_DFL || action->sa_handler == SIG_IGN);
+}
+
+/* Normal context, library lock held. */
+int
+lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
+{
+  struct sigaction current, ours;
+  int chosen = 0;
+
+  if (lw_signal_users > 0)
+    {
+      if (signo != lw_signo)
+        g_debug ("lagwatch already uses signal %d for another watch; this watch shares it", lw_signo);
+      lw_signal_users++;
+      return lw_signo;
+    }
+
+  if (lw_signo != 0)
+    {
+      /* The handler stayed installed at the last detach because a signal
+       * was still queued: take it up again as it is. */
+      sigaction (lw_signo, NULL, &current);
+      if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == lw_capture_on_signal)
+        {
+          lw_signal_users = 1;
+          return lw_signo;
+        }
+    }
+
+  if (sigaction (signo, NULL, &current) != 0)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_SIGNAL, "signal %d is not valid: %s",
+                   signo, g_strerror (errno));
+      return 0;
+    }
+
+  if (lw_capture_disposition_is_free (&current) || explicit_choice)
+    chosen = signo;
+  else
+    {
+      /* The next free one after the preferred signal, wrapping around:
+       * the low real-time signals are the ones other libraries pick. */
+      int span = SIGRTMAX - SIGRTMIN + 1;
+
+      for (int k = 1; k < span && chosen == 0; k++)
+        {
+          int s = SIGRTMIN + (signo - SIGRTMIN + k) % span;
+          struct sigaction other;
+
+          if (sigaction (s, NULL, &other) == 0 && !(other.sa_flags & SA_SIGINFO)
+              && other.sa_handler == SIG_DFL)
+            chosen = s;
+        }
+    }
+
+  if (chosen == 0)
+    {
+      g_autofree char *name = lw_capture_signal_name (signo);
+
+      g_set_error (error, LW_ERROR, LW_ERROR_SIGNAL,
+                   "%s is handled by the program and no other real-time signal is free", name);
+      return 0;
+    }
+
+  memset (&ours, 0, sizeof ours);
+  ours.sa_sigaction = lw_capture_on_signal;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset (&ours.sa_mask);
+  if (sigaction (chosen, NULL, &lw_old_action) != 0 || sigaction (chosen, &ours, NULL) != 0)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_SIGNAL, "cannot install a handler for signal %d: %s",
+                   chosen, g_strerror (errno));
+      return 0;
+    }
+
+  if (chosen != signo)
+    {
+      g_autofree char *wanted = lw_capture_signal_name (signo);
+      g_autofree char *used = lw_capture_signal_name (chosen);
+
+      g_message ("%s is already handled by the program; lagwatch uses %s instead "
+                 "(set LAGWATCH_SIGNAL to choose one)", wanted, used);
+    }
+  else if (!lw_capture_disposition_is_free (&lw_old_action))
+    {
+      g_autofree char *used = lw_capture_signal_name (chosen);
+
+      g_message ("%s is also handled by the program; lagwatch passes the program's "
+                 "own %s signals on to its handler", used, used);
+    }
+
+  lw_signo = chosen;
+  lw_signal_users = 1;
+  return chosen;
+}
+
+/* Normal context, library lock held. */
+void
+lw_capture_release_signal (void)
+{
+  struct sigaction current;
+
+  g_return_if_fail (lw_signal_users > 0);
+  if (--lw_signal_users > 0)
+    return;
+  if (atomic_load (&lw_signals_in_flight) > 0)
+    {
+      g_debug ("a lagwatch signal is still queued: its handler stays installed");
+      return;
+    }
+  if (sigaction (lw_signo, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO)
+      && current.sa_sigaction == lw_capture_on_signal)
+    sigaction (lw_signo, &lw_old_action, NULL);
+  lw_signo = 0;
+}
+
+LwSnapshot *
+lw_snapshot_new (size_t stack_bytes)
+{
+  LwSnapshot *snap = g_malloc0 (sizeof (LwSnapshot) + stack_bytes);
+
+  snap->stack_capacity = stack_bytes;
+  return snap;
+}
+
+void
+lw_snapshot_free (LwSnapshot *snapshot)
+{
+  g_free (snapshot);
+}
+
+/* Watcher thread. FALSE when the thread is gone. */
+static gboolean
+lw_capture_read_syscall (pid_t tid, LwProcSyscall *out)
+{
+  char path[64];
+  int fd;
+  ssize_t n;
+
+  memset (out, 0, sizeof *out);
+  snprintf (path, sizeof path, "/proc/self/task/%d/syscall", (int) tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return FALSE;
+  n = read (fd, out->text, sizeof out->text - 1);
+  close (fd);
+  if (n <= 0)
+    return FALSE;
+  out->text[n] = '\0';
+
+  if (g_str_has_prefix (out->text, "running"))
+    out->running = TRUE;
+  else
+    {
+      /* "NR ARG1 .. ARG6 SP PC", or "-1 SP PC" when blocked outside a call. */
+      char *fields[9] = { 0 };
+      int count = 0;
+      char *save = NULL;
+      char copy[sizeof out->text];
+
+      memcpy (copy, out->text, sizeof copy);
+      for (char *tok = strtok_r (copy, " \n", &save); tok != NULL && count < 9;
+           tok = strtok_r (NULL, " \n", &save))
+        fields[count++] = tok;
+      if (count != 9 && count != 3)
+        {
+          out->running = TRUE;  /* unknown format: take it by signal */
+          return TRUE;
+        }
+      out->nr = strtol (fields[0], NULL, 10);
+      out->sp = (uintptr_t) strtoull (fields[count - 2], NULL, 16);
+      out->pc = (uintptr_t) strtoull (fields[count - 1], NULL, 16);
+    }
+  return TRUE;
+}
+
+/* Watcher thread. The thread sleeps in the kernel: copy its stack from
+ * here. TRUE when the copy is consistent (the thread did not move while we
+ * copied: same /proc line before and after, same busy period). */
+static gboolean
+lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
+                      uint64_t busy_seq, LwSnapshot *snap)
+{
+  LwProcSyscall after;
+
+  memset (snap->regs, 0, sizeof snap->regs);
+  snap->regs[LW_REG_RIP] = before->pc;
+  snap->regs[LW_REG_RSP] = before->sp;
+  snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
+  snap->syscall_nr = before->nr;
+  snap->via_signal = 0;
+  lw_capture_copy_stack (snap, before->sp, slot->loop_stack_lo, slot->loop_stack_hi);
+  snap->taken_ns = lw_clock_now_ns ();
+
+  return lw_capture_read_syscall (tid, &after)
+         && strcmp (after.text, before->text) == 0
+         && atomic_load (&slot->seq) == busy_seq;
+}
+
+/* Watcher thread. */
+static LwCaptureResult
+lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq,
+                      LwSnapshot *snap, int64_t timeout_ns)
+{
+  LwCaptureRequest *req = &slot->capture;
+  uintptr_t cookie;
+  siginfo_t info;
+  struct timespec deadline;
+  int armed = LW_CAPTURE_ARMED;
+
+  if (atomic_load (&req->in_flight))
+    return LW_CAPTURE_IN_FLIGHT;
+
+  while (sem_trywait (&req->done) == 0)
+    ;
+  cookie = (uintptr_t) (LW_COOKIE_MAGIC << 48) | ((uintptr_t) slot->index << 40)
+           | (uintptr_t) (atomic_fetch_add (&lw_cookie_serial, 1) & UINT64_C (0xffffffffff));
+  req->snapshot = snap;
+  req->expect_seq = busy_seq;
+  atomic_store (&req->result, LW_CAPTURE_FAILED);
+  atomic_store (&req->cookie, cookie);
+  atomic_store (&req->in_flight, 1);
+  atomic_fetch_add (&lw_signals_in_flight, 1);
+  atomic_store (&req->state, LW_CAPTURE_ARMED);
+
+  memset (&info, 0, sizeof info);
+  info.si_signo = lw_signo;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid ();
+  info.si_uid = getuid ();
+  info.si_value.sival_ptr = (void *) cookie;
+  if (syscall (SYS_rt_tgsigqueueinfo, getpid (), tid, lw_signo, &info) != 0)
+    {
+      int err = errno;
+
+      atomic_store (&req->state, LW_CAPTURE_IDLE);
+      atomic_store (&req->in_flight, 0);
+      atomic_fetch_sub (&lw_signals_in_flight, 1);
+      return err == ESRCH ? LW_CAPTURE_THREAD_GONE : LW_CAPTURE_FAILED;
+    }
+
+  deadline = lw_clock_timespec (lw_clock_now_ns () + timeout_ns);
+  while (sem_clockwait (&req->done, CLOCK_MONOTONIC, &deadline) != 0)
+    {
+      if (errno == EINTR)
+        continue;
+      if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_ABANDONED))
+        return LW_CAPTURE_TIMEOUT;
+      /* The handler is copying right now: its time is bounded, wait. */
+      while (sem_wait (&req->done) != 0 && errno == EINTR)
+        ;
+      break;
+    }
+  atomic_store (&req->state, LW_CAPTURE_IDLE);
+  return (LwCaptureResult) atomic_load (&req->result);
+}
+
+/* Watcher thread of @slot. */
+LwCaptureResult
+lw_capture_take (LwSlot *slot, uint64_t busy_seq, LwSnapshot *snap, int64_t timeout_ns)
+{
+  pid_t tid = atomic_load (&slot->loop_tid);
+
+  snap->regs_valid = 0;
+  snap->stack_len = 0;
+  snap->syscall_nr = -1;
+
+  for (int attempt = 0; attempt < 3; attempt++)
+    {
+      LwProcSyscall now;
+
+      if (atomic_load (&slot->seq) != busy_seq)
+        return LW_CAPTURE_STALE;
+      if (tid == 0 || !lw_capture_read_syscall (tid, &now))
+        return LW_CAPTURE_THREAD_GONE;
+      if (now.running)
+        break;
+      if (lw_capture_from_proc (slot, tid, &now, busy_seq, snap))
+        return LW_CAPTURE_OK;
+    }
+
+  if (lw_signo == 0)
+    return LW_CAPTURE_FAILED;
+  return lw_capture_by_signal (slot, tid, busy_seq, snap, timeout_ns);
+}
+
+/* Watcher thread. */
+gboolean
+lw_capture_thread_blocks_signal (pid_t tid, int signo)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return FALSE;
+  line = strstr (text, "\nSigBlk:");
+  if (line == NULL)
+    return FALSE;
+  return (strtoull (line + strlen ("\nSigBlk:"), NULL, 16) >> (signo - 1)) & 1;
+}

@@ -1,0 +1,221 @@
+/* lw-config.c: LagWatchConfig and the LAGWATCH_* environment variables */
+#include "lw-config.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lw-private.h"
+#include "lw-sink.h"
+
+G_DEFINE_QUARK (lagwatch-error-quark, lw_error)
+
+int
+lw_config_default_signal (void)
+{
+  return SIGRTMIN + 7;
+}
+
+LagWatchConfig *
+lagwatch_config_new (void)
+{
+  LagWatchConfig *config = g_new0 (LagWatchConfig, 1);
+
+  config->threshold_ms = LW_DEFAULT_THRESHOLD_MS;
+  config->hang_ms = LW_DEFAULT_HANG_MS;
+  config->max_frames = LW_DEFAULT_MAX_FRAMES;
+  config->output = g_strdup (LW_DEFAULT_OUTPUT);
+  return config;
+}
+
+void
+lagwatch_config_free (LagWatchConfig *config)
+{
+  if (config == NULL)
+    return;
+  g_free (config->output);
+  g_free (config);
+}
+
+LagWatchConfig *
+lw_config_copy (const LagWatchConfig *config)
+{
+  LagWatchConfig *copy;
+
+  if (config == NULL)
+    return lagwatch_config_new ();
+  copy = g_memdup2 (config, sizeof *config);
+  copy->output = g_strdup (config->output);
+  return copy;
+}
+
+gboolean
+lagwatch_config_set_threshold_ms (LagWatchConfig *config, guint threshold_ms)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
+    return FALSE;
+  config->threshold_ms = threshold_ms;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_hang_ms (LagWatchConfig *config, guint hang_ms)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (hang_ms < 1 || hang_ms > LW_MAX_DURATION_MS)
+    return FALSE;
+  config->hang_ms = hang_ms;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_max_frames (LagWatchConfig *config, guint max_frames)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (max_frames < 1 || max_frames > LW_MAX_FRAMES_LIMIT)
+    return FALSE;
+  config->max_frames = max_frames;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_signal (LagWatchConfig *config, int signo)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (signo < SIGRTMIN || signo > SIGRTMAX)
+    return FALSE;
+  config->signo = signo;
+  config->signal_explicit = TRUE;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_output (LagWatchConfig *config, const char *spec, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (spec != NULL, FALSE);
+  if (!lw_sink_spec_validate (spec, error))
+    return FALSE;
+  g_free (config->output);
+  config->output = g_strdup (spec);
+  return TRUE;
+}
+
+/* Any thread. A whole decimal number in [min, max], nothing else: "abc",
+ * "-5", "1e9", "12ms" and "" are all refused. */
+static gboolean
+lw_config_parse_uint (const char *text, guint min, guint max, guint *value)
+{
+  guint64 v;
+
+  if (text[0] == '\0' || strspn (text, "0123456789") != strlen (text) || strlen (text) > 10)
+    return FALSE;
+  v = g_ascii_strtoull (text, NULL, 10);
+  if (v < min || v > max)
+    return FALSE;
+  *value = (guint) v;
+  return TRUE;
+}
+
+gboolean
+lw_config_parse_signal (const char *text, int *signo)
+{
+  const char *rest = g_str_has_prefix (text, "SIG") ? text + 3 : text;
+  int base, sign = 0;
+  guint offset = 0;
+
+  if (g_str_has_prefix (rest, "RTMIN"))
+    base = SIGRTMIN, rest += 5, sign = +1;
+  else if (g_str_has_prefix (rest, "RTMAX"))
+    base = SIGRTMAX, rest += 5, sign = -1;
+  else
+    {
+      guint number;
+
+      if (!lw_config_parse_uint (text, (guint) SIGRTMIN, (guint) SIGRTMAX, &number))
+        return FALSE;
+      *signo = (int) number;
+      return TRUE;
+    }
+
+  if (*rest != '\0')
+    {
+      if (*rest != (sign > 0 ? '+' : '-')
+          || !lw_config_parse_uint (rest + 1, 0, (guint) (SIGRTMAX - SIGRTMIN), &offset))
+        return FALSE;
+    }
+  *signo = base + sign * (int) offset;
+  return *signo >= SIGRTMIN && *signo <= SIGRTMAX;
+}
+
+/* Any thread. One variable holding a duration or a count. */
+static void
+lw_config_env_uint (const char *name, guint min, guint max, const char *unit, guint *value)
+{
+  const char *text = g_getenv (name);
+
+  if (text == NULL)
+    return;
+  if (!lw_config_parse_uint (text, min, max, value))
+    g_warning ("%s=\"%s\" is not valid: expected a whole number of %s from %u to %u; using %u",
+               name, text, unit, min, max, *value);
+}
+
+void
+lw_config_apply_environment (LagWatchConfig *config)
+{
+  const char *text;
+
+  lw_config_env_uint ("LAGWATCH_THRESHOLD_MS", 1, LW_MAX_DURATION_MS, "milliseconds",
+                      &config->threshold_ms);
+  lw_config_env_uint ("LAGWATCH_HANG_MS", 1, LW_MAX_DURATION_MS, "milliseconds",
+                      &config->hang_ms);
+  lw_config_env_uint ("LAGWATCH_MAX_FRAMES", 1, LW_MAX_FRAMES_LIMIT, "frames",
+                      &config->max_frames);
+
+  text = g_getenv ("LAGWATCH_SIGNAL");
+  if (text != NULL)
+    {
+      int signo;
+
+      if (lw_config_parse_signal (text, &signo))
+        {
+          config->signo = signo;
+          config->signal_explicit = TRUE;
+        }
+      else
+        g_warning ("LAGWATCH_SIGNAL=\"%s\" is not valid: expected SIGRTMIN+N, SIGRTMAX-N or a "
+                   "number from %d to %d; using %s", text, SIGRTMIN, SIGRTMAX,
+                   config->signal_explicit ? "the program's choice" : "SIGRTMIN+7");
+    }
+
+  text = g_getenv ("LAGWATCH_OUTPUT");
+  if (text != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (lw_sink_spec_validate (text, &error))
+        {
+          g_free (config->output);
+          config->output = g_strdup (text);
+        }
+      else
+        g_warning ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
+                   "stderr, json:PATH or none; using \"%s\"", text, error->message, config->output);
+    }
+}
+
+gboolean
+lw_config_disabled (void)
+{
+  const char *text = g_getenv ("LAGWATCH_DISABLE");
+
+  if (text == NULL || g_str_equal (text, "") || g_str_equal (text, "0"))
+    return FALSE;
+  if (g_str_equal (text, "1"))
+    return TRUE;
+  g_warning ("LAGWATCH_DISABLE=\"%s\" is not valid: expected 1 (disable) or 0; lagwatch stays on",
+             text);
+  return FALSE;
+}

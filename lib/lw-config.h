@@ -1,0 +1,48 @@
+/* lw-config.h: settings of a watch, from the program and the environment
+ *
+ * Built-in defaults, then what the program set (LagWatchConfig setters),
+ * then LAGWATCH_* environment variables on top, read at every attach. A bad
+ * value is named in one warning, with what is accepted, and the previous
+ * value is kept.
+ */
+#pragma once
+
+#include "lagwatch.h"
+
+G_BEGIN_DECLS
+
+#define LW_DEFAULT_THRESHOLD_MS 100
+#define LW_DEFAULT_HANG_MS      2000
+#define LW_DEFAULT_MAX_FRAMES   128
+#define LW_DEFAULT_OUTPUT       "stderr"
+#define LW_MAX_DURATION_MS      3600000
+#define LW_MAX_FRAMES_LIMIT     1024
+
+struct _LagWatchConfig
+{
+  guint     threshold_ms;
+  guint     hang_ms;
+  guint     max_frames;
+  int       signo;            /* 0: the default, SIGRTMIN+7 */
+  gboolean  signal_explicit;  /* chosen by the program or the user */
+  char     *output;           /* a valid sink list (lw-sink.h) */
+};
+
+/* Any thread. */
+LagWatchConfig *lw_config_copy              (const LagWatchConfig *config);
+
+/* Any thread. Overrides @config with the LAGWATCH_* variables. */
+void            lw_config_apply_environment (LagWatchConfig       *config);
+
+/* Any thread. TRUE when LAGWATCH_DISABLE=1. */
+gboolean        lw_config_disabled          (void);
+
+/* Any thread. The default signal, SIGRTMIN+7. */
+int             lw_config_default_signal    (void);
+
+/* Any thread. Parses "SIGRTMIN+N", "SIGRTMAX-N", "SIGRTMIN", "SIGRTMAX"
+ * (the "SIG" prefix optional) or a signal number, within SIGRTMIN..SIGRTMAX. */
+gboolean        lw_config_parse_signal      (const char           *text,
+                                             int                  *signo);
+
+G_END_DECLS

@@ -1,0 +1,279 @@
+/* lw-hooks.c: the poll wrapper and the registry of watched contexts
+ *
+ * GPollFunc has no user_data, so each slot gets its own trampoline: a copy of
+ * the wrapper bound to one static slot. The registry lock (recursive: GLib
+ * may call our finalize notify from inside g_source_destroy() in detach)
+ * guards slot ownership and slot->context.
+ */
+#include "lw-hooks.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "lw-clock.h"
+#include "lw-private.h"
+
+static LwSlot     lw_slots[LW_MAX_SLOTS];
+static GRecMutex  lw_registry_lock;
+static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as possible */
+
+typedef struct
+{
+  unsigned index;
+  unsigned generation;
+} LwContextToken;
+
+/* Loop thread, normal context (GLib does not hold the context lock while it
+ * polls). Records the thread that now runs the context: its TID for the
+ * signal and /proc, and its stack bounds for the stack copy. */
+static G_GNUC_NO_INLINE void
+lw_hooks_adopt_thread (LwSlot *slot)
+{
+  pthread_attr_t attr;
+  uintptr_t lo = 0, hi = 0;
+  int saved_errno = errno;
+
+  if (pthread_getattr_np (pthread_self (), &attr) == 0)
+    {
+      void *addr;
+      size_t size;
+
+      if (pthread_attr_getstack (&attr, &addr, &size) == 0)
+        {
+          lo = (uintptr_t) addr;
+          hi = lo + size;
+        }
+      pthread_attr_destroy (&attr);
+    }
+  slot->loop_stack_lo = lo;
+  slot->loop_stack_hi = hi;
+  atomic_store (&slot->loop_tid, gettid ());
+  slot->loop_thread = pthread_self ();
+  errno = saved_errno;
+}
+
+/* Loop thread. Only while the watcher follows a lag: stamp the first poll
+ * entry as the lag's end, and wake the watcher. */
+static G_GNUC_NO_INLINE void
+lw_hooks_note_idle (LwSlot *slot)
+{
+  int64_t expected = 0;
+  int saved_errno = errno;
+
+  atomic_compare_exchange_strong (&slot->lag_end_ns, &expected, lw_clock_now_ns ());
+  sem_post (&slot->wake);
+  errno = saved_errno;
+}
+
+/* Loop thread. Wake the parked watcher: a busy period starts. */
+static G_GNUC_NO_INLINE void
+lw_hooks_note_busy (LwSlot *slot)
+{
+  int saved_errno = errno;
+
+  sem_post (&slot->wake);
+  errno = saved_errno;
+}
+
+/* Loop thread, inside g_main_context_iterate(): the hot path. Two stores and
+ * two loads of the slot, one clock read, nothing else while the watcher has
+ * nothing to be woken for. The seq_cst stores pair with the watcher's
+ * fetch_or on wake_flags (a Dekker handshake: neither side can miss the
+ * other). */
+static inline G_GNUC_UNUSED __attribute__ ((always_inline)) gint
+lw_hooks_poll (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout)
+{
+  GPollFunc poll_func = slot->prev_poll;
+  unsigned generation = atomic_load_explicit (&slot->generation, memory_order_relaxed);
+  uint64_t seq;
+  gint ret;
+
+  if (G_UNLIKELY (!pthread_equal (slot->loop_thread, pthread_self ())))
+    lw_hooks_adopt_thread (slot);
+
+  seq = (atomic_load_explicit (&slot->seq, memory_order_relaxed) | 1) + 1;
+  atomic_store_explicit (&slot->seq, seq, memory_order_seq_cst);
+  if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE))
+    lw_hooks_note_idle (slot);
+
+  ret = poll_func (fds, nfds, timeout);
+
+  /* Detached (and maybe reused) while we polled: the slot is not ours. */
+  if (G_UNLIKELY (atomic_load_explicit (&slot->generation, memory_order_relaxed) != generation))
+    return ret;
+
+  atomic_store_explicit (&slot->busy_since_ns, lw_clock_now_ns (), memory_order_relaxed);
+  atomic_store_explicit (&slot->seq, seq + 1, memory_order_seq_cst);
+  if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_BUSY))
+    lw_hooks_note_busy (slot);
+  return ret;
+}
+
+#define LW_TRAMPOLINE(i) \
+  static gint lw_hooks_poll_##i (GPollFD *fds, guint nfds, gint timeout) \
+  { return lw_hooks_poll (&lw_slots[i], fds, nfds, timeout); }
+LW_TRAMPOLINE (0)  LW_TRAMPOLINE (1)  LW_TRAMPOLINE (2)  LW_TRAMPOLINE (3)
+LW_TRAMPOLINE (4)  LW_TRAMPOLINE (5)  LW_TRAMPOLINE (6)  LW_TRAMPOLINE (7)
+LW_TRAMPOLINE (8)  LW_TRAMPOLINE (9)  LW_TRAMPOLINE (10) LW_TRAMPOLINE (11)
+LW_TRAMPOLINE (12) LW_TRAMPOLINE (13) LW_TRAMPOLINE (14) LW_TRAMPOLINE (15)
+
+static const GPollFunc lw_trampolines[LW_MAX_SLOTS] = {
+  lw_hooks_poll_0,  lw_hooks_poll_1,  lw_hooks_poll_2,  lw_hooks_poll_3,
+  lw_hooks_poll_4,  lw_hooks_poll_5,  lw_hooks_poll_6,  lw_hooks_poll_7,
+  lw_hooks_poll_8,  lw_hooks_poll_9,  lw_hooks_poll_10, lw_hooks_poll_11,
+  lw_hooks_poll_12, lw_hooks_poll_13, lw_hooks_poll_14, lw_hooks_poll_15,
+};
+
+LwSlot *
+lw_hooks_get_slot (unsigned index)
+{
+  return index < LW_MAX_SLOTS ? &lw_slots[index] : NULL;
+}
+
+/* The finalize watch is never ready; GLib only needs a dispatch to exist. */
+static gboolean
+lw_hooks_finalize_watch_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+lw_hooks_finalize_watch_callback (gpointer user_data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+static GSourceFuncs lw_finalize_watch_funcs = {
+  .dispatch = lw_hooks_finalize_watch_dispatch,
+};
+
+/* Whatever thread destroys the finalize watch: the one dropping the
+ * context's last reference (GLib calls this with the context unlocked,
+ * before freeing it), or lw_hooks_detach() itself (then the generation no
+ * longer matches and nothing happens). */
+static void
+lw_hooks_on_context_gone (gpointer data)
+{
+  LwContextToken *token = data;
+  LwSlot *slot = &lw_slots[token->index];
+
+  g_rec_mutex_lock (&lw_registry_lock);
+  if (slot->in_use && atomic_load (&slot->generation) == token->generation)
+    {
+      slot->context = NULL;
+      g_clear_pointer (&slot->finalize_watch, g_source_unref);
+      if (slot->context_gone != NULL)
+        slot->context_gone (slot->owner);
+    }
+  g_rec_mutex_unlock (&lw_registry_lock);
+  g_free (token);
+}
+
+/* Any thread. */
+LwSlot *
+lw_hooks_attach (GMainContext     *context,
+                 void             *owner,
+                 LwContextGoneFunc gone,
+                 GError          **error)
+{
+  LwSlot *slot = NULL;
+  LwContextToken *token;
+  GSource *watch;
+
+  g_rec_mutex_lock (&lw_registry_lock);
+  for (unsigned i = 0; i < LW_MAX_SLOTS; i++)
+    if (lw_slots[i].in_use && lw_slots[i].context == context)
+      {
+        g_rec_mutex_unlock (&lw_registry_lock);
+        g_set_error (error, LW_ERROR, LW_ERROR_ALREADY_WATCHED,
+                     "context %p is already watched; detach the first watch before attaching again",
+                     (void *) context);
+        return NULL;
+      }
+
+  for (unsigned n = 0; n < LW_MAX_SLOTS && slot == NULL; n++)
+    {
+      unsigned i = (lw_next_slot + n) % LW_MAX_SLOTS;
+
+      if (!lw_slots[i].in_use && !lw_slots[i].leaked)
+        {
+          slot = &lw_slots[i];
+          lw_next_slot = i + 1;
+        }
+    }
+  if (slot == NULL)
+    {
+      g_rec_mutex_unlock (&lw_registry_lock);
+      g_set_error (error, LW_ERROR, LW_ERROR_NO_SLOT,
+                   "already watching %d contexts, the most lagwatch can watch at once",
+                   LW_MAX_SLOTS);
+      return NULL;
+    }
+
+  if (slot->trampoline == NULL)
+    {
+      slot->index = (unsigned) (slot - lw_slots);
+      slot->trampoline = lw_trampolines[slot->index];
+      sem_init (&slot->wake, 0, 0);
+      sem_init (&slot->capture.done, 0, 0);
+    }
+  atomic_store (&slot->seq, 0);
+  atomic_store (&slot->busy_since_ns, 0);
+  atomic_store (&slot->wake_flags, 0);
+  atomic_store (&slot->lag_end_ns, 0);
+  while (sem_trywait (&slot->wake) == 0)
+    ;
+  slot->in_use = TRUE;
+  slot->context = context;
+  slot->owner = owner;
+  slot->context_gone = gone;
+  slot->prev_poll = g_main_context_get_poll_func (context);
+  atomic_fetch_add (&slot->generation, 1);
+
+  token = g_new (LwContextToken, 1);
+  token->index = slot->index;
+  token->generation = atomic_load (&slot->generation);
+  watch = g_source_new (&lw_finalize_watch_funcs, sizeof (GSource));
+  g_source_set_name (watch, "lagwatch: context finalize watch");
+  g_source_set_priority (watch, G_MAXINT);
+  g_source_set_callback (watch, lw_hooks_finalize_watch_callback, token, lw_hooks_on_context_gone);
+  g_source_attach (watch, context);
+  slot->finalize_watch = watch;
+
+  g_main_context_set_poll_func (context, slot->trampoline);
+  g_rec_mutex_unlock (&lw_registry_lock);
+  return slot;
+}
+
+/* Any thread. */
+void
+lw_hooks_detach (LwSlot *slot)
+{
+  g_rec_mutex_lock (&lw_registry_lock);
+  atomic_fetch_add (&slot->generation, 1);
+  if (slot->context != NULL)
+    {
+      if (g_main_context_get_poll_func (slot->context) == slot->trampoline)
+        g_main_context_set_poll_func (slot->context, slot->prev_poll);
+      else
+        {
+          g_warning ("the poll function of context %p was replaced after lagwatch_attach(); "
+                     "lagwatch leaves its wrapper behind, passing every call through",
+                     (void *) slot->context);
+          slot->leaked = TRUE;
+        }
+    }
+  if (slot->finalize_watch != NULL)
+    {
+      GSource *watch = g_steal_pointer (&slot->finalize_watch);
+
+      g_source_destroy (watch);
+      g_source_unref (watch);
+    }
+  slot->context = NULL;
+  slot->owner = NULL;
+  slot->context_gone = NULL;
+  atomic_store (&slot->wake_flags, 0);
+  slot->in_use = FALSE;
+  g_rec_mutex_unlock (&lw_registry_lock);
+}

@@ -1,0 +1,37 @@
+/* lw-hooks.h: knowing, at every moment, whether a context's thread is in poll
+ *
+ * The only per-iteration cost lagwatch puts on a watched loop: the context's
+ * poll function is wrapped, and the wrapper stamps the slot on the way in
+ * (seq becomes even) and on the way out (seq becomes odd, busy_since_ns is
+ * set). Nested loops poll through the same wrapper, so a modal dialog that
+ * sits in poll is idle, not a lag. A loop that iterates without polling (a
+ * ready source of priority < 0) stays busy: its input is starved.
+ *
+ * A never-ready GSource at the lowest priority watches for the context's
+ * finalization (GLib destroys it, and calls our notify, when the last
+ * reference goes): lagwatch does not keep the context alive.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "lw-slot.h"
+
+G_BEGIN_DECLS
+
+/* Any thread. Wraps @context's poll function in a free slot and returns it,
+ * or NULL with @error set (already watched, no free slot). */
+LwSlot *lw_hooks_attach   (GMainContext     *context,
+                           void             *owner,
+                           LwContextGoneFunc gone,
+                           GError          **error);
+
+/* Any thread, also the loop thread and while a poll is in progress.
+ * Restores the poll function (unless someone wrapped ours since: then the
+ * slot stays installed as a pass-through) and releases the slot. */
+void    lw_hooks_detach   (LwSlot           *slot);
+
+/* Async-signal-safe. The slot at @index, or NULL when out of range. */
+LwSlot *lw_hooks_get_slot (unsigned          index);
+
+G_END_DECLS

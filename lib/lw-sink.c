@@ -1,0 +1,163 @@
+/* lw-sink.c: the stderr and JSON Lines sinks */
+#include "lw-sink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lw-private.h"
+
+typedef struct
+{
+  int   fd;
+  char *path;     /* NULL for stderr */
+  gboolean json;
+} LwSink;
+
+struct _LwSinks
+{
+  GArray *sinks;  /* of LwSink */
+};
+
+gboolean
+lw_sink_spec_validate (const char *spec, GError **error)
+{
+  g_auto(GStrv) items = g_strsplit (spec, ",", -1);
+  g_autofree char *trimmed = g_strstrip (g_strdup (spec));
+
+  if (trimmed[0] == '\0')
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "the list is empty");
+      return FALSE;
+    }
+  for (guint i = 0; items[i] != NULL; i++)
+    {
+      const char *item = g_strstrip (items[i]);
+
+      if (g_str_equal (item, "stderr") || g_str_equal (item, "none"))
+        continue;
+      if (g_str_has_prefix (item, "json:"))
+        {
+          if (item[5] == '\0')
+            {
+              g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "\"json:\" needs a file path");
+              return FALSE;
+            }
+          continue;
+        }
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "unknown sink \"%s\"", item);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+lw_sinks_add_stderr (LwSinks *sinks)
+{
+  LwSink sink = { STDERR_FILENO, NULL, FALSE };
+
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    if (g_array_index (sinks->sinks, LwSink, i).path == NULL)
+      return;
+  g_array_append_val (sinks->sinks, sink);
+}
+
+LwSinks *
+lw_sinks_open (const char *spec)
+{
+  LwSinks *sinks = g_new0 (LwSinks, 1);
+  g_auto(GStrv) items = g_strsplit (spec, ",", -1);
+
+  sinks->sinks = g_array_new (FALSE, FALSE, sizeof (LwSink));
+  for (guint i = 0; items[i] != NULL; i++)
+    {
+      const char *item = g_strstrip (items[i]);
+
+      if (g_str_equal (item, "stderr"))
+        lw_sinks_add_stderr (sinks);
+      else if (g_str_has_prefix (item, "json:"))
+        {
+          LwSink sink = { -1, g_strdup (item + 5), TRUE };
+
+          sink.fd = open (sink.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+          if (sink.fd < 0)
+            {
+              g_warning ("LAGWATCH_OUTPUT: cannot open \"%s\" for JSON Lines (%s); "
+                         "writing reports to stderr instead", sink.path, g_strerror (errno));
+              g_free (sink.path);
+              lw_sinks_add_stderr (sinks);
+              continue;
+            }
+          g_array_append_val (sinks->sinks, sink);
+        }
+    }
+  return sinks;
+}
+
+/* Watcher thread. The whole record in one write() where the kernel takes it
+ * (O_APPEND: records from several processes never interleave). */
+static void
+lw_sink_write_all (int fd, const char *data, gsize len)
+{
+  while (len > 0)
+    {
+      ssize_t n = write (fd, data, len);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return;
+      data += n;
+      len -= (gsize) n;
+    }
+}
+
+void
+lw_sinks_write (LwSinks *sinks, LagWatchReport *report)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *json = NULL;
+
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    {
+      const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+
+      if (sink->json)
+        {
+          if (json == NULL)
+            {
+              char *line = lagwatch_report_to_json (report);
+
+              json = g_strconcat (line, "\n", NULL);
+              g_free (line);
+            }
+          lw_sink_write_all (sink->fd, json, strlen (json));
+        }
+      else
+        {
+          if (text == NULL)
+            text = lagwatch_report_to_text (report);
+          lw_sink_write_all (sink->fd, text, strlen (text));
+        }
+    }
+}
+
+void
+lw_sinks_free (LwSinks *sinks)
+{
+  if (sinks == NULL)
+    return;
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    {
+      LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+
+      if (sink->path != NULL)
+        {
+          close (sink->fd);
+          g_free (sink->path);
+        }
+    }
+  g_array_unref (sinks->sinks);
+  g_free (sinks);
+}

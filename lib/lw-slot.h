@@ -1,0 +1,94 @@
+/* lw-slot.h: the state one watch shares between the loop thread, the
+ * watcher thread and the signal handler
+ *
+ * Slots live in a static array (lw-hooks.c) and are never freed, so the poll
+ * wrapper and the signal handler can always touch a slot without a lock and
+ * without fear of use-after-free, even while a watch is being detached.
+ *
+ * Who writes what:
+ *   seq, busy_since_ns, loop_*        the loop thread (poll wrapper)
+ *   wake_flags, capture.armed fields  the watcher thread
+ *   capture.snapshot, capture.result  the signal handler, once it owns the
+ *                                     request (state ARMED -> WRITING)
+ *   lag_end_ns                        the loop thread, once per lag (CAS)
+ */
+#pragma once
+
+#include <glib.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lw-snapshot.h"
+
+#define LW_MAX_SLOTS 16
+
+/* wake_flags: what the watcher wants to be woken for (sem_post on slot->wake). */
+enum
+{
+  LW_WAKE_ON_BUSY = 1 << 0,  /* parked while the loop polls: wake at poll exit */
+  LW_WAKE_ON_IDLE = 1 << 1,  /* following a lag: wake (and stamp lag_end_ns) at poll entry */
+};
+
+/* capture.state: one request at a time, owned by whoever moved it last. */
+enum
+{
+  LW_CAPTURE_IDLE,       /* no request */
+  LW_CAPTURE_ARMED,      /* watcher sent the signal; handler may claim it */
+  LW_CAPTURE_WRITING,    /* handler is filling the snapshot */
+  LW_CAPTURE_DONE,       /* handler finished; watcher reads the result */
+  LW_CAPTURE_ABANDONED,  /* watcher gave up waiting; a late handler must not write */
+};
+
+typedef struct
+{
+  _Atomic int       state;
+  _Atomic uintptr_t cookie;     /* carried in si_value; identifies this request */
+  _Atomic int       in_flight;  /* a signal was queued and its handler has not run yet */
+  uint64_t          expect_seq; /* capture only if the loop is still in this busy period */
+  LwSnapshot       *snapshot;   /* preallocated by the watcher, filled by the handler */
+  _Atomic int       result;     /* LwCaptureResult, set by the handler */
+  sem_t             done;       /* posted by the handler (sem_post is async-signal-safe) */
+} LwCaptureRequest;
+
+typedef struct _LwSlot LwSlot;
+
+/* Called with the registry lock held, on the thread that dropped the
+ * context's last reference. Must only set flags and wake the watcher. */
+typedef void (*LwContextGoneFunc) (void *owner);
+
+struct _LwSlot
+{
+  /* Hot: written by the loop thread at every poll transition. Each group
+   * has its own cache line so the watcher's writes never bounce the loop's. */
+  _Alignas (64) _Atomic uint64_t seq; /* 0: never iterated; odd: busy; even: in poll */
+  _Atomic int64_t  busy_since_ns;  /* lw_clock_now_ns() at the last poll exit */
+
+  /* Read at every transition, written by the watcher only when it changes
+   * what it waits for. */
+  _Alignas (64) _Atomic unsigned wake_flags;
+  _Atomic int64_t  lag_end_ns;     /* first poll entry while LW_WAKE_ON_IDLE; 0 until then */
+  sem_t            wake;           /* the watcher's semaphore */
+
+  /* Written by the loop thread when the thread running the context changes. */
+  _Alignas (64) pthread_t loop_thread;
+  _Atomic pid_t    loop_tid;       /* kernel TID; 0 before the first iteration */
+  uintptr_t        loop_stack_lo;  /* [lo, hi) of that thread's stack, 0 if unknown */
+  uintptr_t        loop_stack_hi;
+
+  /* Set by lw-hooks at attach; constant while the slot is in use. */
+  GPollFunc         prev_poll;
+  _Atomic unsigned  generation;    /* bumped at every attach and detach */
+  gboolean          in_use;
+  gboolean          leaked;        /* someone chained onto our poll func: never reuse */
+  GMainContext     *context;       /* NULL once finalized; guarded by the registry lock */
+  GSource          *finalize_watch;
+  void             *owner;         /* the LagWatch using this slot */
+  LwContextGoneFunc context_gone;  /* tells the owner the context was finalized */
+  unsigned          index;
+  GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
+
+  LwCaptureRequest  capture;
+};

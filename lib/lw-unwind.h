@@ -1,0 +1,41 @@
+/* lw-unwind.h: from a snapshot (registers + stack copy) to return addresses
+ *
+ * libunwind's remote API walks the copy with DWARF CFI from .eh_frame, on
+ * the watcher thread: accessors read the stack from the snapshot, code and
+ * unwind tables from the live (read-only, mapped) modules, and find the
+ * unwind table through lw-modules. libunwind itself is dlopen()ed with
+ * RTLD_LOCAL so that its _Unwind_* exports never enter the global scope,
+ * where the program's C++ runtime would bind its exception unwinding to them.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "lw-snapshot.h"
+
+G_BEGIN_DECLS
+
+/* Any thread, normal context. Loads libunwind once. FALSE (with @error)
+ * when it cannot be loaded; stacks then hold the innermost frame only. */
+gboolean lw_unwind_init  (GError **error);
+
+/* One unwinder per watcher thread: libunwind's per-address-space caches are
+ * used without sharing. */
+typedef struct _LwUnwinder LwUnwinder;
+
+/* Watcher thread. NULL when libunwind is not available. */
+LwUnwinder *lw_unwinder_new  (void);
+void        lw_unwinder_free (LwUnwinder *unwinder);
+
+/* Watcher thread. Writes up to @max_frames instruction addresses, innermost
+ * first, into @ips; returns how many. ips[0] is the interrupted pc (exact);
+ * the others are return addresses. *@truncated is set when the walk stopped
+ * at @max_frames or at the end of the stack copy rather than at the
+ * outermost frame. Works with @unwinder NULL (one frame, the pc). */
+guint lw_unwinder_walk (LwUnwinder       *unwinder,
+                        const LwSnapshot *snapshot,
+                        uintptr_t        *ips,
+                        guint             max_frames,
+                        gboolean         *truncated);
+
+G_END_DECLS

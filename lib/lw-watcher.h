@@ -1,0 +1,63 @@
+/* lw-watcher.h: the watch, and the thread that watches
+ *
+ * One watcher thread per watch. While the loop sleeps in poll the watcher
+ * sleeps on its semaphore with no timeout (no wake-up while the app idles).
+ * When the loop leaves poll, the wrapper wakes it; it then sleeps until
+ * busy_since + threshold. If the loop is still in the same busy period at
+ * that deadline, that is a lag: it takes the stack at once, waits for the
+ * loop's next poll entry (which stamps the lag's end and wakes it), and
+ * reports the lag with its true duration.
+ */
+#pragma once
+
+#include "lagwatch.h"
+#include "lw-sink.h"
+#include "lw-slot.h"
+#include "lw-snapshot.h"
+#include "lw-unwind.h"
+
+G_BEGIN_DECLS
+
+struct _LagWatch
+{
+  LwSlot          *slot;
+  LagWatchConfig  *config;           /* resolved: program + environment */
+  _Atomic guint    threshold_ms;
+  int              signo;            /* 0 when no signal handler could be installed */
+  LwSinks         *sinks;
+  GThread         *thread;
+  _Atomic gboolean stopping;
+  _Atomic gboolean context_gone;
+  _Atomic gboolean self_free;        /* detached from its own report callback */
+
+  GRecMutex          report_lock;    /* guards the callback (recursive: it may reset itself) */
+  LagWatchReportFunc report_func;
+  gpointer           report_data;
+  GDestroyNotify     report_destroy;
+
+  /* Watcher thread only. */
+  LwSnapshot      *snapshot;
+  LwUnwinder      *unwinder;
+  uintptr_t       *ips;
+  guint64          lag_count;
+  gboolean         warned_signal_blocked;
+};
+
+/* Any thread. Starts the watcher thread of @watch (all signals blocked in
+ * it, so the program's process-wide signals never land there). */
+gboolean lw_watcher_start (LagWatch *watch,
+                           GError  **error);
+
+/* Registry lock held (lw-hooks), on the thread finalizing the context. */
+void     lw_watcher_on_context_gone (void *watch);
+
+/* Any thread but the watcher's own. Asks the watcher to stop, and waits. A
+ * lag in progress is reported as incomplete. */
+void     lw_watcher_stop (LagWatch *watch);
+
+/* Provided by lagwatch.c: releases everything of a stopped watch. Called by
+ * lagwatch_detach(), or by the watcher thread itself when it was detached
+ * from its own report callback. */
+void     lw_watch_finish (LagWatch *watch);
+
+G_END_DECLS

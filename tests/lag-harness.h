@@ -1,0 +1,168 @@
+/* lag-harness.h: run a GLib context with lagwatch attached, make it lag,
+ * collect the reports.
+ *
+ * The harness owns a fresh context pushed as the thread's default, a watch
+ * with the given threshold and no output, and the list of reports its
+ * callback received (on the watcher thread, handed over under a lock).
+ * Waiting is always on a condition with a generous deadline, never a sleep.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "lagwatch.h"
+
+#define HARNESS_DEADLINE_US (10 * G_USEC_PER_SEC)
+
+typedef struct
+{
+  GMainContext *context;
+  LagWatch     *watch;
+  GMutex        lock;
+  GPtrArray    *reports;  /* of LagWatchReport, guarded by lock */
+} Harness;
+
+typedef void (*HarnessLagFunc) (gpointer data);
+
+typedef struct
+{
+  HarnessLagFunc func;
+  gpointer       data;
+  gint64         measured_us;  /* how long func ran, measured around the call */
+  gboolean       done;
+} HarnessLag;
+
+static void
+harness_on_report (LagWatchReport *report, gpointer user_data)
+{
+  Harness *h = user_data;
+
+  g_mutex_lock (&h->lock);
+  g_ptr_array_add (h->reports, lagwatch_report_ref (report));
+  g_mutex_unlock (&h->lock);
+  g_main_context_wakeup (h->context);
+}
+
+static inline void
+harness_init (Harness *h, guint threshold_ms)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+
+  g_mutex_init (&h->lock);
+  h->reports = g_ptr_array_new_with_free_func ((GDestroyNotify) lagwatch_report_unref);
+  h->context = g_main_context_new ();
+  g_main_context_push_thread_default (h->context);
+  g_assert_true (lagwatch_config_set_threshold_ms (config, threshold_ms));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  h->watch = lagwatch_attach_with_config (h->context, config);
+  g_assert_nonnull (h->watch);
+  lagwatch_set_report_func (h->watch, harness_on_report, h, NULL);
+}
+
+static inline void
+harness_clear (Harness *h)
+{
+  if (h->watch != NULL)
+    lagwatch_detach (h->watch);
+  g_main_context_pop_thread_default (h->context);
+  g_main_context_unref (h->context);
+  g_ptr_array_unref (h->reports);
+  g_mutex_clear (&h->lock);
+}
+
+static inline guint
+harness_n_reports (Harness *h)
+{
+  guint n;
+
+  g_mutex_lock (&h->lock);
+  n = h->reports->len;
+  g_mutex_unlock (&h->lock);
+  return n;
+}
+
+static inline LagWatchReport *
+harness_report (Harness *h, guint index)
+{
+  LagWatchReport *report;
+
+  g_mutex_lock (&h->lock);
+  g_assert_cmpuint (index, <, h->reports->len);
+  report = h->reports->pdata[index];
+  g_mutex_unlock (&h->lock);
+  return report;
+}
+
+static gboolean
+harness_run_lag_cb (gpointer user_data)
+{
+  HarnessLag *lag = user_data;
+  gint64 start = g_get_monotonic_time ();
+
+  lag->func (lag->data);
+  lag->measured_us = g_get_monotonic_time () - start;
+  lag->done = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+harness_tick (gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Iterates the context until @n reports arrived; the report callback wakes
+ * the context, and a 50 ms tick bounds each wait. Fails the test at the
+ * deadline. */
+static inline void
+harness_wait_reports (Harness *h, guint n)
+{
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+  GSource *tick = g_timeout_source_new (50);
+
+  g_source_set_callback (tick, harness_tick, NULL, NULL);
+  g_source_attach (tick, h->context);
+  while (harness_n_reports (h) < n)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (h->context, TRUE);
+    }
+  g_source_destroy (tick);
+  g_source_unref (tick);
+}
+
+/* Runs @func inside a dispatch of the context and iterates until it has
+ * returned. Returns how long it ran, in µs. */
+static inline gint64
+harness_run_lag (Harness *h, HarnessLagFunc func, gpointer data)
+{
+  HarnessLag lag = { func, data, 0, FALSE };
+  GSource *idle = g_idle_source_new ();
+
+  g_source_set_name (idle, "harness lag");
+  g_source_set_callback (idle, harness_run_lag_cb, &lag, NULL);
+  g_source_attach (idle, h->context);
+  g_source_unref (idle);
+  while (!lag.done)
+    g_main_context_iteration (h->context, TRUE);
+  return lag.measured_us;
+}
+
+/* TRUE when a frame of @report names @symbol. Counts them into @count. */
+static inline gboolean
+harness_stack_has (LagWatchReport *report, const char *symbol, guint *count)
+{
+  guint found = 0;
+
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
+    {
+      const char *name = NULL;
+
+      lagwatch_report_get_frame (report, i, NULL, NULL, NULL, &name, NULL);
+      if (g_strcmp0 (name, symbol) == 0)
+        found++;
+    }
+  if (count != NULL)
+    *count = found;
+  return found > 0;
+}

@@ -1,0 +1,981 @@
+/* test-symbols.c: known-answer tests for the module table and symbolizer
+ *
+ * Every name the symbolizer returns is checked against what nm lists at
+ * the same module offset in the file that holds the symbols (the module,
+ * or its debug file), so the tests check the offsets as well as the names.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "lw-modules.h"
+#include "lw-symbols.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <glib/gstdio.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+
+#define LW_FIXTURE_SYMTAB   LW_FIXTURE_DIR "/libsymbols-fixture.so"
+#define LW_FIXTURE_STRIPPED LW_FIXTURE_DIR "/libsymbols-fixture-stripped.so"
+#define LW_FIXTURE_SPLIT    LW_FIXTURE_DIR "/libsymbols-fixture-split.so"
+
+/* How far into a function the tests point: inside every function below. */
+#define LW_INSIDE 4
+
+typedef int       (*LwFixtureExported) (int n);
+typedef uintptr_t (*LwFixtureAddress)  (void);
+
+int lw_test_exported_function (int n);
+
+/* volatile keeps the loops, so each function is many bytes long. */
+static volatile int lw_test_sink;
+
+__attribute__((noipa)) static int
+lw_test_static_function (int n)
+{
+  for (int i = 0; i < n; i++)
+    lw_test_sink += i * n;
+  return lw_test_sink;
+}
+
+__attribute__((noipa)) int
+lw_test_exported_function (int n)
+{
+  for (int i = 0; i < n; i++)
+    lw_test_sink -= i;
+  return lw_test_static_function (n) + 1;
+}
+
+/* Symbols with exactly known extents and aliases (never called):
+ * - lw_test_sized_symbol: 1 byte, then 63 bytes no symbol covers;
+ * - lw_test_sizeless_symbol: size 0, so only its exact address matches;
+ * - three aliases of different bindings, and three LOCAL aliases, to check
+ *   which name wins. Symbols without .globl or .weak are LOCAL. */
+__asm__ (
+  ".pushsection .text\n"
+  ".p2align 6\n"
+  ".type lw_test_sized_symbol, @function\n"
+  "lw_test_sized_symbol:\n"
+  "  ret\n"
+  ".size lw_test_sized_symbol, 1\n"
+  "  .skip 63, 0xcc\n"
+  ".type lw_test_sizeless_symbol, @function\n"
+  "lw_test_sizeless_symbol:\n"
+  "  ret\n"
+  "  .skip 63, 0xcc\n"
+  ".type lw_test_binding_aliases, @function\n"
+  ".globl _lw_test_global_alias\n"
+  ".type _lw_test_global_alias, @function\n"
+  ".weak lw_test_weak_alias\n"
+  ".type lw_test_weak_alias, @function\n"
+  "lw_test_binding_aliases:\n"
+  "_lw_test_global_alias:\n"
+  "lw_test_weak_alias:\n"
+  "  ret\n"
+  ".size lw_test_binding_aliases, 16\n"
+  ".size _lw_test_global_alias, 16\n"
+  ".size lw_test_weak_alias, 16\n"
+  "  .skip 15, 0xcc\n"
+  ".type lw_test_name_aliases, @function\n"
+  ".type _lw_n, @function\n"
+  ".type lw_name, @function\n"
+  "lw_test_name_aliases:\n"
+  "_lw_n:\n"
+  "lw_name:\n"
+  "  ret\n"
+  ".size lw_test_name_aliases, 16\n"
+  ".size _lw_n, 16\n"
+  ".size lw_name, 16\n"
+  "  .skip 15, 0xcc\n"
+  ".popsection\n");
+
+extern const char lw_test_sized_symbol[] G_GNUC_INTERNAL;
+extern const char lw_test_sizeless_symbol[] G_GNUC_INTERNAL;
+extern const char lw_test_binding_aliases[] G_GNUC_INTERNAL;
+extern const char lw_test_name_aliases[] G_GNUC_INTERNAL;
+
+typedef struct
+{
+  guint64 value;
+  guint64 size;
+  char   *name; /* without nm -D's "@VERSION" */
+} LwNmSymbol;
+
+static void
+lw_nm_symbol_free (gpointer data)
+{
+  LwNmSymbol *symbol = data;
+
+  g_free (symbol->name);
+  g_free (symbol);
+}
+
+/* Parses "VALUE [SIZE] TYPE NAME" lines, keeping functions only. */
+static void
+lw_nm_parse (const char *output,
+             GPtrArray  *symbols)
+{
+  char **lines = g_strsplit (output, "\n", -1);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      char **fields = g_strsplit_set (lines[i], " ", -1);
+      guint n = g_strv_length (fields);
+      LwNmSymbol *symbol;
+      const char *type;
+
+      if (n != 3 && n != 4)
+        {
+          g_strfreev (fields);
+          continue;
+        }
+      type = fields[n - 2];
+      if (strlen (type) == 1 && strchr ("tTwWi", type[0]) != NULL)
+        {
+          symbol = g_new0 (LwNmSymbol, 1);
+          symbol->value = g_ascii_strtoull (fields[0], NULL, 16);
+          symbol->size = n == 4 ? g_ascii_strtoull (fields[1], NULL, 16) : 0;
+          symbol->name = g_strndup (fields[n - 1], strcspn (fields[n - 1], "@"));
+          g_ptr_array_add (symbols, symbol);
+        }
+      g_strfreev (fields);
+    }
+  g_strfreev (lines);
+}
+
+static void
+lw_nm_run (const char *file,
+           gboolean    dynamic,
+           GPtrArray  *symbols)
+{
+  const char *argv[] = { "nm", "--defined-only", "-S", "-D", file, NULL };
+  GError *error = NULL;
+  char *out = NULL;
+  int status;
+
+  if (!dynamic)
+    {
+      argv[3] = file;
+      argv[4] = NULL;
+    }
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                NULL, NULL, &out, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_spawn_check_wait_status (status, &error);
+  g_assert_no_error (error);
+  lw_nm_parse (out, symbols);
+  g_free (out);
+}
+
+/* The function symbols nm lists for @file: its .symtab, or its .dynsym
+ * when it has no .symtab. Cached: the libc debug file has thousands. */
+static GPtrArray *
+lw_nm_symbols (const char *file)
+{
+  static GHashTable *cache;
+  GPtrArray *symbols;
+
+  if (cache == NULL)
+    cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                   (GDestroyNotify) g_ptr_array_unref);
+  symbols = g_hash_table_lookup (cache, file);
+  if (symbols != NULL)
+    return symbols;
+
+  symbols = g_ptr_array_new_with_free_func (lw_nm_symbol_free);
+  lw_nm_run (file, FALSE, symbols);
+  if (symbols->len == 0)
+    lw_nm_run (file, TRUE, symbols);
+  g_hash_table_insert (cache, g_strdup (file), symbols);
+  return symbols;
+}
+
+/* The nm entry of @file named @name, or NULL. */
+static const LwNmSymbol *
+lw_nm_find (const char *file,
+            const char *name)
+{
+  GPtrArray *symbols = lw_nm_symbols (file);
+
+  for (guint i = 0; i < symbols->len; i++)
+    {
+      const LwNmSymbol *symbol = g_ptr_array_index (symbols, i);
+
+      if (strcmp (symbol->name, name) == 0)
+        return symbol;
+    }
+  return NULL;
+}
+
+/* Asserts that nm lists frame->symbol at the frame's symbol start in @file
+ * (among the aliases there), and that the frame's offset lies in it. */
+static void
+lw_assert_frame_matches_nm (const LwFrame *frame,
+                            const char    *file)
+{
+  GPtrArray *symbols = lw_nm_symbols (file);
+  guint64 start = frame->module_offset - frame->symbol_offset;
+  GString *aliases = g_string_new (NULL);
+  const LwNmSymbol *match = NULL;
+
+  g_assert_nonnull (frame->symbol);
+  for (guint i = 0; i < symbols->len; i++)
+    {
+      const LwNmSymbol *symbol = g_ptr_array_index (symbols, i);
+
+      if (symbol->value != start)
+        continue;
+      g_string_append_printf (aliases, "%s%s", aliases->len > 0 ? " " : "", symbol->name);
+      if (strcmp (symbol->name, frame->symbol) == 0)
+        match = symbol;
+    }
+
+  /* On failure, prints what nm has at that offset. */
+  g_assert_cmpstr (frame->symbol, ==, match != NULL ? match->name : aliases->str);
+  if (match->size > 0)
+    g_assert_cmpuint (frame->symbol_offset, <=, match->size);
+  g_string_free (aliases, TRUE);
+}
+
+/* The build-id debug file of @frame's module under @root, if it exists. */
+static char *
+lw_debug_file (const LwFrame *frame,
+               const char    *root)
+{
+  char *path;
+
+  if (frame->build_id == NULL)
+    return NULL;
+  path = g_strdup_printf ("%s/.build-id/%.2s/%s.debug", root, frame->build_id,
+                          frame->build_id + 2);
+  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    return path;
+  g_free (path);
+  return NULL;
+}
+
+/* Resolves an address inside @function (named @name in @module), as an
+ * exact PC and as a return address, and checks both against @nm_file. */
+static void
+lw_assert_resolves_to (uintptr_t   function,
+                       const char *module,
+                       const char *name,
+                       const char *nm_file)
+{
+  LwFrame pc;
+  LwFrame ret;
+
+  lw_symbols_resolve (function + LW_INSIDE, FALSE, &pc);
+  g_assert_cmpstr (pc.module, ==, module);
+  g_assert_nonnull (pc.build_id);
+  g_assert_cmpstr (pc.symbol, ==, name);
+  g_assert_cmpuint (pc.symbol_offset, ==, LW_INSIDE);
+  g_assert_cmpuint (pc.ip, ==, function + LW_INSIDE);
+  lw_assert_frame_matches_nm (&pc, nm_file);
+
+  lw_symbols_resolve (function + LW_INSIDE, TRUE, &ret);
+  g_assert_cmpstr (ret.module, ==, module);
+  g_assert_cmpstr (ret.build_id, ==, pc.build_id);
+  g_assert_cmpuint (ret.module_offset, ==, pc.module_offset);
+  g_assert_cmpstr (ret.symbol, ==, name);
+  g_assert_cmpuint (ret.symbol_offset, ==, LW_INSIDE);
+  lw_assert_frame_matches_nm (&ret, nm_file);
+
+  lw_frame_clear (&pc);
+  lw_frame_clear (&ret);
+}
+
+static char *
+lw_self_path (void)
+{
+  char *path = realpath ("/proc/self/exe", NULL);
+  char *copy;
+
+  g_assert_nonnull (path);
+  copy = g_strdup (path);
+  free (path);
+  return copy;
+}
+
+static void
+test_static_function (void)
+{
+  char *self = lw_self_path ();
+
+  lw_assert_resolves_to ((uintptr_t) lw_test_static_function, self,
+                         "lw_test_static_function", self);
+  g_free (self);
+}
+
+static void
+test_exported_function (void)
+{
+  char *self = lw_self_path ();
+
+  lw_assert_resolves_to ((uintptr_t) lw_test_exported_function, self,
+                         "lw_test_exported_function", self);
+  g_free (self);
+}
+
+/* A call that is the last instruction of a function returns to the first
+ * byte after it: as a return address it still belongs to the caller. */
+static void
+test_return_address_at_end (void)
+{
+  char *self = lw_self_path ();
+  uintptr_t end = (uintptr_t) lw_test_sized_symbol + 1;
+  LwFrame frame;
+
+  lw_symbols_resolve (end, TRUE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "lw_test_sized_symbol");
+  g_assert_cmpuint (frame.symbol_offset, ==, 1);
+  lw_assert_frame_matches_nm (&frame, self);
+  lw_frame_clear (&frame);
+
+  lw_symbols_resolve (end, FALSE, &frame);
+  g_assert_cmpstr (frame.module, ==, self);
+  g_assert_null (frame.symbol);
+  lw_frame_clear (&frame);
+  g_free (self);
+}
+
+static void
+test_past_symbol_size (void)
+{
+  char *self = lw_self_path ();
+  uintptr_t sized = (uintptr_t) lw_test_sized_symbol;
+  LwFrame frame;
+  LwFrame start;
+
+  lw_symbols_resolve (sized, FALSE, &start);
+  g_assert_cmpstr (start.symbol, ==, "lw_test_sized_symbol");
+  lw_assert_frame_matches_nm (&start, self);
+
+  for (uintptr_t offset = 1; offset < 64; offset += 31)
+    {
+      lw_symbols_resolve (sized + offset, FALSE, &frame);
+      g_assert_cmpstr (frame.module, ==, self);
+      g_assert_cmpstr (frame.build_id, ==, start.build_id);
+      g_assert_cmpuint (frame.module_offset, ==, start.module_offset + offset);
+      g_assert_null (frame.symbol);
+      g_assert_cmpuint (frame.symbol_offset, ==, 0);
+      lw_frame_clear (&frame);
+    }
+  lw_frame_clear (&start);
+  g_free (self);
+}
+
+static void
+test_sizeless_symbol (void)
+{
+  char *self = lw_self_path ();
+  uintptr_t sizeless = (uintptr_t) lw_test_sizeless_symbol;
+  LwFrame frame;
+
+  lw_symbols_resolve (sizeless, FALSE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "lw_test_sizeless_symbol");
+  g_assert_cmpuint (frame.symbol_offset, ==, 0);
+  lw_assert_frame_matches_nm (&frame, self);
+  lw_frame_clear (&frame);
+
+  lw_symbols_resolve (sizeless + 1, FALSE, &frame);
+  g_assert_cmpstr (frame.module, ==, self);
+  g_assert_null (frame.symbol);
+  lw_frame_clear (&frame);
+  g_free (self);
+}
+
+static void
+test_alias_preference (void)
+{
+  char *self = lw_self_path ();
+  LwFrame frame;
+
+  /* GLOBAL beats WEAK and LOCAL, whatever the name. */
+  lw_symbols_resolve ((uintptr_t) lw_test_binding_aliases, FALSE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "_lw_test_global_alias");
+  lw_assert_frame_matches_nm (&frame, self);
+  lw_frame_clear (&frame);
+
+  /* Same binding: no leading '_', then the shortest. */
+  lw_symbols_resolve ((uintptr_t) lw_test_name_aliases + 3, FALSE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "lw_name");
+  g_assert_cmpuint (frame.symbol_offset, ==, 3);
+  lw_assert_frame_matches_nm (&frame, self);
+  lw_frame_clear (&frame);
+  g_free (self);
+}
+
+static void
+test_no_module (void)
+{
+  LwFrame frame;
+
+  lw_symbols_resolve (0x10, TRUE, &frame);
+  g_assert_cmpuint (frame.ip, ==, 0x10);
+  g_assert_null (frame.module);
+  g_assert_null (frame.build_id);
+  g_assert_null (frame.symbol);
+  g_assert_cmpuint (frame.module_offset, ==, 0);
+  lw_frame_clear (&frame);
+}
+
+typedef struct
+{
+  void             *handle;
+  LwFixtureExported exported;
+  LwFixtureAddress  static_address;
+} LwFixture;
+
+static void
+lw_fixture_open (LwFixture  *fixture,
+                 const char *path)
+{
+  fixture->handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+  if (fixture->handle == NULL)
+    g_error ("dlopen: %s", dlerror ());
+  fixture->exported = (LwFixtureExported) dlsym (fixture->handle, "lw_fixture_exported_function");
+  fixture->static_address = (LwFixtureAddress) dlsym (fixture->handle, "lw_fixture_static_function_address");
+  g_assert_nonnull (fixture->exported);
+  g_assert_nonnull (fixture->static_address);
+}
+
+static void
+lw_fixture_close (LwFixture *fixture)
+{
+  g_assert_cmpint (dlclose (fixture->handle), ==, 0);
+  *fixture = (LwFixture) { NULL };
+}
+
+static void
+test_fixture_symtab (void)
+{
+  LwFixture fixture;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  lw_assert_resolves_to (fixture.static_address (), LW_FIXTURE_SYMTAB,
+                         "lw_fixture_static_function", LW_FIXTURE_SYMTAB);
+  lw_assert_resolves_to ((uintptr_t) fixture.exported, LW_FIXTURE_SYMTAB,
+                         "lw_fixture_exported_function", LW_FIXTURE_SYMTAB);
+  lw_fixture_close (&fixture);
+}
+
+/* Asserts that the static function of a fixture loaded from @path has no
+ * name but a module offset at which the unstripped variant has it. */
+static void
+lw_assert_static_unnamed (LwFixture  *fixture,
+                          const char *path)
+{
+  LwFrame frame;
+  const LwNmSymbol *symbol;
+
+  lw_symbols_resolve (fixture->static_address () + LW_INSIDE, TRUE, &frame);
+  g_assert_cmpstr (frame.module, ==, path);
+  g_assert_nonnull (frame.build_id);
+  g_assert_null (frame.symbol);
+  g_assert_cmpuint (frame.symbol_offset, ==, 0);
+  symbol = lw_nm_find (LW_FIXTURE_SYMTAB, "lw_fixture_static_function");
+  g_assert_nonnull (symbol);
+  g_assert_cmpuint (frame.module_offset, ==, symbol->value + LW_INSIDE);
+  lw_frame_clear (&frame);
+}
+
+static void
+test_fixture_dynsym_only (void)
+{
+  LwFixture fixture;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_STRIPPED);
+  lw_assert_static_unnamed (&fixture, LW_FIXTURE_STRIPPED);
+  lw_assert_resolves_to ((uintptr_t) fixture.exported, LW_FIXTURE_STRIPPED,
+                         "lw_fixture_exported_function", LW_FIXTURE_STRIPPED);
+  lw_fixture_close (&fixture);
+}
+
+static void
+test_fixture_debug_file (void)
+{
+  const char * const roots[] = { "/nonexistent-debug-root", LW_DEBUG_ROOT, NULL };
+  LwFixture fixture;
+  LwFrame frame;
+  char *debug_file;
+
+  lw_symbols_set_debug_roots (roots);
+  lw_fixture_open (&fixture, LW_FIXTURE_SPLIT);
+
+  /* The build-id in memory names the file split-debug.sh laid out. */
+  lw_symbols_resolve ((uintptr_t) fixture.exported, FALSE, &frame);
+  debug_file = lw_debug_file (&frame, LW_DEBUG_ROOT);
+  g_assert_nonnull (debug_file);
+  lw_frame_clear (&frame);
+
+  lw_assert_resolves_to (fixture.static_address (), LW_FIXTURE_SPLIT,
+                         "lw_fixture_static_function", debug_file);
+  lw_assert_resolves_to ((uintptr_t) fixture.exported, LW_FIXTURE_SPLIT,
+                         "lw_fixture_exported_function", debug_file);
+
+  lw_fixture_close (&fixture);
+  lw_symbols_set_debug_roots (NULL);
+  g_free (debug_file);
+}
+
+typedef enum
+{
+  LW_REPLACE_BY_OTHER_ELF,
+  LW_REPLACE_BY_GARBAGE,
+  LW_REPLACE_BY_NO_SECTIONS,
+  LW_REPLACE_BY_NOTHING,
+} LwReplacement;
+
+/* The file of a loaded library changes under it (a package upgrade, a
+ * broken disk): names come from the mapped image's .dynsym, never from
+ * the file now at that path. */
+static void
+test_fixture_replaced (gconstpointer data)
+{
+  LwReplacement replacement = GPOINTER_TO_INT (data);
+  GError *error = NULL;
+  LwFixture fixture;
+  char *dir = g_dir_make_tmp ("lw-symbols-XXXXXX", &error);
+  char *path;
+  char *contents;
+  gsize len;
+
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "libsymbols-fixture-copy.so", NULL);
+  g_file_get_contents (LW_FIXTURE_SYMTAB, &contents, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (path, contents, len, &error);
+  g_assert_no_error (error);
+  lw_fixture_open (&fixture, path);
+
+  /* g_file_set_contents() renames a new file over the old one, as package
+   * managers do: the mapped pages stay those of the old file. */
+  switch (replacement)
+    {
+    case LW_REPLACE_BY_OTHER_ELF:
+      {
+        char *self = lw_self_path ();
+        char *other;
+        gsize other_len;
+
+        /* An ELF file with a .symtab, names at every offset, another
+         * build-id. */
+        g_file_get_contents (self, &other, &other_len, &error);
+        g_assert_no_error (error);
+        g_file_set_contents (path, other, other_len, &error);
+        g_assert_no_error (error);
+        g_free (other);
+        g_free (self);
+        break;
+      }
+    case LW_REPLACE_BY_GARBAGE:
+      g_file_set_contents (path, "not an ELF file at all", -1, &error);
+      g_assert_no_error (error);
+      break;
+    case LW_REPLACE_BY_NO_SECTIONS:
+      {
+        Elf64_Ehdr ehdr;
+
+        memcpy (&ehdr, contents, sizeof ehdr);
+        ehdr.e_shoff = 0;
+        ehdr.e_shnum = 0;
+        ehdr.e_shstrndx = 0;
+        g_file_set_contents (path, (const char *) &ehdr, sizeof ehdr, &error);
+        g_assert_no_error (error);
+        break;
+      }
+    case LW_REPLACE_BY_NOTHING:
+      g_assert_cmpint (g_unlink (path), ==, 0);
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+
+  lw_assert_static_unnamed (&fixture, path);
+  lw_assert_resolves_to ((uintptr_t) fixture.exported, path,
+                         "lw_fixture_exported_function", LW_FIXTURE_SYMTAB);
+
+  lw_fixture_close (&fixture);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (contents);
+  g_free (path);
+  g_free (dir);
+}
+
+/* A function's address in libc, from libc itself (in a non-PIE executable
+ * the address of qsort could be a PLT entry). */
+static uintptr_t
+lw_libc_function (const char *name)
+{
+  void *libc = dlopen ("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void *function;
+
+  g_assert_nonnull (libc);
+  function = dlsym (libc, name);
+  g_assert_nonnull (function);
+  dlclose (libc);
+  return (uintptr_t) function;
+}
+
+static void
+test_libc (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  LwFrame frame;
+  char *debug_file;
+  const char *nm_file;
+
+  lw_symbols_resolve (qsort_address, FALSE, &frame);
+  g_assert_nonnull (frame.module);
+  g_assert_true (g_str_has_suffix (frame.module, "/libc.so.6"));
+  g_assert_nonnull (frame.build_id);
+  g_assert_cmpstr (frame.symbol, ==, "qsort");
+  g_assert_cmpuint (frame.symbol_offset, ==, 0);
+
+  debug_file = lw_debug_file (&frame, "/usr/lib/debug");
+  nm_file = debug_file != NULL ? debug_file : frame.module;
+  lw_assert_frame_matches_nm (&frame, nm_file);
+
+  /* With libc6-dbg, a LOCAL function (no .dynsym name anywhere at its
+   * address) is named too. */
+  if (debug_file != NULL)
+    {
+      GPtrArray *symbols = lw_nm_symbols (frame.module);
+      GPtrArray *debug_symbols = lw_nm_symbols (debug_file);
+      uintptr_t bias = qsort_address - frame.module_offset;
+      const LwNmSymbol *local = NULL;
+      LwFrame local_frame;
+
+      for (guint i = 0; i < debug_symbols->len && local == NULL; i++)
+        {
+          const LwNmSymbol *candidate = g_ptr_array_index (debug_symbols, i);
+          gboolean exported = FALSE;
+
+          if (candidate->size < 2)
+            continue;
+          for (guint j = 0; j < symbols->len && !exported; j++)
+            exported = ((const LwNmSymbol *) g_ptr_array_index (symbols, j))->value == candidate->value;
+          if (!exported)
+            local = candidate;
+        }
+      g_assert_nonnull (local);
+
+      lw_symbols_resolve (bias + local->value + 1, TRUE, &local_frame);
+      g_assert_cmpstr (local_frame.module, ==, frame.module);
+      g_assert_cmpuint (local_frame.symbol_offset, ==, 1);
+      lw_assert_frame_matches_nm (&local_frame, debug_file);
+      g_test_message ("libc local function: %s", local_frame.symbol);
+      lw_frame_clear (&local_frame);
+    }
+  else
+    g_test_message ("no libc debug file under /usr/lib/debug (libc6-dbg)");
+
+  g_free (debug_file);
+  lw_frame_clear (&frame);
+}
+
+static void
+test_vdso (void)
+{
+  uintptr_t ehdr_address = getauxval (AT_SYSINFO_EHDR);
+  const Elf64_Ehdr *ehdr = (const Elf64_Ehdr *) ehdr_address;
+  void *vdso;
+  uintptr_t function;
+  LwFrame frame;
+  GError *error = NULL;
+  char *image_path;
+  int fd;
+
+  if (ehdr_address == 0)
+    {
+      g_test_skip ("no vDSO");
+      return;
+    }
+
+  /* glibc lists the vDSO under this name; dlsym is fine in a test. */
+  vdso = dlopen ("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+  g_assert_nonnull (vdso);
+  function = (uintptr_t) dlsym (vdso, "__vdso_clock_gettime");
+  g_assert_cmpuint (function, !=, 0);
+
+  lw_symbols_resolve (function + LW_INSIDE, TRUE, &frame);
+  g_assert_cmpstr (frame.module, ==, "[vdso]");
+  g_assert_cmpuint (frame.module_offset, ==, function + LW_INSIDE - ehdr_address);
+  /* GLOBAL __vdso_clock_gettime wins over its WEAK alias clock_gettime. */
+  g_assert_cmpstr (frame.symbol, ==, "__vdso_clock_gettime");
+  g_assert_cmpuint (frame.symbol_offset, ==, LW_INSIDE);
+
+  /* nm needs a file: write the image, section headers included. */
+  fd = g_file_open_tmp ("lw-vdso-XXXXXX.so", &image_path, &error);
+  g_assert_no_error (error);
+  close (fd);
+  g_file_set_contents (image_path, (const char *) ehdr,
+                       ehdr->e_shoff + (gsize) ehdr->e_shnum * ehdr->e_shentsize, &error);
+  g_assert_no_error (error);
+  lw_assert_frame_matches_nm (&frame, image_path);
+
+  g_unlink (image_path);
+  g_free (image_path);
+  lw_frame_clear (&frame);
+  dlclose (vdso);
+}
+
+static void
+test_unwind_table (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  LwUnwindTable table;
+
+  g_assert_true (lw_modules_find_unwind_table (qsort_address, &table));
+  g_assert_cmpuint (table.start, <=, qsort_address);
+  g_assert_cmpuint (qsort_address, <, table.end);
+  g_assert_cmpuint (table.eh_frame_hdr, >=, table.start);
+  g_assert_cmpuint (table.eh_frame_hdr_len, >, 0);
+  g_assert_cmpuint (table.eh_frame_hdr + table.eh_frame_hdr_len, <=, table.end);
+  /* .eh_frame_hdr starts with its version, 1. */
+  g_assert_cmpuint (*(const guint8 *) table.eh_frame_hdr, ==, 1);
+  g_assert_cmpuint (table.dt_pltgot, >=, table.start);
+  g_assert_cmpuint (table.dt_pltgot, <, table.end);
+
+  g_assert_false (lw_modules_find_unwind_table (0x10, &table));
+}
+
+static void
+test_is_readable (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  LwUnwindTable table;
+
+  g_assert_true (lw_modules_is_readable (qsort_address, 8));
+  g_assert_true (lw_modules_find_unwind_table (qsort_address, &table));
+  g_assert_true (lw_modules_is_readable (table.eh_frame_hdr, table.eh_frame_hdr_len));
+  g_assert_false (lw_modules_is_readable (table.end - 1, 2));
+  g_assert_false (lw_modules_is_readable (0x10, 1));
+  g_assert_false (lw_modules_is_readable (UINTPTR_MAX, 2));
+}
+
+/* A library loaded after the table was built is found; once unloaded, its
+ * addresses name it no more. */
+static void
+test_dlopen_dlclose (void)
+{
+  LwFixture fixture;
+  LwUnwindTable table;
+  LwFrame frame;
+  uintptr_t exported;
+
+  lw_modules_init ();
+  lw_symbols_resolve ((uintptr_t) lw_test_static_function, FALSE, &frame);
+  lw_frame_clear (&frame);
+
+  lw_fixture_open (&fixture, LW_FIXTURE_STRIPPED);
+  exported = (uintptr_t) fixture.exported;
+  g_assert_true (lw_modules_find_unwind_table (exported, &table));
+  g_assert_cmpuint (table.start, <=, exported);
+  g_assert_true (lw_modules_is_readable (exported, 16));
+  lw_assert_resolves_to (exported, LW_FIXTURE_STRIPPED,
+                         "lw_fixture_exported_function", LW_FIXTURE_STRIPPED);
+  lw_fixture_close (&fixture);
+
+  if (dlopen (LW_FIXTURE_STRIPPED, RTLD_NOW | RTLD_NOLOAD) != NULL)
+    {
+      g_test_skip ("the fixture stays loaded after dlclose");
+      return;
+    }
+  lw_symbols_resolve (exported, FALSE, &frame);
+  g_assert_cmpstr (frame.module, !=, LW_FIXTURE_STRIPPED);
+  g_assert_cmpstr (frame.symbol, !=, "lw_fixture_exported_function");
+  lw_frame_clear (&frame);
+}
+
+typedef struct
+{
+  uintptr_t libc_qsort;
+  uintptr_t fixture_exported; /* loaded and unloaded while threads run */
+} LwConcurrentAddresses;
+
+static gpointer
+lw_resolve_thread (gpointer data)
+{
+  const LwConcurrentAddresses *addresses = data;
+
+  for (guint round = 0; round < 2000; round++)
+    {
+      LwFrame frame;
+
+      lw_symbols_resolve (addresses->libc_qsort, FALSE, &frame);
+      g_assert_cmpstr (frame.symbol, ==, "qsort");
+      lw_frame_clear (&frame);
+
+      lw_symbols_resolve ((uintptr_t) lw_test_static_function + LW_INSIDE, TRUE, &frame);
+      g_assert_cmpstr (frame.symbol, ==, "lw_test_static_function");
+      lw_frame_clear (&frame);
+
+      /* Either the fixture (named right) or nothing it names. */
+      lw_symbols_resolve (addresses->fixture_exported, FALSE, &frame);
+      if (g_strcmp0 (frame.module, LW_FIXTURE_SYMTAB) == 0)
+        g_assert_cmpstr (frame.symbol, ==, "lw_fixture_exported_function");
+      else
+        g_assert_cmpstr (frame.symbol, !=, "lw_fixture_exported_function");
+      lw_frame_clear (&frame);
+    }
+  return NULL;
+}
+
+/* Threads resolve while another loads and unloads a library: rescans,
+ * racing table builds and modules dropped under a reader. */
+static void
+test_concurrent (void)
+{
+  LwConcurrentAddresses addresses = { lw_libc_function ("qsort"), 0 };
+  GThread *threads[4];
+  LwFixture fixture;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  addresses.fixture_exported = (uintptr_t) fixture.exported;
+  lw_fixture_close (&fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    threads[i] = g_thread_new ("resolve", lw_resolve_thread, &addresses);
+  for (guint i = 0; i < 200; i++)
+    {
+      LwFrame frame;
+
+      lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+      lw_symbols_resolve (fixture.static_address (), FALSE, &frame);
+      g_assert_cmpstr (frame.symbol, ==, "lw_fixture_static_function");
+      lw_frame_clear (&frame);
+      lw_fixture_close (&fixture);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    g_thread_join (threads[i]);
+}
+
+typedef struct
+{
+  const char *name_part;
+  uintptr_t   start;
+  uintptr_t   end;
+} LwExecSegment;
+
+static int
+lw_find_exec_segment (struct dl_phdr_info *info,
+                      size_t               size,
+                      void                *user_data)
+{
+  LwExecSegment *segment = user_data;
+
+  if (strstr (info->dlpi_name, segment->name_part) == NULL)
+    return 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
+      {
+        segment->start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+        segment->end = segment->start + info->dlpi_phdr[i].p_memsz;
+        return 1;
+      }
+  return 0;
+}
+
+static gint64
+lw_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+/* Only with -m perf: cold table builds and warm lookups in libglib and
+ * libc. */
+static void
+test_perf (void)
+{
+  enum { N_PER_MODULE = 2000 };
+  LwExecSegment segments[] = { { "/libglib-2.0.so", 0, 0 }, { "/libc.so.6", 0, 0 } };
+  uintptr_t addresses[2 * N_PER_MODULE];
+  gint64 cold[2];
+  gint64 start;
+  gint64 warm;
+  guint named = 0;
+  LwFrame frame;
+
+  for (guint m = 0; m < G_N_ELEMENTS (segments); m++)
+    {
+      dl_iterate_phdr (lw_find_exec_segment, &segments[m]);
+      g_assert_cmpuint (segments[m].start, !=, 0);
+      for (guint i = 0; i < N_PER_MODULE; i++)
+        addresses[m * N_PER_MODULE + i] = segments[m].start + 1 +
+          (segments[m].end - segments[m].start - 1) / N_PER_MODULE * i;
+
+      start = lw_now_ns ();
+      lw_symbols_resolve (addresses[m * N_PER_MODULE], TRUE, &frame);
+      cold[m] = lw_now_ns () - start;
+      lw_frame_clear (&frame);
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (addresses); i++)
+    {
+      lw_symbols_resolve (addresses[i], TRUE, &frame);
+      lw_frame_clear (&frame);
+    }
+
+  start = lw_now_ns ();
+  for (guint i = 0; i < G_N_ELEMENTS (addresses); i++)
+    {
+      lw_symbols_resolve (addresses[i], TRUE, &frame);
+      named += frame.symbol != NULL;
+      lw_frame_clear (&frame);
+    }
+  warm = lw_now_ns () - start;
+
+  g_test_message ("first lookup in libglib (table build): %.3f ms", cold[0] / 1e6);
+  g_test_message ("first lookup in libc (table build): %.3f ms", cold[1] / 1e6);
+  g_test_message ("warm: %.1f ns per lookup (%u addresses, %u named)",
+                  (double) warm / G_N_ELEMENTS (addresses),
+                  (guint) G_N_ELEMENTS (addresses), named);
+  g_test_minimized_result ((double) warm / G_N_ELEMENTS (addresses),
+                           "%.1f ns per warm lookup",
+                           (double) warm / G_N_ELEMENTS (addresses));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/symbols/static-function", test_static_function);
+  g_test_add_func ("/symbols/exported-function", test_exported_function);
+  g_test_add_func ("/symbols/return-address-at-end", test_return_address_at_end);
+  g_test_add_func ("/symbols/past-symbol-size", test_past_symbol_size);
+  g_test_add_func ("/symbols/sizeless-symbol", test_sizeless_symbol);
+  g_test_add_func ("/symbols/alias-preference", test_alias_preference);
+  g_test_add_func ("/symbols/no-module", test_no_module);
+  g_test_add_func ("/symbols/fixture/symtab", test_fixture_symtab);
+  g_test_add_func ("/symbols/fixture/dynsym-only", test_fixture_dynsym_only);
+  g_test_add_func ("/symbols/fixture/debug-file", test_fixture_debug_file);
+  g_test_add_data_func ("/symbols/fixture/replaced-by-other-elf",
+                        GINT_TO_POINTER (LW_REPLACE_BY_OTHER_ELF), test_fixture_replaced);
+  g_test_add_data_func ("/symbols/fixture/replaced-by-garbage",
+                        GINT_TO_POINTER (LW_REPLACE_BY_GARBAGE), test_fixture_replaced);
+  g_test_add_data_func ("/symbols/fixture/replaced-by-no-sections",
+                        GINT_TO_POINTER (LW_REPLACE_BY_NO_SECTIONS), test_fixture_replaced);
+  g_test_add_data_func ("/symbols/fixture/deleted",
+                        GINT_TO_POINTER (LW_REPLACE_BY_NOTHING), test_fixture_replaced);
+  g_test_add_func ("/symbols/libc", test_libc);
+  g_test_add_func ("/symbols/vdso", test_vdso);
+  g_test_add_func ("/modules/unwind-table", test_unwind_table);
+  g_test_add_func ("/modules/is-readable", test_is_readable);
+  g_test_add_func ("/modules/dlopen-dlclose", test_dlopen_dlclose);
+  g_test_add_func ("/modules/concurrent", test_concurrent);
+  if (g_test_perf ())
+    g_test_add_func ("/symbols/perf/lookup", test_perf);
+
+  return g_test_run ();
+}

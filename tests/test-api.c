@@ -1,0 +1,448 @@
+/* test-api.c: the public API under misuse and bad input, the environment,
+ * signals already in use, contexts and threads that go away, the JSON Lines
+ * contract, and a callback that never returns.
+ *
+ * Anything that prints a warning, installs signal handlers or never returns
+ * runs in a subprocess (g_test_trap_subprocess), whose output is checked.
+ */
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+
+#define LAGGY __attribute__ ((noipa))
+
+static LAGGY void
+spin_ms (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+/* In a subprocess: let warnings print instead of aborting, as in an app. */
+static void
+child_allow_warnings (void)
+{
+  g_log_set_always_fatal (G_LOG_FATAL_MASK);
+  g_log_set_fatal_mask ("lagwatch", G_LOG_FATAL_MASK);
+}
+
+static void
+test_attach_twice (void)
+{
+  GMainContext *context = g_main_context_new ();
+  LagWatch *first = lagwatch_attach (context);
+  LagWatch *second;
+
+  g_assert_nonnull (first);
+  g_test_expect_message ("lagwatch", G_LOG_LEVEL_WARNING, "*already watched*");
+  second = lagwatch_attach (context);
+  g_test_assert_expected_messages ();
+  g_assert_null (second);
+  lagwatch_detach (first);
+  /* Detached, the context can be watched again. */
+  first = lagwatch_attach (context);
+  g_assert_nonnull (first);
+  lagwatch_detach (first);
+  g_main_context_unref (context);
+}
+
+static void
+test_detach_null_and_twice (void)
+{
+  GMainContext *context = g_main_context_new ();
+  LagWatch *watch = lagwatch_attach (context);
+
+  g_test_expect_message ("lagwatch", G_LOG_LEVEL_CRITICAL, "*watch != NULL*");
+  lagwatch_detach (NULL);
+  g_test_assert_expected_messages ();
+
+  lagwatch_detach (watch);
+  g_test_expect_message ("lagwatch", G_LOG_LEVEL_CRITICAL, "*known*");
+  lagwatch_detach (watch);
+  g_test_assert_expected_messages ();
+  g_main_context_unref (context);
+}
+
+/* Child: attach with the environment the parent set, print the threshold. */
+static void
+child_attach_and_print (void)
+{
+  LagWatch *watch;
+
+  child_allow_warnings ();
+  watch = lagwatch_attach (g_main_context_new ());
+  if (watch == NULL)
+    printf ("watch=none\n");
+  else
+    {
+      printf ("threshold=%u\n", lagwatch_get_threshold_ms (watch));
+      lagwatch_detach (watch);
+    }
+}
+
+typedef struct
+{
+  const char *variable;
+  const char *value;
+  const char *stdout_pattern;
+  const char *stderr_pattern;  /* NULL: stderr must be empty */
+} EnvCase;
+
+static const EnvCase env_cases[] = {
+  { "LAGWATCH_THRESHOLD_MS", "abc", "threshold=100\n",
+    "*LAGWATCH_THRESHOLD_MS=\"abc\" is not valid: expected a whole number of milliseconds from 1 to 3600000; using 100*" },
+  { "LAGWATCH_THRESHOLD_MS", "-5", "threshold=100\n", "*LAGWATCH_THRESHOLD_MS=\"-5\" is not valid*using 100*" },
+  { "LAGWATCH_THRESHOLD_MS", "1e9", "threshold=100\n", "*LAGWATCH_THRESHOLD_MS=\"1e9\" is not valid*using 100*" },
+  { "LAGWATCH_THRESHOLD_MS", "99999999999", "threshold=100\n", "*LAGWATCH_THRESHOLD_MS=\"99999999999\" is not valid*" },
+  { "LAGWATCH_THRESHOLD_MS", "0", "threshold=100\n", "*LAGWATCH_THRESHOLD_MS=\"0\" is not valid*" },
+  { "LAGWATCH_THRESHOLD_MS", "250", "threshold=250\n", NULL },
+  { "LAGWATCH_HANG_MS", "soon", "threshold=100\n", "*LAGWATCH_HANG_MS=\"soon\" is not valid*using 2000*" },
+  { "LAGWATCH_MAX_FRAMES", "5000", "threshold=100\n", "*LAGWATCH_MAX_FRAMES=\"5000\" is not valid*from 1 to 1024*using 128*" },
+  { "LAGWATCH_OUTPUT", "syslog", "threshold=100\n",
+    "*LAGWATCH_OUTPUT=\"syslog\" is not valid: unknown sink \"syslog\"*stderr, json:PATH or none*using \"stderr\"*" },
+  { "LAGWATCH_OUTPUT", "json:", "threshold=100\n", "*LAGWATCH_OUTPUT=\"json:\" is not valid*needs a file path*" },
+  { "LAGWATCH_OUTPUT", "json:/nonexistent-dir/x.jsonl", "threshold=100\n",
+    "*cannot open \"/nonexistent-dir/x.jsonl\"*writing reports to stderr instead*" },
+  { "LAGWATCH_SIGNAL", "SIGFOO", "threshold=100\n", "*LAGWATCH_SIGNAL=\"SIGFOO\" is not valid*SIGRTMIN+N*" },
+  { "LAGWATCH_SIGNAL", "SIGRTMIN+999", "threshold=100\n", "*LAGWATCH_SIGNAL=\"SIGRTMIN+999\" is not valid*" },
+  { "LAGWATCH_DISABLE", "1", "watch=none\n", NULL },
+  { "LAGWATCH_DISABLE", "maybe", "threshold=100\n", "*LAGWATCH_DISABLE=\"maybe\" is not valid*" },
+};
+
+static void
+test_environment (gconstpointer data)
+{
+  const EnvCase *c = data;
+
+  if (g_test_subprocess ())
+    {
+      child_attach_and_print ();
+      return;
+    }
+  g_setenv (c->variable, c->value, TRUE);
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv (c->variable);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stdout (c->stdout_pattern);
+  if (c->stderr_pattern != NULL)
+    {
+      g_test_trap_assert_stderr (c->stderr_pattern);
+      /* One warning, not one per field or per retry. */
+      g_test_trap_assert_stderr_unmatched ("*is not valid*is not valid*");
+    }
+  else
+    g_test_trap_assert_stderr ("");
+}
+
+static volatile sig_atomic_t app_signal_count;
+
+static void
+app_handler (int signo)
+{
+  app_signal_count++;
+}
+
+/* Child: the program owns SIGRTMIN+7 before lagwatch starts. */
+static void
+child_signal_in_use (void)
+{
+  Harness h;
+  LagWatchReport *report;
+  struct sigaction action = { 0 };
+
+  child_allow_warnings ();
+  action.sa_handler = app_handler;
+  sigaction (SIGRTMIN + 7, &action, NULL);
+
+  harness_init (&h, 100);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (200));
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_assert_true (harness_stack_has (report, "spin_ms", NULL));
+  /* The program's own signal still reaches its own handler. */
+  raise (SIGRTMIN + 7);
+  g_assert_cmpint (app_signal_count, ==, 1);
+  harness_clear (&h);
+
+  /* Detached: the program's handler is in place again. */
+  sigaction (SIGRTMIN + 7, NULL, &action);
+  g_assert_true (action.sa_handler == app_handler);
+}
+
+static void
+test_signal_in_use_default (void)
+{
+  if (g_test_subprocess ())
+    {
+      child_signal_in_use ();
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*SIGRTMIN+7 is already handled by the program; lagwatch uses SIGRTMIN+8 instead*");
+}
+
+static void
+test_signal_in_use_explicit (void)
+{
+  if (g_test_subprocess ())
+    {
+      child_signal_in_use ();
+      return;
+    }
+  g_setenv ("LAGWATCH_SIGNAL", "SIGRTMIN+7", TRUE);
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv ("LAGWATCH_SIGNAL");
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*SIGRTMIN+7 is also handled by the program; lagwatch passes the program's own*");
+}
+
+static void
+test_context_finalized_while_attached (void)
+{
+  GMainContext *context = g_main_context_new ();
+  LagWatch *watch = lagwatch_attach (context);
+
+  g_assert_nonnull (watch);
+  g_main_context_iteration (context, FALSE);
+  g_main_context_unref (context);  /* the last reference: finalized now */
+  lagwatch_detach (watch);
+}
+
+typedef struct
+{
+  GMainContext *context;
+  LagWatch     *watch;
+} ThreadLoop;
+
+static gpointer
+run_loop_then_exit (gpointer data)
+{
+  ThreadLoop *tl = data;
+
+  g_main_context_push_thread_default (tl->context);
+  for (int i = 0; i < 3; i++)
+    g_main_context_iteration (tl->context, FALSE);
+  /* Leave the loop busy and exit: the watcher finds the thread gone. */
+  spin_ms (GINT_TO_POINTER (150));
+  g_main_context_pop_thread_default (tl->context);
+  return NULL;
+}
+
+static void
+test_thread_exits_while_attached (void)
+{
+  ThreadLoop tl;
+  GThread *thread;
+
+  tl.context = g_main_context_new ();
+  tl.watch = lagwatch_attach (tl.context);
+  g_assert_nonnull (tl.watch);
+  thread = g_thread_new ("short-lived loop", run_loop_then_exit, &tl);
+  g_thread_join (thread);
+  lagwatch_detach (tl.watch);
+  g_main_context_unref (tl.context);
+}
+
+static _Atomic gint64 forever_entered_us;
+
+static LAGGY void
+spin_forever (void)
+{
+  forever_entered_us = g_get_monotonic_time ();
+  for (;;)
+    ;
+}
+
+static gboolean
+never_returns (gpointer data)
+{
+  spin_forever ();
+  return G_SOURCE_REMOVE;
+}
+
+/* Watcher thread of the child: hand the report to the parent, end. */
+static void
+write_report_json (LagWatchReport *report, gpointer data)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+
+  g_assert_true (g_file_set_contents (g_getenv ("LW_TEST_REPORT_FILE"), json, -1, NULL));
+  _exit (0);
+}
+
+static gpointer
+detach_after (gpointer data)
+{
+  /* The observation window: by 400 ms into the lag the stack must have
+   * been taken (the assertion is on caught_ms, measured by lagwatch). */
+  while (forever_entered_us == 0 || g_get_monotonic_time () - forever_entered_us < 400 * 1000)
+    g_usleep (1000);
+  lagwatch_detach (data);
+  return NULL;
+}
+
+static void
+child_never_returns (void)
+{
+  GMainContext *context = g_main_context_default ();
+  LagWatch *watch = lagwatch_attach (context);
+
+  lagwatch_set_report_func (watch, write_report_json, NULL, NULL);
+  g_thread_unref (g_thread_new ("detacher", detach_after, watch));
+  g_timeout_add (20, never_returns, NULL);
+  for (;;)
+    g_main_context_iteration (context, TRUE);
+}
+
+static JsonObject *
+parse_json_object (JsonParser *parser, const char *line)
+{
+  g_autoptr(GError) error = NULL;
+
+  json_parser_load_from_data (parser, line, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static gboolean
+json_stack_has (JsonObject *object, const char *symbol)
+{
+  JsonArray *stack = json_object_get_array_member (object, "stack");
+
+  for (guint i = 0; i < json_array_get_length (stack); i++)
+    {
+      JsonObject *frame = json_array_get_object_element (stack, i);
+
+      if (!json_object_get_null_member (frame, "symbol")
+          && g_strcmp0 (json_object_get_string_member (frame, "symbol"), symbol) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+test_never_returns (void)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *dir = NULL, *path = NULL, *json = NULL;
+  JsonObject *report;
+  double caught;
+
+  if (g_test_subprocess ())
+    {
+      child_never_returns ();
+      return;
+    }
+  dir = g_dir_make_tmp ("lagwatch-hang-XXXXXX", NULL);
+  path = g_build_filename (dir, "report.json", NULL);
+  g_setenv ("LW_TEST_REPORT_FILE", path, TRUE);
+  g_test_trap_subprocess (NULL, 20 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv ("LW_TEST_REPORT_FILE");
+  g_test_trap_assert_passed ();
+  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  g_unlink (path);
+  g_rmdir (dir);
+  report = parse_json_object (parser, json);
+  caught = json_object_get_double_member (report, "caught_ms");
+  g_test_message ("stack taken %.1f ms into the lag", caught);
+  g_assert_cmpfloat (caught, >=, 100.0);
+  g_assert_cmpfloat (caught, <=, 110.0);
+  g_assert_false (json_object_get_boolean_member (report, "complete"));
+  g_assert_true (json_stack_has (report, "spin_forever"));
+}
+
+static void
+test_json_contract (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-json-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "lags.jsonl", NULL);
+  g_autofree char *spec = g_strdup_printf ("stderr,json:%s", path);
+  g_autofree char *contents = NULL;
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_auto(GStrv) lines = NULL;
+  JsonObject *object;
+  JsonArray *stack;
+  Harness h;
+
+  /* The harness writes nowhere; this watch writes JSON Lines (and stderr,
+   * which the test runner keeps). */
+  g_assert_true (lagwatch_config_set_output (config, spec, NULL));
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 100));
+  h.context = g_main_context_new ();
+  g_main_context_push_thread_default (h.context);
+  g_mutex_init (&h.lock);
+  h.reports = g_ptr_array_new_with_free_func ((GDestroyNotify) lagwatch_report_unref);
+  h.watch = lagwatch_attach_with_config (h.context, config);
+  lagwatch_set_report_func (h.watch, harness_on_report, &h, NULL);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (160));
+  harness_wait_reports (&h, 1);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (130));
+  harness_wait_reports (&h, 2);
+  harness_clear (&h);
+
+  g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+  g_assert_true (g_str_has_suffix (contents, "\n"));
+  lines = g_strsplit (contents, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 3);  /* two records and the empty tail */
+
+  object = parse_json_object (parser, lines[0]);
+  g_assert_cmpstr (json_object_get_string_member (object, "event"), ==, "lag");
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (object, "duration_ms"), 160.0, 15.0);
+  g_assert_cmpint (json_object_get_int_member (object, "threshold_ms"), ==, 100);
+  g_assert_cmpint (json_object_get_int_member (object, "thread_id"), ==, gettid ());
+  g_assert_true (g_regex_match_simple ("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$",
+                                       json_object_get_string_member (object, "time"), 0, 0));
+  stack = json_object_get_array_member (object, "stack");
+  g_assert_cmpuint (json_array_get_length (stack), >, 3);
+  for (guint i = 0; i < json_array_get_length (stack); i++)
+    {
+      JsonObject *frame = json_array_get_object_element (stack, i);
+      const char *module = json_object_get_string_member (frame, "module");
+
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (frame, "ip"), "0x"));
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (frame, "module_offset"), "0x"));
+      g_assert_true (json_object_has_member (frame, "build_id"));
+      g_assert_true (json_object_has_member (frame, "symbol"));
+      g_assert_true (JSON_NODE_TYPE (json_object_get_member (frame, "symbol_offset")) == JSON_NODE_VALUE);
+      g_assert_true (module[0] == '/' || g_str_equal (module, "[vdso]"));
+    }
+  g_assert_true (json_stack_has (object, "spin_ms"));
+
+  object = parse_json_object (parser, lines[1]);
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (object, "duration_ms"), 130.0, 15.0);
+
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/api/attach-twice", test_attach_twice);
+  g_test_add_func ("/api/detach-null-and-twice", test_detach_null_and_twice);
+  for (guint i = 0; i < G_N_ELEMENTS (env_cases); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/env/%s/%u", env_cases[i].variable, i);
+
+      g_test_add_data_func (path, &env_cases[i], test_environment);
+    }
+  g_test_add_func ("/signal/in-use-default-picks-another", test_signal_in_use_default);
+  g_test_add_func ("/signal/in-use-explicit-chains", test_signal_in_use_explicit);
+  g_test_add_func ("/context/finalized-while-attached", test_context_finalized_while_attached);
+  g_test_add_func ("/context/thread-exits-while-attached", test_thread_exits_while_attached);
+  g_test_add_func ("/lag/never-returns-caught-at-threshold", test_never_returns);
+  g_test_add_func ("/json/contract", test_json_contract);
+
+  return g_test_run ();
+}

@@ -1,0 +1,438 @@
+/* test-lags.c: lags of every kind are caught, measured and named
+ *
+ * Each lag runs inside a dispatch of a real GMainContext with lagwatch
+ * attached (threshold 100 ms). A reported lag must arrive exactly once, last
+ * what the test measured around the lagging call (±15 ms), and its stack
+ * must name the static function of this file that caused it. Lags that must
+ * not be reported are followed by a marker lag that must be: the reports
+ * arrive in order, so "no report" is checked without waiting for nothing.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+
+#define THRESHOLD_MS  100
+#define TOLERANCE_MS  15.0
+
+#define LAGGY __attribute__ ((noipa))
+
+static LAGGY void
+spin_ms (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+static LAGGY void
+sleep_in_usleep (gpointer data)
+{
+  int ret = usleep (GPOINTER_TO_UINT (data) * 1000);
+
+  /* lagwatch must not cut the sleep short (usleep fails with EINTR when a
+   * signal handler runs). */
+  g_assert_cmpint (ret, ==, 0);
+}
+
+static LAGGY void
+sleep_in_poll (gpointer data)
+{
+  int ret = poll (NULL, 0, GPOINTER_TO_INT (data));
+
+  g_assert_cmpint (ret, ==, 0);
+}
+
+typedef struct
+{
+  GMutex   held;      /* held by the holder thread for hold_ms */
+  GMutex   sync;      /* guards `locked` for the start-up handshake */
+  GCond    cond;
+  gboolean locked;
+  guint    hold_ms;
+} MutexHolder;
+
+static gpointer
+hold_mutex_thread (gpointer data)
+{
+  MutexHolder *holder = data;
+
+  g_mutex_lock (&holder->held);
+  g_mutex_lock (&holder->sync);
+  holder->locked = TRUE;
+  g_cond_signal (&holder->cond);
+  g_mutex_unlock (&holder->sync);
+  g_usleep (holder->hold_ms * 1000);  /* the holder's work, on its own thread */
+  g_mutex_unlock (&holder->held);
+  return NULL;
+}
+
+static LAGGY void
+wait_for_mutex (MutexHolder *holder)
+{
+  g_mutex_lock (&holder->held);
+  g_mutex_unlock (&holder->held);
+}
+
+static void
+lock_held_mutex (gpointer data)
+{
+  MutexHolder *holder = data;
+  GThread *thread;
+
+  holder->locked = FALSE;
+  thread = g_thread_new ("holder", hold_mutex_thread, holder);
+  g_mutex_lock (&holder->sync);
+  while (!holder->locked)
+    g_cond_wait (&holder->cond, &holder->sync);
+  g_mutex_unlock (&holder->sync);
+  wait_for_mutex (holder);
+  g_thread_join (thread);
+}
+
+static LAGGY int
+recurse_then_spin (int depth, int ms)
+{
+  int below;
+
+  if (depth <= 1)
+    {
+      spin_ms (GINT_TO_POINTER (ms));
+      return 1;
+    }
+  below = recurse_then_spin (depth - 1, ms);
+  /* Keeps the call a real call: GCC would otherwise turn the recursion
+   * into a loop and leave one frame. */
+  __asm__ volatile ("" ::: "memory");
+  return below + 1;
+}
+
+static void
+deep_recursion (gpointer data)
+{
+  g_assert_cmpint (recurse_then_spin (40, GPOINTER_TO_INT (data)), ==, 40);
+}
+
+/* Runs one lag and checks its single report. */
+static LagWatchReport *
+check_one_lag (Harness *h, HarnessLagFunc func, gpointer data, const char *culprit)
+{
+  guint before = harness_n_reports (h);
+  gint64 measured_us = harness_run_lag (h, func, data);
+  LagWatchReport *report;
+  double duration;
+
+  harness_wait_reports (h, before + 1);
+  g_assert_cmpuint (harness_n_reports (h), ==, before + 1);
+  report = harness_report (h, before);
+  duration = lagwatch_report_get_duration_ms (report);
+  g_test_message ("measured %.1f ms, reported %.1f ms", measured_us / 1000.0, duration);
+  g_assert_cmpfloat_with_epsilon (duration, measured_us / 1000.0, TOLERANCE_MS);
+  g_assert_cmpuint (lagwatch_report_get_threshold_ms (report), ==, THRESHOLD_MS);
+  g_assert_true (lagwatch_report_get_complete (report));
+  g_assert_cmpint (lagwatch_report_get_thread_id (report), ==, gettid ());
+  if (!harness_stack_has (report, culprit, NULL))
+    {
+      g_autofree char *text = lagwatch_report_to_text (report);
+
+      g_test_message ("%s", text);
+      g_error ("the stack does not name %s", culprit);
+    }
+  return report;
+}
+
+static void
+test_busy_150 (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  check_one_lag (&h, spin_ms, GINT_TO_POINTER (150), "spin_ms");
+  harness_clear (&h);
+}
+
+static void
+test_busy_700 (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  check_one_lag (&h, spin_ms, GINT_TO_POINTER (700), "spin_ms");
+  harness_clear (&h);
+}
+
+static void
+test_usleep_250 (void)
+{
+  Harness h;
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  report = check_one_lag (&h, sleep_in_usleep, GINT_TO_POINTER (250), "sleep_in_usleep");
+  /* A sleeping thread is read from /proc: no signal, so no EINTR. */
+  g_assert_true (harness_stack_has (report, "usleep", NULL));
+  harness_clear (&h);
+}
+
+static void
+test_poll_200 (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  check_one_lag (&h, sleep_in_poll, GINT_TO_POINTER (200), "sleep_in_poll");
+  harness_clear (&h);
+}
+
+static void
+test_mutex_180 (void)
+{
+  Harness h;
+  MutexHolder holder = { .hold_ms = 180 };
+
+  g_mutex_init (&holder.held);
+  g_mutex_init (&holder.sync);
+  g_cond_init (&holder.cond);
+  harness_init (&h, THRESHOLD_MS);
+  check_one_lag (&h, lock_held_mutex, &holder, "wait_for_mutex");
+  harness_clear (&h);
+  g_mutex_clear (&holder.held);
+  g_mutex_clear (&holder.sync);
+  g_cond_clear (&holder.cond);
+}
+
+static void
+test_deep_300 (void)
+{
+  Harness h;
+  LagWatchReport *report;
+  guint depth;
+
+  harness_init (&h, THRESHOLD_MS);
+  report = check_one_lag (&h, deep_recursion, GINT_TO_POINTER (300), "recurse_then_spin");
+  harness_stack_has (report, "recurse_then_spin", &depth);
+  g_assert_cmpuint (depth, ==, 40);
+  g_assert_true (harness_stack_has (report, "deep_recursion", NULL));
+  harness_clear (&h);
+}
+
+static void
+test_short_lags_not_reported (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (40));
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (80));
+  check_one_lag (&h, spin_ms, GINT_TO_POINTER (150), "spin_ms");
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  harness_clear (&h);
+}
+
+static gboolean
+quit_nested (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+/* A modal-dialog-like nested loop: it sits in poll, so it is not a lag. */
+static LAGGY void
+run_nested_loop (gpointer data)
+{
+  GMainContext *context = g_main_context_get_thread_default ();
+  GMainLoop *nested = g_main_loop_new (context, FALSE);
+  GSource *timeout = g_timeout_source_new (GPOINTER_TO_UINT (data));
+
+  g_source_set_callback (timeout, quit_nested, nested, NULL);
+  g_source_attach (timeout, context);
+  g_source_unref (timeout);
+  g_main_loop_run (nested);
+  g_main_loop_unref (nested);
+}
+
+static void
+test_nested_loop_not_reported (void)
+{
+  Harness h;
+  gint64 measured_us;
+
+  harness_init (&h, THRESHOLD_MS);
+  measured_us = harness_run_lag (&h, run_nested_loop, GINT_TO_POINTER (600));
+  g_assert_cmpint (measured_us, >=, 600 * 1000);
+  check_one_lag (&h, spin_ms, GINT_TO_POINTER (150), "spin_ms");
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  harness_clear (&h);
+}
+
+/* Work that stops inside a nested loop: the busy time before the nested
+ * loop polls is one lag, the nested loop's idle time is none. */
+static LAGGY void
+spin_then_nested_loop (gpointer data)
+{
+  spin_ms (GINT_TO_POINTER (150));
+  run_nested_loop (GINT_TO_POINTER (300));
+}
+
+static void
+test_lag_ends_at_nested_poll (void)
+{
+  Harness h;
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  harness_run_lag (&h, spin_then_nested_loop, NULL);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_assert_cmpfloat_with_epsilon (lagwatch_report_get_duration_ms (report), 150.0, TOLERANCE_MS);
+  g_assert_true (harness_stack_has (report, "spin_then_nested_loop", NULL));
+  harness_clear (&h);
+}
+
+typedef struct
+{
+  LagWatch     *watch;
+  _Atomic gint64 entered_us;
+} DetachPlan;
+
+static gpointer
+detach_when_lag_is_old (gpointer data)
+{
+  DetachPlan *plan = data;
+
+  /* Wait until the loop thread has spun for 250 ms (its own timestamp),
+   * well past the 100 ms threshold, then detach from this other thread. */
+  while (plan->entered_us == 0 || g_get_monotonic_time () - plan->entered_us < 250 * 1000)
+    g_usleep (1000);
+  lagwatch_detach (plan->watch);
+  return NULL;
+}
+
+static LAGGY void
+spin_while_detached (gpointer data)
+{
+  DetachPlan *plan = data;
+
+  plan->entered_us = g_get_monotonic_time ();
+  spin_ms (GINT_TO_POINTER (500));
+  __asm__ volatile ("" ::: "memory");  /* not a tail call: keep this frame */
+}
+
+static void
+test_detach_during_lag (void)
+{
+  Harness h;
+  DetachPlan plan = { 0 };
+  GThread *detacher;
+  LagWatchReport *report;
+  GPollFunc original;
+
+  harness_init (&h, THRESHOLD_MS);
+  original = g_poll;
+  g_assert_true (g_main_context_get_poll_func (h.context) != original);
+  plan.watch = h.watch;
+  detacher = g_thread_new ("detacher", detach_when_lag_is_old, &plan);
+  harness_run_lag (&h, spin_while_detached, &plan);
+  g_thread_join (detacher);
+  h.watch = NULL;
+
+  /* Detach waited for the watcher, which reported the lag as incomplete. */
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  report = harness_report (&h, 0);
+  g_assert_false (lagwatch_report_get_complete (report));
+  g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), >=, 250.0);
+  g_assert_true (harness_stack_has (report, "spin_while_detached", NULL));
+  g_assert_true (g_main_context_get_poll_func (h.context) == original);
+  /* The loop keeps working without lagwatch. */
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (1));
+  harness_clear (&h);
+}
+
+static LAGGY void
+spin_and_detach_self (gpointer data)
+{
+  Harness *h = data;
+
+  spin_ms (GINT_TO_POINTER (200));
+  lagwatch_detach (h->watch);
+  h->watch = NULL;
+  spin_ms (GINT_TO_POINTER (50));
+}
+
+static void
+test_detach_from_lagging_thread (void)
+{
+  Harness h;
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  harness_run_lag (&h, spin_and_detach_self, &h);
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  report = harness_report (&h, 0);
+  g_assert_false (lagwatch_report_get_complete (report));
+  g_assert_true (harness_stack_has (report, "spin_and_detach_self", NULL));
+  harness_clear (&h);
+}
+
+static void
+on_report_detach (LagWatchReport *report, gpointer data)
+{
+  Harness *h = data;
+
+  harness_on_report (report, h);
+  lagwatch_detach (h->watch);
+}
+
+static void
+test_detach_from_report_callback (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  lagwatch_set_report_func (h.watch, on_report_detach, &h, NULL);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+  harness_wait_reports (&h, 1);
+  h.watch = NULL;
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  harness_clear (&h);
+}
+
+static void
+test_threshold_runtime_change (void)
+{
+  Harness h;
+
+  harness_init (&h, THRESHOLD_MS);
+  g_assert_true (lagwatch_set_threshold_ms (h.watch, 300));
+  g_assert_cmpuint (lagwatch_get_threshold_ms (h.watch), ==, 300);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+  g_assert_true (lagwatch_set_threshold_ms (h.watch, THRESHOLD_MS));
+  check_one_lag (&h, spin_ms, GINT_TO_POINTER (150), "spin_ms");
+  g_assert_false (lagwatch_set_threshold_ms (h.watch, 0));
+  harness_clear (&h);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/lag/busy-150ms", test_busy_150);
+  g_test_add_func ("/lag/busy-700ms", test_busy_700);
+  g_test_add_func ("/lag/usleep-250ms", test_usleep_250);
+  g_test_add_func ("/lag/poll-200ms", test_poll_200);
+  g_test_add_func ("/lag/mutex-180ms", test_mutex_180);
+  g_test_add_func ("/lag/deep-40-frames-300ms", test_deep_300);
+  g_test_add_func ("/lag/short-40-and-80ms-not-reported", test_short_lags_not_reported);
+  g_test_add_func ("/lag/nested-loop-not-reported", test_nested_loop_not_reported);
+  g_test_add_func ("/lag/ends-at-nested-poll", test_lag_ends_at_nested_poll);
+  g_test_add_func ("/lag/threshold-runtime-change", test_threshold_runtime_change);
+  g_test_add_func ("/detach/during-lag-from-other-thread", test_detach_during_lag);
+  g_test_add_func ("/detach/during-lag-from-lagging-thread", test_detach_from_lagging_thread);
+  g_test_add_func ("/detach/from-report-callback", test_detach_from_report_callback);
+
+  return g_test_run ();
+}
