@@ -183,9 +183,8 @@ LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
  *
  * Starts watching @context: wraps its poll function and starts one watcher
  * thread. Nothing runs per iteration but the poll wrapper; the watcher sleeps
- * while the loop does. lagwatch does not keep @context alive: if it is
- * finalized while watched, watching stops quietly and the handle stays valid
- * until lagwatch_detach().
+ * while the loop does. The watch holds a reference on @context: a context the
+ * program drops while watched is finalized at lagwatch_detach().
  *
  * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
  *   (already watched, no free slot, libunwind missing, ...) or quietly under

@@ -73,7 +73,7 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       g_clear_error (&error);
     }
 
-  watch->slot = lw_hooks_attach (context, watch, lw_watcher_on_context_gone, &error);
+  watch->slot = lw_hooks_attach (context, watch, &error);
   if (watch->slot == NULL)
     {
       g_warning ("cannot watch: %s", error->message);

@@ -14,14 +14,8 @@
 #include "lw-private.h"
 
 static LwSlot     lw_slots[LW_MAX_SLOTS];
-static GRecMutex  lw_registry_lock;
+static GMutex     lw_registry_lock;
 static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as possible */
-
-typedef struct
-{
-  unsigned index;
-  unsigned generation;
-} LwContextToken;
 
 /* Loop thread, normal context (GLib does not hold the context lock while it
  * polls). Records the thread that now runs the context: its TID for the
@@ -130,61 +124,19 @@ lw_hooks_get_slot (unsigned index)
   return index < LW_MAX_SLOTS ? &lw_slots[index] : NULL;
 }
 
-/* The finalize watch is never ready; GLib only needs a dispatch to exist. */
-static gboolean
-lw_hooks_finalize_watch_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
-{
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-lw_hooks_finalize_watch_callback (gpointer user_data)
-{
-  return G_SOURCE_REMOVE;
-}
-
-static GSourceFuncs lw_finalize_watch_funcs = {
-  .dispatch = lw_hooks_finalize_watch_dispatch,
-};
-
-/* Whatever thread destroys the finalize watch: the one dropping the
- * context's last reference (GLib calls this with the context unlocked,
- * before freeing it), or lw_hooks_detach() itself (then the generation no
- * longer matches and nothing happens). */
-static void
-lw_hooks_on_context_gone (gpointer data)
-{
-  LwContextToken *token = data;
-  LwSlot *slot = &lw_slots[token->index];
-
-  g_rec_mutex_lock (&lw_registry_lock);
-  if (slot->in_use && atomic_load (&slot->generation) == token->generation)
-    {
-      slot->context = NULL;
-      g_clear_pointer (&slot->finalize_watch, g_source_unref);
-      if (slot->context_gone != NULL)
-        slot->context_gone (slot->owner);
-    }
-  g_rec_mutex_unlock (&lw_registry_lock);
-  g_free (token);
-}
-
 /* Any thread. */
 LwSlot *
-lw_hooks_attach (GMainContext     *context,
-                 void             *owner,
-                 LwContextGoneFunc gone,
-                 GError          **error)
+lw_hooks_attach (GMainContext *context,
+                 void         *owner,
+                 GError      **error)
 {
   LwSlot *slot = NULL;
-  LwContextToken *token;
-  GSource *watch;
 
-  g_rec_mutex_lock (&lw_registry_lock);
+  g_mutex_lock (&lw_registry_lock);
   for (unsigned i = 0; i < LW_MAX_SLOTS; i++)
     if (lw_slots[i].in_use && lw_slots[i].context == context)
       {
-        g_rec_mutex_unlock (&lw_registry_lock);
+        g_mutex_unlock (&lw_registry_lock);
         g_set_error (error, LW_ERROR, LW_ERROR_ALREADY_WATCHED,
                      "context %p is already watched; detach the first watch before attaching again",
                      (void *) context);
@@ -203,7 +155,7 @@ lw_hooks_attach (GMainContext     *context,
     }
   if (slot == NULL)
     {
-      g_rec_mutex_unlock (&lw_registry_lock);
+      g_mutex_unlock (&lw_registry_lock);
       g_set_error (error, LW_ERROR, LW_ERROR_NO_SLOT,
                    "already watching %d contexts, the most lagwatch can watch at once",
                    LW_MAX_SLOTS);
@@ -224,24 +176,12 @@ lw_hooks_attach (GMainContext     *context,
   while (sem_trywait (&slot->wake) == 0)
     ;
   slot->in_use = TRUE;
-  slot->context = context;
+  slot->context = g_main_context_ref (context);
   slot->owner = owner;
-  slot->context_gone = gone;
   slot->prev_poll = g_main_context_get_poll_func (context);
   atomic_fetch_add (&slot->generation, 1);
-
-  token = g_new (LwContextToken, 1);
-  token->index = slot->index;
-  token->generation = atomic_load (&slot->generation);
-  watch = g_source_new (&lw_finalize_watch_funcs, sizeof (GSource));
-  g_source_set_name (watch, "lagwatch: context finalize watch");
-  g_source_set_priority (watch, G_MAXINT);
-  g_source_set_callback (watch, lw_hooks_finalize_watch_callback, token, lw_hooks_on_context_gone);
-  g_source_attach (watch, context);
-  slot->finalize_watch = watch;
-
   g_main_context_set_poll_func (context, slot->trampoline);
-  g_rec_mutex_unlock (&lw_registry_lock);
+  g_mutex_unlock (&lw_registry_lock);
   return slot;
 }
 
@@ -249,31 +189,25 @@ lw_hooks_attach (GMainContext     *context,
 void
 lw_hooks_detach (LwSlot *slot)
 {
-  g_rec_mutex_lock (&lw_registry_lock);
-  atomic_fetch_add (&slot->generation, 1);
-  if (slot->context != NULL)
-    {
-      if (g_main_context_get_poll_func (slot->context) == slot->trampoline)
-        g_main_context_set_poll_func (slot->context, slot->prev_poll);
-      else
-        {
-          g_warning ("the poll function of context %p was replaced after lagwatch_attach(); "
-                     "lagwatch leaves its wrapper behind, passing every call through",
-                     (void *) slot->context);
-          slot->leaked = TRUE;
-        }
-    }
-  if (slot->finalize_watch != NULL)
-    {
-      GSource *watch = g_steal_pointer (&slot->finalize_watch);
+  GMainContext *context;
 
-      g_source_destroy (watch);
-      g_source_unref (watch);
+  g_mutex_lock (&lw_registry_lock);
+  atomic_fetch_add (&slot->generation, 1);
+  context = g_steal_pointer (&slot->context);
+  if (g_main_context_get_poll_func (context) == slot->trampoline)
+    g_main_context_set_poll_func (context, slot->prev_poll);
+  else
+    {
+      g_warning ("the poll function of context %p was replaced after lagwatch_attach(); "
+                 "lagwatch leaves its wrapper behind, passing every call through",
+                 (void *) context);
+      slot->leaked = TRUE;
     }
-  slot->context = NULL;
   slot->owner = NULL;
-  slot->context_gone = NULL;
   atomic_store (&slot->wake_flags, 0);
   slot->in_use = FALSE;
-  g_rec_mutex_unlock (&lw_registry_lock);
+  g_mutex_unlock (&lw_registry_lock);
+  /* Maybe the last reference: the context is finalized here, not while
+   * we still used it. */
+  g_main_context_unref (context);
 }

@@ -7,9 +7,11 @@
  * sits in poll is idle, not a lag. A loop that iterates without polling (a
  * ready source of priority < 0) stays busy: its input is starved.
  *
- * A never-ready GSource at the lowest priority watches for the context's
- * finalization (GLib destroys it, and calls our notify, when the last
- * reference goes): lagwatch does not keep the context alive.
+ * The slot holds a reference on the context until detach: a context the
+ * program drops while watched is finalized at detach, never under our feet.
+ * (A never-ready GSource could watch for finalization instead, but GLib walks
+ * it, with a ref and an unref, in prepare and check of every iteration:
+ * about 120 instructions, +9% on a no-op iteration, measured with callgrind.)
  */
 #pragma once
 
@@ -23,7 +25,6 @@ G_BEGIN_DECLS
  * or NULL with @error set (already watched, no free slot). */
 LwSlot *lw_hooks_attach   (GMainContext     *context,
                            void             *owner,
-                           LwContextGoneFunc gone,
                            GError          **error);
 
 /* Any thread, also the loop thread and while a poll is in progress.

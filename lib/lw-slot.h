@@ -55,10 +55,6 @@ typedef struct
 
 typedef struct _LwSlot LwSlot;
 
-/* Called with the registry lock held, on the thread that dropped the
- * context's last reference. Must only set flags and wake the watcher. */
-typedef void (*LwContextGoneFunc) (void *owner);
-
 struct _LwSlot
 {
   /* Hot: written by the loop thread at every poll transition. Each group
@@ -83,10 +79,8 @@ struct _LwSlot
   _Atomic unsigned  generation;    /* bumped at every attach and detach */
   gboolean          in_use;
   gboolean          leaked;        /* someone chained onto our poll func: never reuse */
-  GMainContext     *context;       /* NULL once finalized; guarded by the registry lock */
-  GSource          *finalize_watch;
+  GMainContext     *context;       /* a reference, held until detach */
   void             *owner;         /* the LagWatch using this slot */
-  LwContextGoneFunc context_gone;  /* tells the owner the context was finalized */
   unsigned          index;
   GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
 

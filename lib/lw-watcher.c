@@ -134,8 +134,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
     }
 
   /* Wait for the first poll entry: the wrapper stamps lag_end_ns. */
-  while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping)
-         && !atomic_load (&watch->context_gone))
+  while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping))
     {
       lw_watcher_sleep (slot, lw_clock_now_ns () + LW_LIVENESS_PERIOD_NS);
       if (atomic_load (&slot->seq) == busy_seq && !lw_watcher_thread_exists (tid))
@@ -186,11 +185,6 @@ lw_watcher_main (gpointer data)
       uint64_t seq = atomic_load (&slot->seq);
       int64_t since_ns, deadline_ns;
 
-      if (atomic_load (&watch->context_gone))
-        {
-          lw_watcher_sleep (slot, -1);
-          continue;
-        }
       if (seq == 0 || !(seq & 1))
         {
           lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
@@ -240,15 +234,6 @@ lw_watcher_start (LagWatch *watch, GError **error)
   watch->thread = g_thread_try_new ("lagwatch", lw_watcher_main, watch, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   return watch->thread != NULL;
-}
-
-void
-lw_watcher_on_context_gone (void *data)
-{
-  LagWatch *watch = data;
-
-  atomic_store (&watch->context_gone, TRUE);
-  sem_post (&watch->slot->wake);
 }
 
 void

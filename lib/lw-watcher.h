@@ -27,7 +27,6 @@ struct _LagWatch
   LwSinks         *sinks;
   GThread         *thread;
   _Atomic gboolean stopping;
-  _Atomic gboolean context_gone;
   _Atomic gboolean self_free;        /* detached from its own report callback */
 
   GRecMutex          report_lock;    /* guards the callback (recursive: it may reset itself) */
@@ -47,9 +46,6 @@ struct _LagWatch
  * it, so the program's process-wide signals never land there). */
 gboolean lw_watcher_start (LagWatch *watch,
                            GError  **error);
-
-/* Registry lock held (lw-hooks), on the thread finalizing the context. */
-void     lw_watcher_on_context_gone (void *watch);
 
 /* Any thread but the watcher's own. Asks the watcher to stop, and waits. A
  * lag in progress is reported as incomplete. */

@@ -204,15 +204,37 @@ test_signal_in_use_explicit (void)
 }
 
 static void
-test_context_finalized_while_attached (void)
+mark_finalized (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+never_called (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* The program drops its last reference while the context is watched: the
+ * context lives on until detach, then is finalized (its sources with it). */
+static void
+test_context_dropped_while_attached (void)
 {
   GMainContext *context = g_main_context_new ();
-  LagWatch *watch = lagwatch_attach (context);
+  GSource *marker = g_timeout_source_new_seconds (3600);
+  gboolean finalized = FALSE;
+  LagWatch *watch;
 
+  g_source_set_callback (marker, never_called, &finalized, mark_finalized);
+  g_source_attach (marker, context);
+  g_source_unref (marker);
+  watch = lagwatch_attach (context);
   g_assert_nonnull (watch);
   g_main_context_iteration (context, FALSE);
-  g_main_context_unref (context);  /* the last reference: finalized now */
+  g_main_context_unref (context);
+  g_assert_false (finalized);
   lagwatch_detach (watch);
+  g_assert_true (finalized);
 }
 
 typedef struct
@@ -439,7 +461,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/signal/in-use-default-picks-another", test_signal_in_use_default);
   g_test_add_func ("/signal/in-use-explicit-chains", test_signal_in_use_explicit);
-  g_test_add_func ("/context/finalized-while-attached", test_context_finalized_while_attached);
+  g_test_add_func ("/context/dropped-while-attached", test_context_dropped_while_attached);
   g_test_add_func ("/context/thread-exits-while-attached", test_thread_exits_while_attached);
   g_test_add_func ("/lag/never-returns-caught-at-threshold", test_never_returns);
   g_test_add_func ("/json/contract", test_json_contract);
