@@ -151,6 +151,30 @@ LAGWATCH_API gboolean lagwatch_config_set_signal (LagWatchConfig *config,
                                                   int             signo);
 
 /**
+ * lagwatch_config_set_sample_ms:
+ * @config: a configuration
+ * @sample_ms: interval between two stacks taken during a lag, 1 to 1000
+ *   (default 10); a long lag keeps at most 256 samples, thinned out evenly
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_sample_ms (LagWatchConfig *config,
+                                                     guint           sample_ms);
+
+/**
+ * lagwatch_config_set_state_dir:
+ * @config: a configuration
+ * @dir: (nullable): absolute directory for hang records that must survive
+ *   a kill, or %NULL for `$XDG_STATE_HOME/lagwatch`
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_config_set_state_dir (LagWatchConfig *config,
+                                                     const char     *dir);
+
+/**
  * lagwatch_config_set_max_frames:
  * @config: a configuration
  * @max_frames: most frames kept per stack, 1 to 1024
@@ -245,6 +269,52 @@ LAGWATCH_API void lagwatch_set_report_func (LagWatch          *watch,
                                             gpointer           user_data,
                                             GDestroyNotify     destroy);
 
+/**
+ * lagwatch_pause:
+ * @watch: a watch
+ *
+ * Stops reporting until lagwatch_resume(); a lag in progress is dropped.
+ * The poll wrapper keeps running (it costs the same), the watcher stays
+ * asleep.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_pause (LagWatch *watch);
+
+/**
+ * lagwatch_resume:
+ * @watch: a watch
+ *
+ * Reports again, from the next busy period on.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_resume (LagWatch *watch);
+
+/**
+ * lagwatch_begin_long_work:
+ * @watch: a watch
+ *
+ * Declares that the work the loop's thread is doing now is expected to be
+ * long (a deliberate blocking load at start-up, a modal export): the busy
+ * period in progress is not reported. Call it on the watched thread, from
+ * inside the callback that does the work.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_begin_long_work (LagWatch *watch);
+
+/**
+ * lagwatch_end_long_work:
+ * @watch: a watch
+ *
+ * Ends what lagwatch_begin_long_work() declared: later busy periods are
+ * judged again. Call it on the watched thread.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_end_long_work (LagWatch *watch);
+
 /** lagwatch_report_ref: @report: a report. Returns: (transfer full): @report. Since: 0.1 */
 LAGWATCH_API LagWatchReport *lagwatch_report_ref (LagWatchReport *report);
 /** lagwatch_report_unref: @report: (transfer full): a report. Since: 0.1 */
@@ -297,6 +367,78 @@ LAGWATCH_API guint64 lagwatch_report_get_frame (LagWatchReport *report,
                                                 guint64        *module_offset,
                                                 const char    **symbol,
                                                 guint64        *symbol_offset);
+
+/**
+ * lagwatch_report_get_source:
+ * @report: a report
+ *
+ * Returns: (nullable): the name of the GSource being dispatched when the
+ *   lag was caught (g_source_set_name()), or %NULL when it had none or none
+ *   was being dispatched
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_source (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_phase:
+ * @report: a report
+ *
+ * Returns: (nullable): "dispatch", "prepare", "check", "starved" (the loop
+ *   kept iterating without polling: input starved), "loop" (busy outside
+ *   those phases), or %NULL when unknown
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_phase (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_cpu_ms:
+ * @report: a report
+ *
+ * Returns: CPU time the thread used during the lag, or -1 when unknown: close
+ *   to the duration when it computed, near 0 when it waited
+ * Since: 0.1
+ */
+LAGWATCH_API double lagwatch_report_get_cpu_ms (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_thread_state:
+ * @report: a report
+ *
+ * Returns: (nullable): "running", "sleeping" or "disk" when the lag was
+ *   caught
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_thread_state (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_syscall:
+ * @report: a report
+ *
+ * Returns: (nullable): the system call the thread slept in when caught
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_syscall (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_n_samples:
+ * @report: a report
+ *
+ * Returns: how many stacks were taken during the lag (the reported stack is
+ *   the one most of them share)
+ * Since: 0.1
+ */
+LAGWATCH_API guint lagwatch_report_get_n_samples (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_fingerprint:
+ * @report: a report
+ *
+ * Returns: a stable hash of the innermost four frames that belong to the
+ *   program (not libc, GLib or lagwatch): lags with the same fingerprint
+ *   have the same cause
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_fingerprint (LagWatchReport *report);
 
 /**
  * lagwatch_report_to_json:

@@ -1,8 +1,11 @@
 /* lagwatch.c: the public entry points, tying hooks, capture and watcher */
 #include "lagwatch.h"
 
+#include <stdlib.h>
+
 #include "lw-capture.h"
 #include "lw-config.h"
+#include "lw-hang.h"
 #include "lw-hooks.h"
 #include "lw-modules.h"
 #include "lw-private.h"
@@ -21,6 +24,56 @@ lagwatch_attach (GMainContext *context)
   return lagwatch_attach_with_config (context, NULL);
 }
 
+static gboolean lw_atexit_registered;
+
+/* Any thread. The table of @watch's lags by fingerprint, on stderr (only
+ * where reports go to stderr). */
+static void
+lw_print_summary (LagWatch *watch)
+{
+  g_autofree char *table = NULL;
+
+  if (!lw_sinks_has_stderr (watch->sinks) || (table = lw_summary_to_text (watch->summary)) == NULL)
+    return;
+  lw_sinks_write_raw_stderr (table);
+}
+
+/* At exit: the summaries of the watches never detached. */
+static void
+lw_print_summaries_at_exit (void)
+{
+  GHashTableIter iter;
+  gpointer watch;
+
+  g_mutex_lock (&lw_lock);
+  if (lw_watches != NULL)
+    {
+      g_hash_table_iter_init (&iter, lw_watches);
+      while (g_hash_table_iter_next (&iter, &watch, NULL))
+        lw_print_summary (watch);
+    }
+  g_mutex_unlock (&lw_lock);
+}
+
+/* Attaching thread. Reports the hangs earlier runs of this program were
+ * killed in (found in the state directory). */
+static void
+lw_report_previous_hangs (LagWatch *watch)
+{
+  g_autoptr(GPtrArray) previous = lw_hang_store_take_previous (watch->hangs);
+
+  for (guint i = 0; i < previous->len; i++)
+    {
+      const LwPreviousHang *hang = previous->pdata[i];
+      g_autofree char *json = g_strdup_printf ("{\"event\":\"hang-killed\",\"previous_pid\":%d,"
+                                               "\"hang\":%s}", hang->pid, hang->json);
+      g_autofree char *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during "
+                                               "a hang; its last record:\n%s", hang->pid, hang->text);
+
+      lw_sinks_write_raw (watch->sinks, json, text);
+    }
+}
+
 /* Any thread, lw_lock held. Undoes a partial attach. */
 static void
 lw_attach_abort (LagWatch *watch)
@@ -30,6 +83,8 @@ lw_attach_abort (LagWatch *watch)
   if (watch->signo != 0)
     lw_capture_release_signal ();
   lw_sinks_free (watch->sinks);
+  lw_summary_free (watch->summary);
+  lw_hang_store_close (watch->hangs);
   lagwatch_config_free (watch->config);
   g_rec_mutex_clear (&watch->report_lock);
   g_free (watch);
@@ -83,6 +138,10 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
     }
 
   watch->sinks = lw_sinks_open (watch->config->output);
+  watch->summary = lw_summary_new ();
+  watch->hangs = lw_hang_store_open (watch->config->state_dir);
+  if (watch->hangs != NULL)
+    lw_report_previous_hangs (watch);
   if (!lw_watcher_start (watch, &error))
     {
       g_warning ("cannot start the watcher thread: %s", error->message);
@@ -91,6 +150,11 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       return NULL;
     }
   g_hash_table_add (lw_watches, watch);
+  if (!lw_atexit_registered)
+    {
+      atexit (lw_print_summaries_at_exit);
+      lw_atexit_registered = TRUE;
+    }
   g_mutex_unlock (&lw_lock);
   return watch;
 }
@@ -118,9 +182,12 @@ lw_watch_finish (LagWatch *watch)
 
   if (watch->thread != NULL)
     g_thread_unref (watch->thread);  /* detached from its own thread: never joined */
+  lw_print_summary (watch);
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
   lw_sinks_free (watch->sinks);
+  lw_summary_free (watch->summary);
+  lw_hang_store_close (watch->hangs);
   lagwatch_config_free (watch->config);
   g_rec_mutex_clear (&watch->report_lock);
   g_free (watch);
@@ -178,6 +245,36 @@ lagwatch_get_threshold_ms (LagWatch *watch)
 {
   g_return_val_if_fail (watch != NULL, 0);
   return atomic_load (&watch->threshold_ms);
+}
+
+void
+lagwatch_pause (LagWatch *watch)
+{
+  g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+  atomic_store (&watch->paused, TRUE);
+  sem_post (&watch->slot->wake);
+}
+
+void
+lagwatch_resume (LagWatch *watch)
+{
+  g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+  atomic_store (&watch->paused, FALSE);
+  sem_post (&watch->slot->wake);
+}
+
+void
+lagwatch_begin_long_work (LagWatch *watch)
+{
+  g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+  atomic_store (&watch->slot->expected_seq, atomic_load (&watch->slot->seq));
+}
+
+void
+lagwatch_end_long_work (LagWatch *watch)
+{
+  g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+  atomic_store (&watch->slot->expected_seq, 0);
 }
 
 void

@@ -176,14 +176,15 @@ lw_capture_on_signal (int signo, siginfo_t *info, void *ucontext)
   if (!atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_WRITING))
     goto out;  /* the watcher gave up on this request */
 
-  if (atomic_load (&slot->seq) == req->expect_seq && gettid () == atomic_load (&slot->loop_tid))
+  if ((req->expect_seq == 0 || atomic_load (&slot->seq) == req->expect_seq)
+      && gettid () == atomic_load (&req->target_tid))
     {
       const ucontext_t *uc = ucontext;
       LwSnapshot *snap = req->snapshot;
 
       lw_capture_copy_registers (snap, uc);
       lw_capture_copy_stack (snap, (uintptr_t) uc->uc_mcontext.gregs[REG_RSP],
-                             slot->loop_stack_lo, slot->loop_stack_hi);
+                             req->stack_lo, req->stack_hi);
       snap->syscall_nr = -1;
       snap->via_signal = 1;
       snap->taken_ns = lw_clock_now_ns ();
@@ -391,7 +392,7 @@ lw_capture_read_syscall (pid_t tid, LwProcSyscall *out)
  * copied: same /proc line before and after, same busy period). */
 static gboolean
 lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
-                      uint64_t busy_seq, LwSnapshot *snap)
+                      uint64_t busy_seq, uintptr_t lo, uintptr_t hi, LwSnapshot *snap)
 {
   LwProcSyscall after;
 
@@ -401,17 +402,17 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
   snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
   snap->syscall_nr = before->nr;
   snap->via_signal = 0;
-  lw_capture_copy_stack (snap, before->sp, slot->loop_stack_lo, slot->loop_stack_hi);
+  lw_capture_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
   return lw_capture_read_syscall (tid, &after)
          && strcmp (after.text, before->text) == 0
-         && atomic_load (&slot->seq) == busy_seq;
+         && (busy_seq == 0 || atomic_load (&slot->seq) == busy_seq);
 }
 
 /* Watcher thread. */
 static LwCaptureResult
-lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq,
+lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
                       LwSnapshot *snap, int64_t timeout_ns)
 {
   LwCaptureRequest *req = &slot->capture;
@@ -429,6 +430,9 @@ lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq,
            | (uintptr_t) (atomic_fetch_add (&lw_cookie_serial, 1) & UINT64_C (0xffffffffff));
   req->snapshot = snap;
   req->expect_seq = busy_seq;
+  req->stack_lo = lo;
+  req->stack_hi = hi;
+  atomic_store (&req->target_tid, tid);
   atomic_store (&req->result, LW_CAPTURE_FAILED);
   atomic_store (&req->cookie, cookie);
   atomic_store (&req->in_flight, 1);
@@ -471,8 +475,15 @@ lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq,
 LwCaptureResult
 lw_capture_take (LwSlot *slot, uint64_t busy_seq, LwSnapshot *snap, int64_t timeout_ns)
 {
-  pid_t tid = atomic_load (&slot->loop_tid);
+  return lw_capture_take_thread (slot, atomic_load (&slot->loop_tid), busy_seq,
+                                 slot->loop_stack_lo, slot->loop_stack_hi, snap, timeout_ns);
+}
 
+/* Watcher thread of @slot. */
+LwCaptureResult
+lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                        uintptr_t stack_hi, LwSnapshot *snap, int64_t timeout_ns)
+{
   snap->regs_valid = 0;
   snap->stack_len = 0;
   snap->syscall_nr = -1;
@@ -481,19 +492,19 @@ lw_capture_take (LwSlot *slot, uint64_t busy_seq, LwSnapshot *snap, int64_t time
     {
       LwProcSyscall now;
 
-      if (atomic_load (&slot->seq) != busy_seq)
+      if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
         return LW_CAPTURE_STALE;
       if (tid == 0 || !lw_capture_read_syscall (tid, &now))
         return LW_CAPTURE_THREAD_GONE;
       if (now.running)
         break;
-      if (lw_capture_from_proc (slot, tid, &now, busy_seq, snap))
+      if (lw_capture_from_proc (slot, tid, &now, busy_seq, stack_lo, stack_hi, snap))
         return LW_CAPTURE_OK;
     }
 
   if (lw_signo == 0)
     return LW_CAPTURE_FAILED;
-  return lw_capture_by_signal (slot, tid, busy_seq, snap, timeout_ns);
+  return lw_capture_by_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap, timeout_ns);
 }
 
 /* Watcher thread. */

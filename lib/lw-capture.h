@@ -49,6 +49,18 @@ LwCaptureResult lw_capture_take (LwSlot     *slot,
                                  LwSnapshot *snapshot,
                                  int64_t     timeout_ns);
 
+/* Watcher thread of @slot. Captures any thread @tid of the process (the
+ * all-threads snapshot of a hang), with its stack bounds if known (0, 0:
+ * copied by the kernel, page by page, stopping at the first hole).
+ * @busy_seq 0: whatever the loop does meanwhile. */
+LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
+                                        pid_t       tid,
+                                        uint64_t    busy_seq,
+                                        uintptr_t   stack_lo,
+                                        uintptr_t   stack_hi,
+                                        LwSnapshot *snapshot,
+                                        int64_t     timeout_ns);
+
 /* Watcher thread. TRUE when the thread @tid blocks signal @signo (read from
  * /proc/self/task/TID/status). */
 gboolean lw_capture_thread_blocks_signal (pid_t tid,

@@ -25,6 +25,7 @@ lagwatch_config_new (void)
   config->hang_ms = LW_DEFAULT_HANG_MS;
   config->max_frames = LW_DEFAULT_MAX_FRAMES;
   config->output = g_strdup (LW_DEFAULT_OUTPUT);
+  config->sample_ms = LW_DEFAULT_SAMPLE_MS;
   return config;
 }
 
@@ -34,6 +35,7 @@ lagwatch_config_free (LagWatchConfig *config)
   if (config == NULL)
     return;
   g_free (config->output);
+  g_free (config->state_dir);
   g_free (config);
 }
 
@@ -46,6 +48,7 @@ lw_config_copy (const LagWatchConfig *config)
     return lagwatch_config_new ();
   copy = g_memdup2 (config, sizeof *config);
   copy->output = g_strdup (config->output);
+  copy->state_dir = g_strdup (config->state_dir);
   return copy;
 }
 
@@ -76,6 +79,27 @@ lagwatch_config_set_max_frames (LagWatchConfig *config, guint max_frames)
   if (max_frames < 1 || max_frames > LW_MAX_FRAMES_LIMIT)
     return FALSE;
   config->max_frames = max_frames;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_sample_ms (LagWatchConfig *config, guint sample_ms)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (sample_ms < 1 || sample_ms > 1000)
+    return FALSE;
+  config->sample_ms = sample_ms;
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_set_state_dir (LagWatchConfig *config, const char *dir)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (dir != NULL && !g_path_is_absolute (dir))
+    return FALSE;
+  g_free (config->state_dir);
+  config->state_dir = g_strdup (dir);
   return TRUE;
 }
 
@@ -173,6 +197,30 @@ lw_config_apply_environment (LagWatchConfig *config)
                       &config->hang_ms);
   lw_config_env_uint ("LAGWATCH_MAX_FRAMES", 1, LW_MAX_FRAMES_LIMIT, "frames",
                       &config->max_frames);
+  lw_config_env_uint ("LAGWATCH_SAMPLE_MS", 1, 1000, "milliseconds", &config->sample_ms);
+
+  text = g_getenv ("LAGWATCH_STATE_DIR");
+  if (text != NULL)
+    {
+      if (g_path_is_absolute (text))
+        {
+          g_free (config->state_dir);
+          config->state_dir = g_strdup (text);
+        }
+      else
+        g_warning ("LAGWATCH_STATE_DIR=\"%s\" is not valid: expected an absolute directory path; "
+                   "using %s", text, config->state_dir ? config->state_dir : "$XDG_STATE_HOME/lagwatch");
+    }
+
+  text = g_getenv ("LAGWATCH_UNDER_DEBUGGER");
+  if (text != NULL)
+    {
+      if (g_str_equal (text, "1") || g_str_equal (text, "0"))
+        config->under_debugger = g_str_equal (text, "1");
+      else
+        g_warning ("LAGWATCH_UNDER_DEBUGGER=\"%s\" is not valid: expected 1 (report while a debugger "
+                   "is attached) or 0; using %d", text, config->under_debugger);
+    }
 
   text = g_getenv ("LAGWATCH_SIGNAL");
   if (text != NULL)

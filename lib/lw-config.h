@@ -15,6 +15,7 @@ G_BEGIN_DECLS
 #define LW_DEFAULT_HANG_MS      2000
 #define LW_DEFAULT_MAX_FRAMES   128
 #define LW_DEFAULT_OUTPUT       "stderr"
+#define LW_DEFAULT_SAMPLE_MS    10
 #define LW_MAX_DURATION_MS      3600000
 #define LW_MAX_FRAMES_LIMIT     1024
 
@@ -26,6 +27,9 @@ struct _LagWatchConfig
   int       signo;            /* 0: the default, SIGRTMIN+7 */
   gboolean  signal_explicit;  /* chosen by the program or the user */
   char     *output;           /* a valid sink list (lw-sink.h) */
+  guint     sample_ms;        /* interval between samples during a lag */
+  char     *state_dir;        /* NULL: $XDG_STATE_HOME/lagwatch */
+  gboolean  under_debugger;   /* report even while a debugger is attached */
 };
 
 /* Any thread. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lw-clock.h"
+#include "lw-dispatch.h"
 #include "lw-private.h"
 
 static LwSlot     lw_slots[LW_MAX_SLOTS];
@@ -21,7 +22,7 @@ static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as p
  * polls). Records the thread that now runs the context: its TID for the
  * signal and /proc, and its stack bounds for the stack copy. */
 static G_GNUC_NO_INLINE void
-lw_hooks_adopt_thread (LwSlot *slot)
+lw_hooks_adopt_thread (LwSlot *slot, unsigned generation)
 {
   pthread_attr_t attr;
   uintptr_t lo = 0, hi = 0;
@@ -43,6 +44,12 @@ lw_hooks_adopt_thread (LwSlot *slot)
   slot->loop_stack_hi = hi;
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = pthread_self ();
+
+  /* A new thread runs the context: find its dispatch record. */
+  g_mutex_lock (&lw_registry_lock);
+  if (slot->in_use && atomic_load (&slot->generation) == generation)
+    lw_dispatch_schedule_probe (slot);
+  g_mutex_unlock (&lw_registry_lock);
   errno = saved_errno;
 }
 
@@ -83,7 +90,7 @@ lw_hooks_poll (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout)
   gint ret;
 
   if (G_UNLIKELY (!pthread_equal (slot->loop_thread, pthread_self ())))
-    lw_hooks_adopt_thread (slot);
+    lw_hooks_adopt_thread (slot, generation);
 
   seq = (atomic_load_explicit (&slot->seq, memory_order_relaxed) | 1) + 1;
   atomic_store_explicit (&slot->seq, seq, memory_order_seq_cst);
@@ -171,6 +178,9 @@ lw_hooks_attach (GMainContext *context,
     }
   atomic_store (&slot->seq, 0);
   atomic_store (&slot->busy_since_ns, 0);
+  atomic_store (&slot->expected_seq, 0);
+  /* Probe again for this context, whichever thread runs it. */
+  slot->loop_thread = (pthread_t) 0;
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
   while (sem_trywait (&slot->wake) == 0)

@@ -13,6 +13,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,6 @@ struct _LwModule
   /* Where the loader keeps the program headers: with the bias, what
    * identifies the object again in a later dl_iterate_phdr(). */
   const ElfW(Phdr) *phdr;
-  ElfW(Half)        phnum;
   LwSegment        *segments;
   guint             n_segments;
   uintptr_t         start;
@@ -56,10 +56,14 @@ static GMutex     lw_modules_lock;
 /* HOLDS: lw_modules_lock. (owned) LwModule*, sorted by start; NULL before
  * the first scan. */
 static GPtrArray *lw_modules_table;
-/* HOLDS: lw_modules_lock. The loader's counters seen by the last scan. */
-static gboolean   lw_modules_have_counters;
-static guint64    lw_modules_adds;
-static guint64    lw_modules_subs;
+/* The loader's counters seen by the last scan, written under
+ * lw_modules_lock and read without it by lw_modules_get_generation(), as a
+ * sequence lock: lw_modules_seq is odd while a scan publishes, and its even
+ * values (2 after the first scan) are the table's generations. */
+static atomic_bool          lw_modules_have_counters;
+static atomic_uint_fast64_t lw_modules_adds;
+static atomic_uint_fast64_t lw_modules_subs;
+static atomic_uint_fast64_t lw_modules_seq;
 
 /* Any thread. */
 static void
@@ -84,16 +88,19 @@ lw_module_unref (LwModule *module)
     lw_module_free (module);
 }
 
-static LwModule *
+/* Any thread. */
+LwModule *
 lw_module_ref (LwModule *module)
 {
+  g_return_val_if_fail (module != NULL, NULL);
+
   g_atomic_ref_count_inc (&module->ref_count);
   return module;
 }
 
 /* Inside dl_iterate_phdr(). Reads the NT_GNU_BUILD_ID note of one PT_NOTE
- * segment into @module; FALSE when the segment has none. */
-static gboolean
+ * segment, if it has one, into @module. */
+static void
 lw_module_read_build_id (LwModule         *module,
                          const ElfW(Phdr) *note_phdr)
 {
@@ -111,7 +118,7 @@ lw_module_read_build_id (LwModule         *module,
       gsize next = desc + ((note->n_descsz + align - 1) & ~(align - 1));
 
       if (next > len)
-        return FALSE;
+        return;
 
       if (note->n_type == NT_GNU_BUILD_ID &&
           note->n_namesz == sizeof ELF_NOTE_GNU &&
@@ -125,11 +132,10 @@ lw_module_read_build_id (LwModule         *module,
           for (gsize i = 0; i < module->build_id_len; i++)
             g_string_append_printf (hex, "%02x", module->build_id[i]);
           module->build_id_hex = g_string_free (hex, FALSE);
-          return TRUE;
+          return;
         }
       offset = next;
     }
-  return FALSE;
 }
 
 /* Any thread. */
@@ -213,16 +219,6 @@ lw_info_dup_path (const struct dl_phdr_info *info)
   return path != NULL ? path : g_strdup (info->dlpi_name);
 }
 
-static int
-lw_segment_compare (gconstpointer a,
-                    gconstpointer b)
-{
-  const LwSegment *sa = a;
-  const LwSegment *sb = b;
-
-  return sa->start < sb->start ? -1 : sa->start > sb->start;
-}
-
 /* Inside dl_iterate_phdr(). A new module describing @info, or NULL when it
  * maps nothing. */
 static LwModule *
@@ -243,7 +239,6 @@ lw_module_new_from_info (const struct dl_phdr_info *info)
   module->path = lw_info_dup_path (info);
   module->bias = info->dlpi_addr;
   module->phdr = info->dlpi_phdr;
-  module->phnum = info->dlpi_phnum;
   module->segments = g_new (LwSegment, n_loads);
   module->start = UINTPTR_MAX;
 
@@ -277,9 +272,6 @@ lw_module_new_from_info (const struct dl_phdr_info *info)
           break;
         }
     }
-  qsort (module->segments, module->n_segments, sizeof (LwSegment),
-         lw_segment_compare);
-
   /* Notes and the dynamic section are read only where a PT_LOAD maps them:
    * nothing says a malformed object's do. */
   for (ElfW(Half) i = 0; i < info->dlpi_phnum && module->build_id == NULL; i++)
@@ -405,12 +397,14 @@ lw_modules_rescan_unlocked (void)
   dl_iterate_phdr (lw_modules_scan_cb, &scan);
   g_ptr_array_sort (scan.new_table, lw_module_compare_start);
 
+  atomic_fetch_add (&lw_modules_seq, 1);
   if (lw_modules_table != NULL)
     g_ptr_array_unref (lw_modules_table);
   lw_modules_table = scan.new_table;
-  lw_modules_have_counters = scan.have_counters;
-  lw_modules_adds = scan.adds;
-  lw_modules_subs = scan.subs;
+  atomic_store (&lw_modules_have_counters, scan.have_counters);
+  atomic_store (&lw_modules_adds, scan.adds);
+  atomic_store (&lw_modules_subs, scan.subs);
+  atomic_fetch_add (&lw_modules_seq, 1);
 }
 
 typedef struct
@@ -438,13 +432,11 @@ lw_modules_counters_cb (struct dl_phdr_info *info,
   return 1;
 }
 
-/* HOLDS: lw_modules_lock. The module containing @addr, rescanning first if
- * objects were loaded or unloaded since the last scan. */
-static LwModule *
-lw_modules_find_unlocked (uintptr_t addr)
+/* HOLDS: lw_modules_lock. Rescans if objects were loaded or unloaded since
+ * the last scan. */
+static void
+lw_modules_sync_unlocked (void)
 {
-  LwModule *module;
-
   if (lw_modules_table == NULL)
     lw_modules_rescan_unlocked ();
   else if (lw_modules_have_counters)
@@ -452,12 +444,22 @@ lw_modules_find_unlocked (uintptr_t addr)
       LwCounters now = { FALSE, 0, 0 };
 
       dl_iterate_phdr (lw_modules_counters_cb, &now);
-      if (!now.valid || now.adds != lw_modules_adds || now.subs != lw_modules_subs)
+      if (!now.valid || now.adds != atomic_load (&lw_modules_adds) ||
+          now.subs != atomic_load (&lw_modules_subs))
         lw_modules_rescan_unlocked ();
     }
+}
 
+/* HOLDS: lw_modules_lock. The module containing @addr, rescanning first if
+ * objects were loaded or unloaded since the last scan. */
+static LwModule *
+lw_modules_find_unlocked (uintptr_t addr)
+{
+  LwModule *module;
+
+  lw_modules_sync_unlocked ();
   module = lw_modules_bsearch (lw_modules_table, addr);
-  if (module == NULL && !lw_modules_have_counters)
+  if (module == NULL && !atomic_load (&lw_modules_have_counters))
     {
       lw_modules_rescan_unlocked ();
       module = lw_modules_bsearch (lw_modules_table, addr);
@@ -537,8 +539,90 @@ lw_modules_is_readable (uintptr_t addr,
 }
 
 /* Any thread, normal context. */
+gboolean
+lw_modules_readable_range (uintptr_t  addr,
+                           uintptr_t *lo,
+                           uintptr_t *hi)
+{
+  const LwSegment *found = NULL;
+  LwModule *module;
+
+  g_return_val_if_fail (lo != NULL, FALSE);
+  g_return_val_if_fail (hi != NULL, FALSE);
+
+  g_mutex_lock (&lw_modules_lock);
+  module = lw_modules_find_unlocked (addr);
+  for (guint i = 0; module != NULL && i < module->n_segments && found == NULL; i++)
+    {
+      const LwSegment *segment = &module->segments[i];
+
+      if ((segment->flags & PF_R) && addr >= segment->start && addr < segment->end)
+        found = segment;
+    }
+  if (found != NULL)
+    {
+      *lo = found->start;
+      *hi = found->end;
+    }
+  g_mutex_unlock (&lw_modules_lock);
+
+  return found != NULL;
+}
+
+/* Any thread, normal context. */
+guint64
+lw_modules_get_generation (void)
+{
+  guint64 seq = atomic_load (&lw_modules_seq);
+
+  /* The common case takes no lock of ours: the loader's counters still
+   * equal those of a scan that was not being published meanwhile. */
+  if (seq != 0 && !(seq & 1) && atomic_load (&lw_modules_have_counters))
+    {
+      LwCounters now = { FALSE, 0, 0 };
+
+      dl_iterate_phdr (lw_modules_counters_cb, &now);
+      if (now.valid && now.adds == atomic_load (&lw_modules_adds) &&
+          now.subs == atomic_load (&lw_modules_subs) &&
+          atomic_load (&lw_modules_seq) == seq)
+        return seq;
+    }
+
+  g_mutex_lock (&lw_modules_lock);
+  lw_modules_sync_unlocked ();
+  seq = atomic_load (&lw_modules_seq);
+  g_mutex_unlock (&lw_modules_lock);
+
+  return seq;
+}
+
+/* Any thread, normal context. */
 LwModule *
-lw_modules_ref_module (uintptr_t addr)
+lw_modules_ref_module_by_name (const char *basename)
+{
+  LwModule *found = NULL;
+
+  g_return_val_if_fail (basename != NULL, NULL);
+
+  g_mutex_lock (&lw_modules_lock);
+  lw_modules_sync_unlocked ();
+  for (guint i = 0; i < lw_modules_table->len && found == NULL; i++)
+    {
+      LwModule *module = g_ptr_array_index (lw_modules_table, i);
+      const char *slash = strrchr (module->path, '/');
+
+      if (!module->is_vdso && strcmp (slash != NULL ? slash + 1 : module->path, basename) == 0)
+        found = lw_module_ref (module);
+    }
+  g_mutex_unlock (&lw_modules_lock);
+
+  return found;
+}
+
+/* Any thread, normal context. */
+LwModule *
+lw_modules_ref_module_full (uintptr_t addr,
+                            guint64  *generation)
 {
   LwModule *module;
 
@@ -546,9 +630,18 @@ lw_modules_ref_module (uintptr_t addr)
   module = lw_modules_find_unlocked (addr);
   if (module != NULL)
     lw_module_ref (module);
+  if (generation != NULL)
+    *generation = atomic_load (&lw_modules_seq);
   g_mutex_unlock (&lw_modules_lock);
 
   return module;
+}
+
+/* Any thread, normal context. */
+LwModule *
+lw_modules_ref_module (uintptr_t addr)
+{
+  return lw_modules_ref_module_full (addr, NULL);
 }
 
 const char *

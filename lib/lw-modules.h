@@ -46,6 +46,25 @@ gboolean lw_modules_find_unwind_table   (uintptr_t      addr,
 gboolean lw_modules_is_readable         (uintptr_t addr,
                                          size_t    len);
 
+/* Any thread, normal context. The bounds [*@lo, *@hi) of the readable
+ * PT_LOAD segment of a loaded module that contains @addr; FALSE (and @lo,
+ * @hi untouched) when there is none. Lets a caller that reads many words
+ * check them against a range it keeps instead of calling
+ * lw_modules_is_readable() for each. The range stays valid only until the
+ * module is unloaded: keep it no longer than the module is known to stay
+ * loaded (the unwinder keeps it for one walk, and reads only modules that
+ * hold a frame of the stopped thread's active call chain). */
+gboolean lw_modules_readable_range      (uintptr_t  addr,
+                                         uintptr_t *lo,
+                                         uintptr_t *hi);
+
+/* Any thread, normal context. Rescans first if objects were loaded or
+ * unloaded since the last scan (like every lookup), then returns the
+ * table's generation: a number, never 0, that changes at every rescan.
+ * Whatever a caller derived from the table (a cache of lookups) is still
+ * right while the generation it was derived under is current. */
+guint64  lw_modules_get_generation      (void);
+
 /* The symbolizer's view of one module.
  *
  * A module is reference counted: a reference keeps its description (path,
@@ -60,7 +79,22 @@ gboolean lw_modules_is_readable         (uintptr_t addr,
  * when no loaded object holds @addr. */
 LwModule      *lw_modules_ref_module        (uintptr_t addr);
 
-/* Any thread. Drops a reference from lw_modules_ref_module(). */
+/* Any thread, normal context. lw_modules_ref_module(), also storing in
+ * @generation (if not NULL) the generation of the table the module was
+ * found in (see lw_modules_get_generation()). */
+LwModule      *lw_modules_ref_module_full   (uintptr_t addr,
+                                             guint64  *generation);
+
+/* Any thread, normal context. A new reference to a loaded module whose
+ * path's last component is @basename ("libstdc++.so.6"), after the same
+ * rescan; NULL when none is loaded. The vDSO is never matched. */
+LwModule      *lw_modules_ref_module_by_name (const char *basename);
+
+/* Any thread. Adds a reference to @module, which the caller holds one on. */
+LwModule      *lw_module_ref                (LwModule *module);
+
+/* Any thread. Drops a reference from lw_modules_ref_module(),
+ * lw_modules_ref_module_by_name() or lw_module_ref(). */
 void           lw_module_unref              (LwModule *module);
 
 /* Any thread. The absolute path of the file the loader mapped (the main

@@ -2,6 +2,7 @@
 #include "lw-report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 LagWatchReport *
 lw_report_new (void)
@@ -10,7 +11,82 @@ lw_report_new (void)
 
   report->ref_count = 1;
   report->caught_ms = -1;
+  report->cpu_ms = -1;
+  report->event = "lag";
   return report;
+}
+
+void
+lw_report_stack_clear (LwReportStack *stack)
+{
+  for (guint i = 0; i < stack->n_frames; i++)
+    lw_frame_clear (&stack->frames[i]);
+  g_free (stack->frames);
+  g_free (stack->thread_name);
+  g_free (stack->thread_state);
+  memset (stack, 0, sizeof *stack);
+}
+
+/* Frames of these modules are the platform, not the program: a fingerprint
+ * made of them would group unrelated lags (every lag passes through GLib). */
+gboolean
+lw_report_frame_is_platform (const LwFrame *frame)
+{
+  static const char *const platform[] = {
+    "libc.so", "ld-linux", "libglib-2.0.so", "libgobject-2.0.so", "libgio-2.0.so",
+    "libgmodule-2.0.so", "libgthread-2.0.so", "liblagwatch.so", "[vdso]", "libpthread.so",
+    "libm.so", "libdl.so", "librt.so",
+  };
+  const char *base;
+
+  if (frame->module == NULL)
+    return FALSE;
+  base = strrchr (frame->module, '/');
+  base = base != NULL ? base + 1 : frame->module;
+  for (gsize i = 0; i < G_N_ELEMENTS (platform); i++)
+    if (g_str_has_prefix (base, platform[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* 64-bit FNV-1a of the innermost @depth program frames, each as
+ * "module-basename!symbol" (or "!+0xoffset" without a symbol): stable across
+ * runs and address-space layouts of the same build. */
+static char *
+lw_report_fingerprint (const LagWatchReport *report, guint depth)
+{
+  guint64 h = 1469598103934665603ULL;
+  guint used = 0;
+
+  for (guint pass = 0; pass < 2 && used == 0; pass++)
+    for (guint i = 0; i < report->n_frames && used < depth; i++)
+      {
+        const LwFrame *frame = &report->frames[i];
+        g_autofree char *key = NULL;
+        const char *base;
+
+        /* First pass: program frames only; if there is none, any frame. */
+        if (pass == 0 && lw_report_frame_is_platform (frame))
+          continue;
+        base = frame->module ? strrchr (frame->module, '/') : NULL;
+        base = base ? base + 1 : (frame->module ? frame->module : "?");
+        key = frame->symbol ? g_strdup_printf ("%s!%s", base, frame->symbol)
+                            : g_strdup_printf ("%s!+0x%" PRIxPTR, base, frame->module_offset);
+        for (const char *p = key; *p; p++)
+          h = (h ^ (guchar) *p) * 1099511628211ULL;
+        h = (h ^ '\n') * 1099511628211ULL;
+        used++;
+      }
+  return g_strdup_printf ("%016" G_GINT64_MODIFIER "x", h);
+}
+
+void
+lw_report_compute_fingerprints (LagWatchReport *report)
+{
+  g_free (report->fingerprint);
+  g_free (report->fingerprint2);
+  report->fingerprint = lw_report_fingerprint (report, 4);
+  report->fingerprint2 = lw_report_fingerprint (report, 2);
 }
 
 LagWatchReport *
@@ -30,6 +106,17 @@ lagwatch_report_unref (LagWatchReport *report)
   for (guint i = 0; i < report->n_frames; i++)
     lw_frame_clear (&report->frames[i]);
   g_free (report->frames);
+  for (guint i = 0; i < report->n_stacks; i++)
+    lw_report_stack_clear (&report->stacks[i]);
+  g_free (report->stacks);
+  for (guint i = 0; i < report->n_threads; i++)
+    lw_report_stack_clear (&report->threads[i]);
+  g_free (report->threads);
+  g_free (report->source);
+  g_free (report->wchan);
+  g_free (report->fingerprint);
+  g_free (report->fingerprint2);
+  g_free (report->previous_exe);
   g_free (report->id);
   g_free (report->thread_name);
   g_free (report->stack_method);
@@ -114,6 +201,55 @@ lagwatch_report_get_frame (LagWatchReport *report,
   return frame->ip;
 }
 
+const char *
+lagwatch_report_get_source (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->source;
+}
+
+const char *
+lagwatch_report_get_phase (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->phase;
+}
+
+double
+lagwatch_report_get_cpu_ms (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, -1);
+  return report->cpu_ms;
+}
+
+const char *
+lagwatch_report_get_thread_state (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->thread_state;
+}
+
+const char *
+lagwatch_report_get_syscall (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->syscall;
+}
+
+guint
+lagwatch_report_get_n_samples (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, 0);
+  return report->n_samples;
+}
+
+const char *
+lagwatch_report_get_fingerprint (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->fingerprint;
+}
+
 /* "2026-11-21T15:40:12.345Z" */
 static char *
 lw_report_format_time (gint64 time_us)
@@ -168,16 +304,48 @@ lw_json_ms (GString *out, double ms)
   g_string_append (out, g_ascii_formatd (buf, sizeof buf, "%.1f", ms));
 }
 
+static void
+lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
+{
+  g_string_append_c (out, '[');
+  for (guint i = 0; i < n_frames; i++)
+    {
+      const LwFrame *frame = &frames[i];
+
+      g_string_append_printf (out, "%s{\"ip\":\"0x%" PRIxPTR "\",\"module\":", i ? "," : "", frame->ip);
+      lw_json_string (out, frame->module);
+      g_string_append (out, ",\"build_id\":");
+      lw_json_string (out, frame->build_id);
+      g_string_append_printf (out, ",\"module_offset\":\"0x%" PRIxPTR "\",\"symbol\":", frame->module_offset);
+      lw_json_string (out, frame->symbol);
+      g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR "}", frame->symbol_offset);
+    }
+  g_string_append_c (out, ']');
+}
+
+static void
+lw_json_optional_ms (GString *out, const char *name, double ms)
+{
+  g_string_append_printf (out, ",\"%s\":", name);
+  if (ms >= 0)
+    lw_json_ms (out, ms);
+  else
+    g_string_append (out, "null");
+}
+
 char *
 lagwatch_report_to_json (LagWatchReport *report)
 {
-  GString *out = g_string_sized_new (256 + 200 * report->n_frames);
+  GString *out;
   g_autofree char *time = NULL;
 
   g_return_val_if_fail (report != NULL, NULL);
+  out = g_string_sized_new (512 + 200 * report->n_frames);
   time = lw_report_format_time (report->start_time_us);
 
-  g_string_append (out, "{\"event\":\"lag\",\"id\":");
+  g_string_append (out, "{\"event\":");
+  lw_json_string (out, report->event);
+  g_string_append (out, ",\"id\":");
   lw_json_string (out, report->id);
   g_string_append (out, ",\"time\":");
   lw_json_string (out, time);
@@ -188,58 +356,76 @@ lagwatch_report_to_json (LagWatchReport *report)
                           report->threshold_ms, report->complete ? "true" : "false",
                           report->pid, report->thread_id);
   lw_json_string (out, report->thread_name);
-  g_string_append (out, ",\"caught_ms\":");
-  if (report->caught_ms >= 0)
-    lw_json_ms (out, report->caught_ms);
+  lw_json_optional_ms (out, "caught_ms", report->caught_ms);
+  g_string_append (out, ",\"source\":");
+  lw_json_string (out, report->source);
+  g_string_append (out, ",\"priority\":");
+  if (report->phase != NULL && g_str_equal (report->phase, "dispatch") && report->source_known)
+    g_string_append_printf (out, "%d", report->priority);
   else
     g_string_append (out, "null");
+  g_string_append (out, ",\"phase\":");
+  lw_json_string (out, report->phase);
+  lw_json_optional_ms (out, "cpu_ms", report->cpu_ms);
+  g_string_append (out, ",\"thread_state\":");
+  lw_json_string (out, report->thread_state);
+  g_string_append (out, ",\"syscall\":");
+  lw_json_string (out, report->syscall);
+  g_string_append (out, ",\"wchan\":");
+  lw_json_string (out, report->wchan);
+  g_string_append (out, ",\"fingerprint\":");
+  lw_json_string (out, report->fingerprint);
+  g_string_append (out, ",\"fingerprint2\":");
+  lw_json_string (out, report->fingerprint2);
+  g_string_append_printf (out, ",\"occurrence\":%u,\"samples\":%u", report->occurrence, report->n_samples);
   g_string_append (out, ",\"stack_method\":");
   lw_json_string (out, report->stack_method);
   g_string_append (out, ",\"stack_error\":");
   lw_json_string (out, report->stack_error);
-  g_string_append_printf (out, ",\"stack_truncated\":%s,\"stack\":[",
+  g_string_append_printf (out, ",\"stack_truncated\":%s,\"stack\":",
                           report->stack_truncated ? "true" : "false");
-  for (guint i = 0; i < report->n_frames; i++)
+  lw_json_frames (out, report->frames, report->n_frames);
+  g_string_append (out, ",\"stacks\":[");
+  for (guint i = 0; i < report->n_stacks; i++)
     {
-      const LwFrame *frame = &report->frames[i];
-
-      g_string_append_printf (out, "%s{\"ip\":\"0x%" PRIxPTR "\",\"module\":", i ? "," : "", frame->ip);
-      lw_json_string (out, frame->module);
-      g_string_append (out, ",\"build_id\":");
-      lw_json_string (out, frame->build_id);
-      g_string_append_printf (out, ",\"module_offset\":\"0x%" PRIxPTR "\",\"symbol\":", frame->module_offset);
-      lw_json_string (out, frame->symbol);
-      g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR "}", frame->symbol_offset);
+      g_string_append_printf (out, "%s{\"samples\":%u,\"truncated\":%s,\"stack\":", i ? "," : "",
+                              report->stacks[i].samples, report->stacks[i].truncated ? "true" : "false");
+      lw_json_frames (out, report->stacks[i].frames, report->stacks[i].n_frames);
+      g_string_append_c (out, '}');
     }
-  g_string_append (out, "]}");
+  g_string_append_c (out, ']');
+  if (report->threads != NULL)
+    {
+      g_string_append (out, ",\"threads\":[");
+      for (guint i = 0; i < report->n_threads; i++)
+        {
+          const LwReportStack *thread = &report->threads[i];
+
+          g_string_append_printf (out, "%s{\"id\":%d,\"name\":", i ? "," : "", thread->thread_id);
+          lw_json_string (out, thread->thread_name);
+          g_string_append (out, ",\"state\":");
+          lw_json_string (out, thread->thread_state);
+          g_string_append (out, ",\"stack\":");
+          lw_json_frames (out, thread->frames, thread->n_frames);
+          g_string_append_c (out, '}');
+        }
+      g_string_append_c (out, ']');
+    }
+  if (report->previous_exe != NULL)
+    {
+      g_string_append (out, ",\"exe\":");
+      lw_json_string (out, report->previous_exe);
+    }
+  g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
 
-char *
-lagwatch_report_to_text (LagWatchReport *report)
+static void
+lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit)
 {
-  GString *out = g_string_sized_new (256 + 100 * report->n_frames);
-  g_autofree char *time = NULL;
-
-  g_return_val_if_fail (report != NULL, NULL);
-  time = lw_report_format_time (report->start_time_us);
-
-  g_string_append_printf (out, "lagwatch: %s of %.1f ms (threshold %u ms) on thread %d",
-                          report->complete ? "lag" : "lag still running at detach",
-                          report->duration_ms, report->threshold_ms, report->thread_id);
-  if (report->thread_name != NULL)
-    g_string_append_printf (out, " \"%s\"", report->thread_name);
-  g_string_append_printf (out, ", began %s [%s]\n", time, report->id);
-  if (report->caught_ms >= 0)
-    g_string_append_printf (out, "  stack taken %.1f ms in, %s:\n", report->caught_ms,
-                            g_strcmp0 (report->stack_method, "signal") == 0
-                              ? "by signal (the thread was running)"
-                              : "from /proc (the thread was sleeping in a system call)");
-  if (report->stack_error != NULL)
-    g_string_append_printf (out, "  (%s)\n", report->stack_error);
-  for (guint i = 0; i < report->n_frames; i++)
+  for (guint i = 0; i < n_frames && i < limit; i++)
     {
-      const LwFrame *frame = &report->frames[i];
+      const LwFrame *frame = &frames[i];
       g_autofree char *base = frame->module ? g_path_get_basename (frame->module) : g_strdup ("?");
 
       g_string_append_printf (out, "  #%-2u 0x%016" PRIxPTR "  ", i, frame->ip);
@@ -249,7 +435,136 @@ lagwatch_report_to_text (LagWatchReport *report)
         g_string_append (out, "??");
       g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")\n", base, frame->module_offset);
     }
+}
+
+/* "name" of the innermost frame with a symbol outside libc/GLib, for the
+ * one-line summary of a secondary stack. */
+static const char *
+lw_text_stack_label (const LwFrame *frames, guint n_frames)
+{
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL && !lw_report_frame_is_platform (&frames[i]))
+      return frames[i].symbol;
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL)
+      return frames[i].symbol;
+  return "??";
+}
+
+static const char *
+lw_text_ordinal_suffix (guint n)
+{
+  if (n % 100 >= 11 && n % 100 <= 13)
+    return "th";
+  switch (n % 10)
+    {
+    case 1: return "st";
+    case 2: return "nd";
+    case 3: return "rd";
+    default: return "th";
+    }
+}
+
+char *
+lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
+{
+  GString *out = g_string_sized_new (512 + 100 * report->n_frames);
+  g_autofree char *time = lw_report_format_time (report->start_time_us);
+  const char *what;
+
+  if (g_str_equal (report->event, "hang"))
+    what = "HANG, still going after";
+  else if (g_str_equal (report->event, "hang-killed"))
+    what = "the previous run was killed during a hang, after";
+  else
+    what = report->complete ? "lag of" : "lag still running at detach, after";
+  g_string_append_printf (out, "lagwatch: %s %.1f ms (threshold %u ms) on thread %d",
+                          what, report->duration_ms, report->threshold_ms, report->thread_id);
+  if (report->thread_name != NULL)
+    g_string_append_printf (out, " \"%s\"", report->thread_name);
+  g_string_append_printf (out, ", began %s [%s]\n", time, report->id);
+  if (report->previous_exe != NULL)
+    g_string_append_printf (out, "  program: %s (pid %d)\n", report->previous_exe, report->pid);
+
+  if (report->phase != NULL)
+    {
+      g_string_append (out, "  ");
+      if (g_str_equal (report->phase, "dispatch"))
+        {
+          if (report->source != NULL)
+            g_string_append_printf (out, "in GSource \"%s\" (priority %d)", report->source, report->priority);
+          else
+            g_string_append_printf (out, "in an unnamed GSource (priority %d)", report->priority);
+        }
+      else if (g_str_equal (report->phase, "starved"))
+        g_string_append (out, "the loop kept iterating without polling: its input was starved");
+      else
+        g_string_append_printf (out, "in the loop's %s phase", report->phase);
+      g_string_append (out, "\n");
+    }
+  if (report->cpu_ms >= 0 && report->duration_ms > 0)
+    {
+      double share = 100.0 * report->cpu_ms / report->duration_ms;
+
+      if (share >= 50)
+        g_string_append_printf (out, "  computing: %.1f ms on CPU (%.0f%% of the lag)\n",
+                                report->cpu_ms, MIN (share, 100.0));
+      else
+        {
+          g_string_append_printf (out, "  waiting: %.1f ms on CPU (%.0f%%)", report->cpu_ms, share);
+          if (report->thread_state != NULL)
+            g_string_append_printf (out, ", %s", report->thread_state);
+          if (report->syscall != NULL)
+            g_string_append_printf (out, " in %s()", report->syscall);
+          if (report->wchan != NULL)
+            g_string_append_printf (out, " [kernel: %s]", report->wchan);
+          g_string_append (out, "\n");
+        }
+    }
+  if (report->n_samples > 0 && report->n_stacks > 0)
+    g_string_append_printf (out, "  %u sample%s; heaviest stack (%.0f%%)", report->n_samples,
+                            report->n_samples == 1 ? "" : "s",
+                            100.0 * report->stacks[0].samples / report->n_samples);
+  if (report->caught_ms >= 0)
+    g_string_append_printf (out, "%sfirst taken %.1f ms in, %s:\n",
+                            report->n_samples > 0 ? ", " : "  ", report->caught_ms,
+                            g_strcmp0 (report->stack_method, "signal") == 0
+                              ? "by signal (the thread was running)"
+                              : "from /proc (the thread was sleeping in a system call)");
+  else if (report->n_samples > 0)
+    g_string_append (out, ":\n");
+  if (report->stack_error != NULL)
+    g_string_append_printf (out, "  (%s)\n", report->stack_error);
+  lw_text_frames (out, report->frames, report->n_frames, G_MAXUINT);
   if (report->stack_truncated)
     g_string_append (out, "  ... (more frames not shown)\n");
+  for (guint i = 1; i < report->n_stacks && i < 4; i++)
+    g_string_append_printf (out, "  also %.0f%% in %s\n",
+                            100.0 * report->stacks[i].samples / MAX (report->n_samples, 1),
+                            lw_text_stack_label (report->stacks[i].frames, report->stacks[i].n_frames));
+  for (guint i = 0; i < report->n_threads; i++)
+    {
+      const LwReportStack *thread = &report->threads[i];
+
+      g_string_append_printf (out, "  thread %d \"%s\" (%s):\n", thread->thread_id,
+                              thread->thread_name ? thread->thread_name : "?",
+                              thread->thread_state ? thread->thread_state : "?");
+      lw_text_frames (out, thread->frames, thread->n_frames, 12);
+    }
+  if (report->occurrence > 1)
+    {
+      g_string_append_printf (out, "  (the %u%s lag with this stack", report->occurrence,
+                              lw_text_ordinal_suffix (report->occurrence));
+      if (skipped_since_shown > 0)
+        g_string_append_printf (out, "; %u like it not shown since the last one", skipped_since_shown);
+      g_string_append (out, ")\n");
+    }
   return g_string_free (out, FALSE);
+}
+
+char *
+lagwatch_report_to_text (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return lw_report_to_text_full (report, 0);
 }

@@ -10,6 +10,18 @@
 
 G_BEGIN_DECLS
 
+/* One distinct stack of a lag's profile, or one thread of a hang snapshot. */
+typedef struct
+{
+  guint     samples;         /* samples in this stack (profile), 0 for a thread */
+  int       thread_id;       /* thread snapshot only */
+  char     *thread_name;
+  char     *thread_state;
+  gboolean  truncated;
+  LwFrame  *frames;
+  guint     n_frames;
+} LwReportStack;
+
 struct _LagWatchReport
 {
   gint      ref_count;       /* atomic */
@@ -25,9 +37,43 @@ struct _LagWatchReport
   char     *stack_method;    /* "signal", "proc" (taken while the thread slept), or NULL */
   char     *stack_error;     /* why the stack is missing or short, or NULL */
   gboolean  stack_truncated; /* stopped at the frame limit or the end of the copy */
-  LwFrame  *frames;
+  LwFrame  *frames;          /* the heaviest stack */
   guint     n_frames;
+
+  const char *event;         /* "lag" or "hang" (static strings) */
+  guint     n_samples;       /* stacks taken during the lag */
+  LwReportStack *stacks;     /* distinct stacks, heaviest first, capped */
+  guint     n_stacks;
+  char     *source;          /* name of the GSource being dispatched when caught, or NULL */
+  gboolean  source_known;    /* FALSE: which source could not be known */
+  int       priority;        /* its priority (valid when in dispatch) */
+  const char *phase;         /* "dispatch", "prepare", "check", "starved", "loop", or NULL */
+  double    cpu_ms;          /* CPU time the thread used during the lag, < 0 unknown */
+  const char *thread_state;  /* when caught: "running", "sleeping", "disk" */
+  const char *syscall;       /* the system call it slept in, or NULL */
+  char     *wchan;           /* the kernel wait point, or NULL */
+  char     *fingerprint;     /* hash of the innermost 4 program frames */
+  char     *fingerprint2;    /* hash of the innermost 2 */
+  guint     occurrence;      /* how many lags with this fingerprint so far, this one included */
+  LwReportStack *threads;    /* hang: every other thread of the process */
+  guint     n_threads;
+  char     *previous_exe;    /* "hang-killed" records: the program of the killed run */
 };
+
+/* Watcher thread. Frees the frames of @stack. */
+void lw_report_stack_clear (LwReportStack *stack);
+
+/* Any thread. TRUE for a frame of libc, GLib, lagwatch or the vDSO: the
+ * platform every lag passes through, not the program. */
+gboolean lw_report_frame_is_platform (const LwFrame *frame);
+
+/* Watcher thread. Computes fingerprint and fingerprint2 from the frames. */
+void lw_report_compute_fingerprints (LagWatchReport *report);
+
+/* Watcher thread. The report as text with @shown/@skipped back-off counts
+ * (0, 0 when not relevant). */
+char *lw_report_to_text_full (LagWatchReport *report,
+                              guint           skipped_since_shown);
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);

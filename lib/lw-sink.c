@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lw-private.h"
+#include "lw-report.h"
 
 typedef struct
 {
@@ -114,7 +115,8 @@ lw_sink_write_all (int fd, const char *data, gsize len)
 }
 
 void
-lw_sinks_write (LwSinks *sinks, LagWatchReport *report)
+lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, guint skipped,
+                gboolean durable)
 {
   g_autofree char *text = NULL;
   g_autofree char *json = NULL;
@@ -127,20 +129,52 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report)
         {
           if (json == NULL)
             {
-              char *line = lagwatch_report_to_json (report);
+              g_autofree char *line = lagwatch_report_to_json (report);
 
               json = g_strconcat (line, "\n", NULL);
-              g_free (line);
             }
           lw_sink_write_all (sink->fd, json, strlen (json));
+          if (durable)
+            fsync (sink->fd);
         }
-      else
+      else if (show_human)
         {
           if (text == NULL)
-            text = lagwatch_report_to_text (report);
+            text = lw_report_to_text_full (report, skipped);
           lw_sink_write_all (sink->fd, text, strlen (text));
         }
     }
+}
+
+void
+lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
+{
+  g_autofree char *line = g_strconcat (json, "\n", NULL);
+
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    {
+      const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+
+      if (sink->json)
+        lw_sink_write_all (sink->fd, line, strlen (line));
+      else
+        lw_sink_write_all (sink->fd, text, strlen (text));
+    }
+}
+
+void
+lw_sinks_write_raw_stderr (const char *text)
+{
+  lw_sink_write_all (STDERR_FILENO, text, strlen (text));
+}
+
+gboolean
+lw_sinks_has_stderr (LwSinks *sinks)
+{
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    if (!g_array_index (sinks->sinks, LwSink, i).json)
+      return TRUE;
+  return FALSE;
 }
 
 void

@@ -20,9 +20,26 @@ gboolean  lw_sink_spec_validate (const char     *spec,
  * opened is named in one warning and replaced by stderr. */
 LwSinks  *lw_sinks_open         (const char     *spec);
 
-/* Watcher thread. Writes @report to every sink. */
+/* Watcher thread. Writes @report to every JSON sink, and to stderr when
+ * @show_human (the back-off decides; @skipped lags like it were not shown).
+ * @durable: fsync the JSON files (a hang record must survive a kill). */
 void      lw_sinks_write        (LwSinks        *sinks,
-                                 LagWatchReport *report);
+                                 LagWatchReport *report,
+                                 gboolean        show_human,
+                                 guint           skipped,
+                                 gboolean        durable);
+
+/* Watcher or any thread. Writes one ready-made record: @json to the JSON
+ * sinks (one line, no newline), @text to stderr. */
+void      lw_sinks_write_raw    (LwSinks        *sinks,
+                                 const char     *json,
+                                 const char     *text);
+
+/* Any thread. Writes @text to stderr as one write(). */
+void      lw_sinks_write_raw_stderr (const char *text);
+
+/* Any thread. TRUE when reports go to stderr. */
+gboolean  lw_sinks_has_stderr   (LwSinks        *sinks);
 
 void      lw_sinks_free         (LwSinks        *sinks);
 

@@ -47,7 +47,10 @@ typedef struct
   _Atomic int       state;
   _Atomic uintptr_t cookie;     /* carried in si_value; identifies this request */
   _Atomic int       in_flight;  /* a signal was queued and its handler has not run yet */
-  uint64_t          expect_seq; /* capture only if the loop is still in this busy period */
+  uint64_t          expect_seq; /* capture only if the loop is still in this busy period (0: any) */
+  _Atomic pid_t     target_tid; /* the thread the request is for */
+  uintptr_t         stack_lo;   /* its stack bounds, 0 when unknown */
+  uintptr_t         stack_hi;
   LwSnapshot       *snapshot;   /* preallocated by the watcher, filled by the handler */
   _Atomic int       result;     /* LwCaptureResult, set by the handler */
   sem_t             done;       /* posted by the handler (sem_post is async-signal-safe) */
@@ -83,6 +86,17 @@ struct _LwSlot
   void             *owner;         /* the LagWatch using this slot */
   unsigned          index;
   GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
+
+  /* GLib's per-thread dispatch record ({ depth, current source }) of the
+   * loop thread, found by lw-dispatch's probe; 0 until then. */
+  _Atomic uintptr_t dispatch_record;
+  _Atomic pid_t     dispatch_tid;  /* the thread the record belongs to */
+
+  /* The busy period the program declared long (lagwatch_begin_long_work). */
+  _Atomic uint64_t  expected_seq;
+
+  /* Prepares seen by the starvation sentinel while a lag is followed. */
+  _Atomic unsigned  sentinel_prepares;
 
   LwCaptureRequest  capture;
 };

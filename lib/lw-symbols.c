@@ -3,14 +3,17 @@
  * Each module gets, on its first lookup, one sorted array of function
  * symbols (module-relative addresses) and one chunk holding their names,
  * attached to the module so that it lives exactly as long as the module
- * stays loaded. A lookup is a bisection in that array.
+ * stays loaded. A lookup is a bisection in that array, behind a small
+ * direct-mapped cache of recent addresses.
  *
  * Sources, best first: the build-id debug file's .symtab under each debug
- * root, the module file's .symtab, its .dynsym. A file is used only when its
- * build-id equals the one in memory; otherwise (file replaced by an upgrade,
- * deleted, unreadable, corrupt) the .dynsym of the mapped image is read
- * through its dynamic section, so no name ever comes from the wrong file.
- * The vDSO has no file: its image is copied from memory and read with libelf.
+ * root, the .gnu_debuglink file's .symtab, the module file's .symtab, its
+ * .dynsym. A file is used only when its build-id equals the one in memory
+ * (and a debuglink file only when its CRC matches too); otherwise (file
+ * replaced by an upgrade, deleted, unreadable, corrupt) the .dynsym of the
+ * mapped image is read through its dynamic section, so no name ever comes
+ * from the wrong file. The vDSO has no file: its image is copied from memory
+ * and read with libelf.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -24,8 +27,11 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct
@@ -37,13 +43,19 @@ typedef struct
 
 typedef struct
 {
-  LwSymbol *symbols;   /* sorted by value, one per address */
-  gsize     n_symbols; /* 0 when the module has no usable symbols */
-  char     *names;     /* every name, NUL-terminated, in one chunk */
+  LwSymbol   *symbols;    /* sorted by value, one per address */
+  gsize       n_symbols;  /* 0 when the module has no usable symbols */
+  char       *names;      /* every name, NUL-terminated, in one chunk */
+  char       *debug_file; /* the separate debug file read, or NULL */
+  gsize       bytes;      /* what the above took, for lw_symbols_get_stats() */
+  /* HOLDS: lw_symbols_lock. Name offset -> demangled name (malloc'd by
+   * __cxa_demangle), filled as C++ names are looked up; NULL until then. */
+  GHashTable *demangled;
 } LwSymbolTable;
 
 /* A symbol while a table is being built: its name still points into the
- * ELF data it was read from, which must outlive lw_symbol_table_new(). */
+ * ELF data it was read from, which must outlive lw_symbol_table_new(). The
+ * name is not NUL-terminated at name_len when a version suffix was cut. */
 typedef struct
 {
   uintptr_t   value;
@@ -53,11 +65,54 @@ typedef struct
   guint       binding_rank; /* 0 GLOBAL, 1 WEAK, 2 LOCAL */
 } LwCandidate;
 
+/* One recent lookup. */
+typedef struct
+{
+  uintptr_t            ip;
+  gboolean             is_return_address;
+  gboolean             used;
+  LwModule            *module; /* (owned) (nullable): NULL when no module holds ip */
+  const LwSymbolTable *table;  /* the module's, or NULL */
+  const LwSymbol      *symbol; /* in table, or NULL */
+} LwCacheEntry;
+
+/* The result of a lookup, with its own reference on the module. */
+typedef struct
+{
+  LwModule            *module; /* (owned) (nullable) */
+  const LwSymbolTable *table;
+  const LwSymbol      *symbol; /* (nullable) */
+} LwLookup;
+
+#define LW_CACHE_SIZE 1024 /* entries; a power of two */
+
+typedef char *(*LwCxaDemangle) (const char *mangled,
+                                char       *buffer,
+                                size_t     *length,
+                                int        *status);
+
 static const char * const lw_default_debug_roots[] = { "/usr/lib/debug", NULL };
 
 static GMutex  lw_symbols_lock;
 /* HOLDS: lw_symbols_lock. NULL means lw_default_debug_roots. */
 static char  **lw_symbols_debug_roots;
+/* HOLDS: lw_symbols_lock. libstdc++'s module (owned) and the runtime
+ * address of its __cxa_demangle, found in its symbol table; the module is
+ * kept to tell whether the libstdc++ loaded now is still that one. */
+static LwModule *lw_demangler_module;
+static uintptr_t lw_demangler_address;
+
+/* Recent lookups, direct-mapped on (ip, is_return_address). Valid for one
+ * generation of the module table: flushed when it changes. */
+static GMutex       lw_cache_lock;
+/* HOLDS: lw_cache_lock. */
+static LwCacheEntry lw_cache[LW_CACHE_SIZE];
+static guint64      lw_cache_generation;
+
+/* What the live symbol tables take, for lw_symbols_get_stats(). */
+static atomic_size_t lw_stats_tables;
+static atomic_size_t lw_stats_symbols;
+static atomic_size_t lw_stats_bytes;
 
 /* Any thread. */
 static void
@@ -65,9 +120,38 @@ lw_symbol_table_free (gpointer data)
 {
   LwSymbolTable *table = data;
 
+  atomic_fetch_sub (&lw_stats_tables, 1);
+  atomic_fetch_sub (&lw_stats_symbols, table->n_symbols);
+  atomic_fetch_sub (&lw_stats_bytes, table->bytes);
+  if (table->demangled != NULL)
+    g_hash_table_unref (table->demangled);
   g_free (table->symbols);
   g_free (table->names);
+  g_free (table->debug_file);
   g_free (table);
+}
+
+/* Any thread. An empty table, counted in the stats. */
+static LwSymbolTable *
+lw_symbol_table_alloc (void)
+{
+  LwSymbolTable *table = g_new0 (LwSymbolTable, 1);
+
+  table->bytes = sizeof *table;
+  atomic_fetch_add (&lw_stats_tables, 1);
+  atomic_fetch_add (&lw_stats_bytes, table->bytes);
+  return table;
+}
+
+/* Any thread. Records that @table took @bytes more for @n_symbols more. */
+static void
+lw_symbol_table_account (LwSymbolTable *table,
+                         gsize          n_symbols,
+                         gsize          bytes)
+{
+  table->bytes += bytes;
+  atomic_fetch_add (&lw_stats_symbols, n_symbols);
+  atomic_fetch_add (&lw_stats_bytes, bytes);
 }
 
 /* Several symbols often share an address (qsort and __GI_qsort, getpid and
@@ -93,7 +177,7 @@ lw_candidate_compare (gconstpointer a,
     return a_reserved ? 1 : -1;
   if (ca->name_len != cb->name_len)
     return ca->name_len < cb->name_len ? -1 : 1;
-  return strcmp (ca->name, cb->name);
+  return memcmp (ca->name, cb->name, ca->name_len);
 }
 
 /* Any thread. Sorts @candidates and keeps one symbol per address, the
@@ -101,7 +185,7 @@ lw_candidate_compare (gconstpointer a,
 static LwSymbolTable *
 lw_symbol_table_new (GArray *candidates)
 {
-  LwSymbolTable *table = g_new0 (LwSymbolTable, 1);
+  LwSymbolTable *table = lw_symbol_table_alloc ();
   gsize names_len = 0;
   gsize n = 0;
 
@@ -139,11 +223,13 @@ lw_symbol_table_new (GArray *candidates)
       symbol->value = candidate->value;
       symbol->size = (guint32) MIN (candidate->size, G_MAXUINT32);
       symbol->name = (guint32) names_len;
-      memcpy (table->names + names_len, candidate->name, candidate->name_len + 1);
+      memcpy (table->names + names_len, candidate->name, candidate->name_len);
+      table->names[names_len + candidate->name_len] = '\0';
       names_len += candidate->name_len + 1;
     }
   table->symbols = g_renew (LwSymbol, table->symbols, n);
   table->n_symbols = n;
+  lw_symbol_table_account (table, n, n * sizeof (LwSymbol) + MAX (names_len, 1));
 
   return table;
 }
@@ -177,8 +263,21 @@ lw_symbol_table_lookup (const LwSymbolTable *table,
   return NULL;
 }
 
+/* Any thread. The symbol of @table named @name, or NULL. Linear: for the
+ * rare lookup by name. Only the name kept for each address is found. */
+static const LwSymbol *
+lw_symbol_table_find_name (const LwSymbolTable *table,
+                           const char          *name)
+{
+  for (gsize i = 0; i < table->n_symbols; i++)
+    if (strcmp (table->names + table->symbols[i].name, name) == 0)
+      return &table->symbols[i];
+  return NULL;
+}
+
 /* Any thread. Adds one ELF symbol to @candidates if it names code defined
- * in this module. */
+ * in this module. A version suffix ("clock_gettime@@GLIBC_2.17", which
+ * the .symtab of a debug file carries) is not part of the name. */
 static void
 lw_candidates_add (GArray         *candidates,
                    const GElf_Sym *sym,
@@ -187,7 +286,10 @@ lw_candidates_add (GArray         *candidates,
 {
   LwCandidate candidate;
   unsigned char type = GELF_ST_TYPE (sym->st_info);
+  const char *at = memchr (name, '@', name_len);
 
+  if (at != NULL && at > name)
+    name_len = at - name;
   if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
       sym->st_shndx == SHN_UNDEF || name_len == 0)
     return;
@@ -265,12 +367,11 @@ lw_symbol_table_new_from_elf (Elf     *elf,
   return table;
 }
 
-/* Any thread. TRUE when @elf carries an NT_GNU_BUILD_ID note equal to
- * @build_id. */
-static gboolean
-lw_elf_has_build_id (Elf          *elf,
-                     const guint8 *build_id,
-                     gsize         build_id_len)
+/* Any thread. The NT_GNU_BUILD_ID note of @elf (its bytes, valid while
+ * @elf is open, and their count in @len), or NULL when it has none. */
+static const guint8 *
+lw_elf_get_build_id (Elf   *elf,
+                     gsize *len)
 {
   Elf_Scn *scn = NULL;
 
@@ -290,65 +391,212 @@ lw_elf_has_build_id (Elf          *elf,
 
       while ((next = gelf_getnote (data, offset, &nhdr, &name_offset, &desc_offset)) > 0)
         {
-          const char *base = data->d_buf;
+          const guint8 *base = data->d_buf;
 
           if (nhdr.n_type == NT_GNU_BUILD_ID &&
               nhdr.n_namesz == sizeof ELF_NOTE_GNU &&
               memcmp (base + name_offset, ELF_NOTE_GNU, sizeof ELF_NOTE_GNU) == 0)
-            return nhdr.n_descsz == build_id_len &&
-                   memcmp (base + desc_offset, build_id, build_id_len) == 0;
+            {
+              *len = nhdr.n_descsz;
+              return base + desc_offset;
+            }
           offset = next;
         }
     }
-  return FALSE;
+  *len = 0;
+  return NULL;
 }
 
-/* Any thread, normal context. The table read from the ELF file @path, or
- * NULL with the reason in @why (left NULL when @path does not exist and
- * @missing_ok: an absent debug file is the common case, not a problem). */
-static LwSymbolTable *
-lw_symbol_table_new_from_file (LwModule   *module,
-                               const char *path,
-                               gboolean    symtab_only,
-                               gboolean    missing_ok,
-                               char      **why)
+/* Any thread. TRUE when @elf carries an NT_GNU_BUILD_ID note equal to
+ * @module's. */
+static gboolean
+lw_elf_has_module_build_id (Elf      *elf,
+                            LwModule *module)
 {
-  LwSymbolTable *table = NULL;
-  const guint8 *build_id;
-  gsize build_id_len;
-  size_t n_sections = 0;
-  Elf *elf;
-  int fd;
+  gsize module_len;
+  const guint8 *module_id = lw_module_get_build_id (module, &module_len);
+  gsize len;
+  const guint8 *id = lw_elf_get_build_id (elf, &len);
 
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  return id != NULL && module_id != NULL && len == module_len &&
+         memcmp (id, module_id, len) == 0;
+}
+
+/* An ELF file open for reading. */
+typedef struct
+{
+  int  fd;
+  Elf *elf;
+} LwElfFile;
+
+/* Any thread, normal context. Opens @path as an ELF file with section
+ * headers; FALSE with the reason in @why (left NULL when @path does not
+ * exist and @missing_ok: an absent debug file is the common case, not a
+ * problem). */
+static gboolean
+lw_elf_file_open (LwElfFile  *file,
+                  const char *path,
+                  gboolean    missing_ok,
+                  char      **why)
+{
+  size_t n_sections = 0;
+
+  *file = (LwElfFile) { -1, NULL };
+  file->fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (file->fd < 0)
     {
       int saved_errno = errno;
 
       if (!(missing_ok && (saved_errno == ENOENT || saved_errno == ENOTDIR)))
         *why = g_strdup_printf ("%s: %s", path, g_strerror (saved_errno));
-      return NULL;
+      return FALSE;
     }
 
   /* ELF_C_READ reads the sections it is asked for with pread(): a file
    * truncated under us gives an error, not the SIGBUS of a mapping. */
-  elf = elf_begin (fd, ELF_C_READ, NULL);
-  build_id = lw_module_get_build_id (module, &build_id_len);
-  if (elf == NULL)
+  file->elf = elf_begin (file->fd, ELF_C_READ, NULL);
+  if (file->elf == NULL)
     *why = g_strdup_printf ("%s: %s", path, elf_errmsg (-1));
-  else if (elf_kind (elf) != ELF_K_ELF)
+  else if (elf_kind (file->elf) != ELF_K_ELF)
     *why = g_strdup_printf ("%s: not an ELF file", path);
-  else if (elf_getshdrnum (elf, &n_sections) != 0 || n_sections == 0)
+  else if (elf_getshdrnum (file->elf, &n_sections) != 0 || n_sections == 0)
     *why = g_strdup_printf ("%s: no section headers", path);
-  else if (build_id != NULL && !lw_elf_has_build_id (elf, build_id, build_id_len))
-    *why = g_strdup_printf ("%s: build-id differs from the loaded module's %s",
-                            path, lw_module_get_build_id_hex (module));
-  else if ((table = lw_symbol_table_new_from_elf (elf, symtab_only)) == NULL)
-    *why = g_strdup_printf ("%s: no function symbols", path);
+  else
+    return TRUE;
 
-  elf_end (elf);
-  close (fd);
-  return table;
+  elf_end (file->elf);
+  close (file->fd);
+  *file = (LwElfFile) { -1, NULL };
+  return FALSE;
+}
+
+/* Any thread. */
+static void
+lw_elf_file_close (LwElfFile *file)
+{
+  elf_end (file->elf);
+  if (file->fd >= 0)
+    close (file->fd);
+  *file = (LwElfFile) { -1, NULL };
+}
+
+/* Any thread. The CRC-32 of zlib and of .gnu_debuglink (reflected
+ * polynomial 0xedb88320) of @len bytes, continuing from @crc (0 to start). */
+static guint32
+lw_crc32_update (guint32       crc,
+                 const guint8 *data,
+                 gsize         len)
+{
+  static guint32 table[256];
+  static gsize table_ready;
+
+  if (g_once_init_enter (&table_ready))
+    {
+      for (guint32 i = 0; i < 256; i++)
+        {
+          guint32 c = i;
+
+          for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+          table[i] = c;
+        }
+      g_once_init_leave (&table_ready, 1);
+    }
+
+  crc = ~crc;
+  for (gsize i = 0; i < len; i++)
+    crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+/* Any thread, normal context. The CRC-32 of the whole file open as @fd,
+ * read with pread(); FALSE on a read error. */
+static gboolean
+lw_file_crc32 (int      fd,
+               guint32 *crc)
+{
+  guint8 *buffer = g_malloc (64 * 1024);
+  off_t offset = 0;
+  ssize_t n;
+
+  *crc = 0;
+  while ((n = pread (fd, buffer, 64 * 1024, offset)) != 0)
+    {
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        break;
+      *crc = lw_crc32_update (*crc, buffer, n);
+      offset += n;
+    }
+  g_free (buffer);
+  return n == 0;
+}
+
+/* Any thread. The .gnu_debuglink of @elf: the debug file's name (a file
+ * name without directory, copied) and the CRC-32 of its contents; FALSE
+ * when @elf has none or a malformed one. */
+static gboolean
+lw_elf_get_debuglink (Elf      *elf,
+                      char    **name,
+                      guint32  *crc)
+{
+  Elf_Scn *scn = NULL;
+  size_t shstrndx;
+  GElf_Ehdr ehdr;
+
+  if (elf_getshdrstrndx (elf, &shstrndx) != 0 || gelf_getehdr (elf, &ehdr) == NULL)
+    return FALSE;
+
+  while ((scn = elf_nextscn (elf, scn)) != NULL)
+    {
+      GElf_Shdr shdr;
+      Elf_Data *data;
+      const guint8 *bytes;
+      const char *section_name;
+      gsize name_len;
+      gsize crc_offset;
+
+      if (gelf_getshdr (scn, &shdr) == NULL ||
+          (section_name = elf_strptr (elf, shstrndx, shdr.sh_name)) == NULL ||
+          strcmp (section_name, ".gnu_debuglink") != 0)
+        continue;
+
+      /* The name, NUL-terminated and padded to 4, then the CRC in the
+       * file's byte order. */
+      if ((data = elf_getdata (scn, NULL)) == NULL || data->d_size < 8)
+        return FALSE;
+      bytes = data->d_buf;
+      name_len = strnlen ((const char *) bytes, data->d_size);
+      crc_offset = (name_len + 1 + 3) & ~(gsize) 3;
+      /* A name with a '/' would lead the search out of its directories. */
+      if (name_len == 0 || crc_offset + 4 > data->d_size ||
+          memchr (bytes, '/', name_len) != NULL)
+        return FALSE;
+
+      *name = g_strndup ((const char *) bytes, name_len);
+      if (ehdr.e_ident[EI_DATA] == ELFDATA2MSB)
+        *crc = (guint32) bytes[crc_offset] << 24 | (guint32) bytes[crc_offset + 1] << 16 |
+               (guint32) bytes[crc_offset + 2] << 8 | bytes[crc_offset + 3];
+      else
+        *crc = (guint32) bytes[crc_offset + 3] << 24 | (guint32) bytes[crc_offset + 2] << 16 |
+               (guint32) bytes[crc_offset + 1] << 8 | bytes[crc_offset];
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* Any thread, normal context. A copy of the debug roots in force. */
+static char **
+lw_symbols_dup_debug_roots (void)
+{
+  char **roots;
+
+  g_mutex_lock (&lw_symbols_lock);
+  roots = g_strdupv (lw_symbols_debug_roots != NULL ?
+                     lw_symbols_debug_roots : (char **) lw_default_debug_roots);
+  g_mutex_unlock (&lw_symbols_lock);
+  return roots;
 }
 
 /* Inside dl_iterate_phdr() (lw_module_with_image). The number of entries
@@ -539,10 +787,20 @@ lw_symbol_table_new_from_vdso (LwModule *module,
   return table;
 }
 
+/* Any thread. Records @path as the debug file @table was read from. */
+static LwSymbolTable *
+lw_symbol_table_set_debug_file (LwSymbolTable *table,
+                                const char    *path)
+{
+  table->debug_file = g_strdup (path);
+  lw_symbol_table_account (table, 0, strlen (path) + 1);
+  return table;
+}
+
 /* Any thread, normal context. The table of the build-id debug file under
  * one of the debug roots, or NULL. */
 static LwSymbolTable *
-lw_symbol_table_new_from_debug_file (LwModule *module)
+lw_symbol_table_new_from_build_id_file (LwModule *module)
 {
   const char *build_id_hex = lw_module_get_build_id_hex (module);
   LwSymbolTable *table = NULL;
@@ -553,18 +811,25 @@ lw_symbol_table_new_from_debug_file (LwModule *module)
   if (build_id_hex == NULL || strlen (build_id_hex) < 4)
     return NULL;
 
-  g_mutex_lock (&lw_symbols_lock);
-  roots = g_strdupv (lw_symbols_debug_roots != NULL ?
-                     lw_symbols_debug_roots : (char **) lw_default_debug_roots);
-  g_mutex_unlock (&lw_symbols_lock);
-
+  roots = lw_symbols_dup_debug_roots ();
   for (guint i = 0; roots[i] != NULL && table == NULL; i++)
     {
       char *path = g_strdup_printf ("%s/.build-id/%.2s/%s.debug",
                                     roots[i], build_id_hex, build_id_hex + 2);
       char *why = NULL;
+      LwElfFile file;
 
-      table = lw_symbol_table_new_from_file (module, path, TRUE, TRUE, &why);
+      if (lw_elf_file_open (&file, path, TRUE, &why))
+        {
+          if (!lw_elf_has_module_build_id (file.elf, module))
+            why = g_strdup_printf ("%s: build-id differs from the loaded module's %s",
+                                   path, build_id_hex);
+          else if ((table = lw_symbol_table_new_from_elf (file.elf, TRUE)) == NULL)
+            why = g_strdup_printf ("%s: no function symbols", path);
+          else
+            lw_symbol_table_set_debug_file (table, path);
+          lw_elf_file_close (&file);
+        }
       if (why != NULL)
         g_debug ("Debug file not used: %s", why);
       g_free (why);
@@ -572,6 +837,139 @@ lw_symbol_table_new_from_debug_file (LwModule *module)
     }
   g_strfreev (roots);
 
+  return table;
+}
+
+/* Any thread, normal context. The table of the debug file @path named by
+ * @module's .gnu_debuglink, or NULL (with the reason in @why unless the
+ * file does not exist). The file must have the CRC the link states, and
+ * the module's build-id when both have one; @module_file (the module's
+ * own file, open) is never taken for its own debug file. */
+static LwSymbolTable *
+lw_symbol_table_new_from_debuglink_file (LwModule         *module,
+                                         const LwElfFile  *module_file,
+                                         const char       *path,
+                                         guint32           expected_crc,
+                                         char            **why)
+{
+  LwSymbolTable *table = NULL;
+  struct stat module_stat;
+  struct stat file_stat;
+  const guint8 *build_id;
+  gsize build_id_len;
+  guint32 crc;
+  LwElfFile file;
+
+  if (!lw_elf_file_open (&file, path, TRUE, why))
+    return NULL;
+
+  build_id = lw_elf_get_build_id (file.elf, &build_id_len);
+  if (fstat (module_file->fd, &module_stat) == 0 && fstat (file.fd, &file_stat) == 0 &&
+      module_stat.st_dev == file_stat.st_dev && module_stat.st_ino == file_stat.st_ino)
+    ; /* The module itself (a link naming the file's own name). */
+  else if (!lw_file_crc32 (file.fd, &crc))
+    *why = g_strdup_printf ("%s: %s", path, g_strerror (errno));
+  else if (crc != expected_crc)
+    *why = g_strdup_printf ("%s: CRC %08x, the .gnu_debuglink says %08x",
+                            path, crc, expected_crc);
+  else if (build_id != NULL && lw_module_get_build_id_hex (module) != NULL &&
+           !lw_elf_has_module_build_id (file.elf, module))
+    *why = g_strdup_printf ("%s: build-id differs from the loaded module's %s",
+                            path, lw_module_get_build_id_hex (module));
+  else if ((table = lw_symbol_table_new_from_elf (file.elf, TRUE)) == NULL)
+    *why = g_strdup_printf ("%s: no function symbols", path);
+  else
+    lw_symbol_table_set_debug_file (table, path);
+
+  lw_elf_file_close (&file);
+  return table;
+}
+
+/* Any thread, normal context. The table of the file @module_file's
+ * .gnu_debuglink names, looked for where debuggers look: the module's
+ * directory, its .debug/ subdirectory, and that directory under each debug
+ * root; the directory both as loaded and with symbolic links resolved.
+ * NULL when the module has no link or no candidate is usable. */
+static LwSymbolTable *
+lw_symbol_table_new_from_debuglink (LwModule        *module,
+                                    const LwElfFile *module_file)
+{
+  const char *path = lw_module_get_path (module);
+  LwSymbolTable *table = NULL;
+  char *real_path;
+  char *dirs[3] = { NULL, NULL, NULL };
+  char **roots;
+  char *name;
+  guint32 crc;
+
+  if (!lw_elf_get_debuglink (module_file->elf, &name, &crc))
+    return NULL;
+
+  dirs[0] = g_path_get_dirname (path);
+  real_path = realpath (path, NULL);
+  if (real_path != NULL)
+    {
+      dirs[1] = g_path_get_dirname (real_path);
+      if (strcmp (dirs[0], dirs[1]) == 0)
+        g_clear_pointer (&dirs[1], g_free);
+      free (real_path);
+    }
+
+  roots = lw_symbols_dup_debug_roots ();
+  for (guint d = 0; dirs[d] != NULL && table == NULL; d++)
+    {
+      GPtrArray *candidates = g_ptr_array_new_with_free_func (g_free);
+
+      g_ptr_array_add (candidates, g_build_filename (dirs[d], name, NULL));
+      g_ptr_array_add (candidates, g_build_filename (dirs[d], ".debug", name, NULL));
+      for (guint r = 0; roots[r] != NULL; r++)
+        g_ptr_array_add (candidates, g_build_filename (roots[r], dirs[d], name, NULL));
+
+      for (guint c = 0; c < candidates->len && table == NULL; c++)
+        {
+          char *why = NULL;
+
+          table = lw_symbol_table_new_from_debuglink_file (module, module_file,
+                                                           g_ptr_array_index (candidates, c),
+                                                           crc, &why);
+          if (why != NULL)
+            g_debug ("Debug file not used: %s", why);
+          g_free (why);
+        }
+      g_ptr_array_unref (candidates);
+    }
+  g_strfreev (roots);
+  g_free (dirs[0]);
+  g_free (dirs[1]);
+  g_free (name);
+
+  return table;
+}
+
+/* Any thread, normal context. The table from @module's own file: the
+ * debug file its .gnu_debuglink names, else its .symtab, else its .dynsym;
+ * NULL with the reason in @why when the file cannot be trusted or has no
+ * function symbols. */
+static LwSymbolTable *
+lw_symbol_table_new_from_module_file (LwModule *module,
+                                      char    **why)
+{
+  const char *path = lw_module_get_path (module);
+  LwSymbolTable *table = NULL;
+  LwElfFile file;
+
+  if (!lw_elf_file_open (&file, path, FALSE, why))
+    return NULL;
+
+  if (lw_module_get_build_id_hex (module) != NULL && !lw_elf_has_module_build_id (file.elf, module))
+    *why = g_strdup_printf ("%s: build-id differs from the loaded module's %s",
+                            path, lw_module_get_build_id_hex (module));
+  else if ((table = lw_symbol_table_new_from_debuglink (module, &file)) != NULL)
+    ;
+  else if ((table = lw_symbol_table_new_from_elf (file.elf, FALSE)) == NULL)
+    *why = g_strdup_printf ("%s: no function symbols", path);
+
+  lw_elf_file_close (&file);
   return table;
 }
 
@@ -592,9 +990,9 @@ lw_symbol_table_new_for_module (LwModule *module)
     }
   else
     {
-      table = lw_symbol_table_new_from_debug_file (module);
+      table = lw_symbol_table_new_from_build_id_file (module);
       if (table == NULL)
-        table = lw_symbol_table_new_from_file (module, path, FALSE, FALSE, &why);
+        table = lw_symbol_table_new_from_module_file (module, &why);
       if (table == NULL)
         {
           lw_module_with_image (module, lw_symbols_read_image_dynsym, &table);
@@ -605,12 +1003,12 @@ lw_symbol_table_new_for_module (LwModule *module)
     }
   g_free (why);
 
-  return table != NULL ? table : g_new0 (LwSymbolTable, 1);
+  return table != NULL ? table : lw_symbol_table_alloc ();
 }
 
 /* Any thread, normal context. @module's table, built on first use. Two
  * threads may build it at once; the first attached wins. */
-static const LwSymbolTable *
+static LwSymbolTable *
 lw_symbols_table_for (LwModule *module)
 {
   static gsize libelf_ready;
@@ -628,40 +1026,264 @@ lw_symbols_table_for (LwModule *module)
                                 lw_symbol_table_free);
 }
 
+typedef struct
+{
+  LwCxaDemangle func;
+  const char   *mangled;
+  char         *demangled; /* (nullable) malloc'd */
+} LwDemangleCall;
+
+/* Inside dl_iterate_phdr() (lw_module_with_image): libstdc++ cannot be
+ * unloaded while its demangler runs. */
+static void
+lw_symbols_call_demangler (LwModule *module,
+                           gpointer  user_data)
+{
+  LwDemangleCall *call = user_data;
+  int status = -1;
+
+  call->demangled = call->func (call->mangled, NULL, NULL, &status);
+  if (status != 0)
+    g_clear_pointer (&call->demangled, free);
+}
+
+/* Any thread, normal context. @mangled demangled by the __cxa_demangle of
+ * the libstdc++ already loaded in the process (malloc'd, free() it), or
+ * NULL when libstdc++ is not loaded or the name is not a valid C++ name.
+ * The function is found in libstdc++'s own symbol table: dlsym() would
+ * take the loader lock, which the stopped thread may hold. */
+static char *
+lw_symbols_demangle (const char *mangled)
+{
+  LwModule *stdcxx = lw_modules_ref_module_by_name ("libstdc++.so.6");
+  LwDemangleCall call = { NULL, mangled, NULL };
+
+  if (stdcxx == NULL)
+    return NULL;
+
+  g_mutex_lock (&lw_symbols_lock);
+  if (stdcxx == lw_demangler_module)
+    call.func = (LwCxaDemangle) lw_demangler_address;
+  g_mutex_unlock (&lw_symbols_lock);
+
+  if (call.func == NULL)
+    {
+      const LwSymbolTable *table = lw_symbols_table_for (stdcxx);
+      const LwSymbol *symbol = lw_symbol_table_find_name (table, "__cxa_demangle");
+      uintptr_t address = symbol != NULL ? lw_module_get_bias (stdcxx) + symbol->value : 0;
+
+      g_mutex_lock (&lw_symbols_lock);
+      g_clear_pointer (&lw_demangler_module, lw_module_unref);
+      lw_demangler_module = lw_module_ref (stdcxx);
+      lw_demangler_address = address;
+      g_mutex_unlock (&lw_symbols_lock);
+      call.func = (LwCxaDemangle) address;
+    }
+
+  if (call.func != NULL)
+    lw_module_with_image (stdcxx, lw_symbols_call_demangler, &call);
+  lw_module_unref (stdcxx);
+  return call.demangled;
+}
+
+/* Any thread, normal context. The name shown for @symbol of @table: the
+ * demangled form of a C++ name ("_Z...") when libstdc++ is loaded, else the
+ * name itself. Valid as long as @table. */
+static const char *
+lw_symbol_table_display_name (const LwSymbolTable *table,
+                              const LwSymbol      *symbol)
+{
+  LwSymbolTable *mutable_table = (LwSymbolTable *) table;
+  const char *name = table->names + symbol->name;
+  const char *shown = NULL;
+  char *demangled;
+
+  if (name[0] != '_' || name[1] != 'Z')
+    return name;
+
+  g_mutex_lock (&lw_symbols_lock);
+  if (table->demangled != NULL)
+    shown = g_hash_table_lookup (table->demangled, GUINT_TO_POINTER (symbol->name));
+  g_mutex_unlock (&lw_symbols_lock);
+  if (shown != NULL)
+    return shown;
+
+  demangled = lw_symbols_demangle (name);
+  if (demangled == NULL)
+    return name;
+
+  g_mutex_lock (&lw_symbols_lock);
+  if (mutable_table->demangled == NULL)
+    mutable_table->demangled = g_hash_table_new_full (NULL, NULL, NULL, free);
+  shown = g_hash_table_lookup (table->demangled, GUINT_TO_POINTER (symbol->name));
+  if (shown == NULL)
+    {
+      g_hash_table_insert (table->demangled, GUINT_TO_POINTER (symbol->name), demangled);
+      lw_symbol_table_account (mutable_table, 0, strlen (demangled) + 1);
+      shown = demangled;
+      demangled = NULL;
+    }
+  g_mutex_unlock (&lw_symbols_lock);
+  free (demangled);
+
+  return shown;
+}
+
+/* HOLDS: lw_cache_lock. Empties @entry. */
+static void
+lw_cache_entry_clear (LwCacheEntry *entry)
+{
+  if (entry->module != NULL)
+    lw_module_unref (entry->module);
+  *entry = (LwCacheEntry) { 0 };
+}
+
+/* Any thread. The cache slot of (@ip, @is_return_address). */
+static LwCacheEntry *
+lw_cache_slot (uintptr_t ip,
+               gboolean  is_return_address)
+{
+  /* Fibonacci hashing: nearby return addresses spread over the slots. */
+  guint64 hash = ((guint64) ip * 2 + (is_return_address ? 1 : 0)) * G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
+
+  return &lw_cache[hash >> (64 - 10)];
+}
+
+G_STATIC_ASSERT (LW_CACHE_SIZE == 1 << 10);
+
+/* HOLDS: lw_cache_lock. Flushes the cache when @generation is newer than
+ * its entries; TRUE when they are of @generation (an older one, seen by a
+ * thread that released the lock meanwhile, must not be stored). */
+static gboolean
+lw_cache_is_current (guint64 generation)
+{
+  if (generation > lw_cache_generation)
+    {
+      for (guint i = 0; i < LW_CACHE_SIZE; i++)
+        lw_cache_entry_clear (&lw_cache[i]);
+      lw_cache_generation = generation;
+    }
+  return generation == lw_cache_generation;
+}
+
+/* Any thread, normal context. What covers @ip (ip - 1 for a return
+ * address), from the cache or from the module's table (built on first use).
+ * @out->module is a new reference, NULL when no module holds the address;
+ * unref it when done. */
+static void
+lw_symbols_lookup (uintptr_t ip,
+                   gboolean  is_return_address,
+                   LwLookup *out)
+{
+  uintptr_t addr = is_return_address && ip > 0 ? ip - 1 : ip;
+  LwCacheEntry *entry = lw_cache_slot (ip, is_return_address);
+  guint64 generation;
+
+  /* The table lock is taken inside this one (never the other way round),
+   * so that a miss in a module whose table is built costs one lock. */
+  g_mutex_lock (&lw_cache_lock);
+  /* The generation is checked only for a matching entry: a miss checks it
+   * anyway, when it finds the module. A newer one flushes the entry. */
+  if (entry->used && entry->ip == ip && entry->is_return_address == is_return_address &&
+      lw_cache_is_current (lw_modules_get_generation ()) && entry->used)
+    {
+      *out = (LwLookup) {
+        entry->module != NULL ? lw_module_ref (entry->module) : NULL,
+        entry->table,
+        entry->symbol,
+      };
+      g_mutex_unlock (&lw_cache_lock);
+      return;
+    }
+
+  *out = (LwLookup) { lw_modules_ref_module_full (addr, &generation), NULL, NULL };
+  if (out->module != NULL)
+    {
+      out->table = lw_module_get_symbols (out->module);
+      if (out->table == NULL)
+        {
+          /* Building a table takes milliseconds: not under the lock. */
+          g_mutex_unlock (&lw_cache_lock);
+          out->table = lw_symbols_table_for (out->module);
+          g_mutex_lock (&lw_cache_lock);
+        }
+      out->symbol = lw_symbol_table_lookup (out->table, addr - lw_module_get_bias (out->module));
+    }
+
+  if (lw_cache_is_current (generation))
+    {
+      lw_cache_entry_clear (entry);
+      *entry = (LwCacheEntry) {
+        .ip = ip,
+        .is_return_address = is_return_address,
+        .used = TRUE,
+        .module = out->module != NULL ? lw_module_ref (out->module) : NULL,
+        .table = out->table,
+        .symbol = out->symbol,
+      };
+    }
+  g_mutex_unlock (&lw_cache_lock);
+}
+
 /* Any thread, normal context. */
 void
 lw_symbols_resolve (uintptr_t ip,
                     gboolean  is_return_address,
                     LwFrame  *frame)
 {
-  uintptr_t addr = is_return_address && ip > 0 ? ip - 1 : ip;
-  const LwSymbolTable *table;
-  const LwSymbol *symbol;
-  LwModule *module;
+  LwLookup lookup;
   uintptr_t bias;
 
   g_return_if_fail (frame != NULL);
 
   *frame = (LwFrame) { .ip = ip };
 
-  module = lw_modules_ref_module (addr);
-  if (module == NULL)
+  lw_symbols_lookup (ip, is_return_address, &lookup);
+  if (lookup.module == NULL)
     return;
 
-  bias = lw_module_get_bias (module);
-  frame->module = g_strdup (lw_module_get_path (module));
-  frame->build_id = g_strdup (lw_module_get_build_id_hex (module));
+  bias = lw_module_get_bias (lookup.module);
+  frame->module = g_strdup (lw_module_get_path (lookup.module));
+  frame->build_id = g_strdup (lw_module_get_build_id_hex (lookup.module));
   frame->module_offset = ip - bias;
-
-  table = lw_symbols_table_for (module);
-  symbol = lw_symbol_table_lookup (table, addr - bias);
-  if (symbol != NULL)
+  if (lookup.symbol != NULL)
     {
-      frame->symbol = g_strdup (table->names + symbol->name);
-      frame->symbol_offset = ip - (bias + symbol->value);
+      frame->symbol = g_strdup (lw_symbol_table_display_name (lookup.table, lookup.symbol));
+      frame->symbol_offset = ip - (bias + lookup.symbol->value);
     }
 
-  lw_module_unref (module);
+  lw_module_unref (lookup.module);
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_symbols_function_start (uintptr_t  ip,
+                           gboolean   is_return_address,
+                           uintptr_t *start)
+{
+  LwLookup lookup;
+  gboolean found;
+
+  g_return_val_if_fail (start != NULL, FALSE);
+
+  lw_symbols_lookup (ip, is_return_address, &lookup);
+  if (lookup.module == NULL)
+    return FALSE;
+  found = lookup.symbol != NULL;
+  if (found)
+    *start = lw_module_get_bias (lookup.module) + lookup.symbol->value;
+  lw_module_unref (lookup.module);
+
+  return found;
+}
+
+/* Any thread, normal context. */
+const char *
+lw_symbols_get_debug_file (LwModule *module)
+{
+  g_return_val_if_fail (module != NULL, NULL);
+
+  return lw_symbols_table_for (module)->debug_file;
 }
 
 /* Any thread. */
@@ -673,6 +1295,7 @@ lw_frame_clear (LwFrame *frame)
   g_free (frame->module);
   g_free (frame->build_id);
   g_free (frame->symbol);
+  g_free (frame->file);
   *frame = (LwFrame) { 0 };
 }
 
@@ -686,4 +1309,16 @@ lw_symbols_set_debug_roots (const char * const *roots)
   g_strfreev (lw_symbols_debug_roots);
   lw_symbols_debug_roots = copy;
   g_mutex_unlock (&lw_symbols_lock);
+}
+
+/* Any thread. */
+void
+lw_symbols_get_stats (LwSymbolsStats *stats)
+{
+  g_return_if_fail (stats != NULL);
+
+  stats->n_tables = atomic_load (&lw_stats_tables);
+  stats->n_symbols = atomic_load (&lw_stats_symbols);
+  stats->table_bytes = atomic_load (&lw_stats_bytes);
+  stats->cache_bytes = sizeof lw_cache;
 }

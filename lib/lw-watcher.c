@@ -1,37 +1,102 @@
-/* lw-watcher.c: the watcher thread */
+/* lw-watcher.c: the watcher thread: catch, sample, attribute, report */
 #include "lw-watcher.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-config.h"
+#include "lw-dispatch.h"
 #include "lw-report.h"
 #include "lw-symbols.h"
+#include "lw-threadinfo.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
  * run it by then blocks the signal or sleeps uninterruptibly. */
 #define LW_CAPTURE_TIMEOUT_NS   (50 * LW_NSEC_PER_MSEC)
-/* While following a lag, how often to check that the thread still exists. */
+/* While following a lag, how often at least to check that the thread exists. */
 #define LW_LIVENESS_PERIOD_NS   (1000 * LW_NSEC_PER_MSEC)
 /* Stack bytes copied per capture: deep GTK stacks fit, the copy stays short. */
 #define LW_STACK_COPY_BYTES     (128 * 1024)
+/* Samples kept per lag; beyond, every other one is dropped and the interval
+ * doubles. 256 at 10 ms covers 2.5 s before the first thinning. */
+#define LW_SAMPLE_BUDGET        256
+/* Distinct stacks listed in a report. */
+#define LW_REPORT_STACKS        5
+/* A watcher that wakes this much later than it asked was not running (the
+ * process was stopped by SIGSTOP, the machine starved it): what it measured
+ * meanwhile is not trusted. Far above any scheduling delay of a live
+ * process, far below a human-noticeable stop. */
+#define LW_OVERSLEEP_NS         (250 * LW_NSEC_PER_MSEC)
+
+/* The lag being followed. Watcher thread only. */
+typedef struct
+{
+  uint64_t         busy_seq;
+  int64_t          since_ns;
+  pid_t            tid;
+  char            *id;
+  guint            threshold_ms;
+  gint64           start_wall_us;
+  int64_t          caught_ns;        /* first stack in hand, -1 none */
+  LwCaptureResult  first_result;
+  gboolean         via_signal;
+  LwThreadState    state;            /* when caught */
+  long             syscall_nr;
+  char            *wchan;
+  LwDispatchInfo   dispatch;
+  gboolean         dispatch_known;
+  gboolean         stopped_seen;     /* SIGSTOP or a debugger stop during the lag */
+  GSource         *sentinel;
+  unsigned         prepares;         /* sentinel prepares seen while still in the lag */
+  gboolean         hang_written;
+} LwLag;
+
+/* The starvation sentinel: attached while a lag is followed, at the highest
+ * priority, it counts the loop's prepares. Two or more mean the loop is
+ * iterating without ever polling. */
+typedef struct
+{
+  GSource  source;
+  LwSlot  *slot;
+} LwSentinel;
+
+static gboolean
+lw_sentinel_prepare (GSource *source, gint *timeout)
+{
+  atomic_fetch_add (&((LwSentinel *) source)->slot->sentinel_prepares, 1);
+  *timeout = -1;
+  return FALSE;
+}
+
+static gboolean
+lw_sentinel_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;  /* never ready, never dispatched */
+}
+
+static GSourceFuncs lw_sentinel_funcs = {
+  .prepare = lw_sentinel_prepare,
+  .dispatch = lw_sentinel_dispatch,
+};
 
 /* Watcher thread. Sleeps on the slot's semaphore until @deadline_ns (a
  * CLOCK_MONOTONIC time) or, when @deadline_ns < 0, until posted. */
 static void
 lw_watcher_sleep (LwSlot *slot, int64_t deadline_ns)
 {
+  struct timespec ts;
+
   if (deadline_ns < 0)
     {
       while (sem_wait (&slot->wake) != 0 && errno == EINTR)
         ;
       return;
     }
-  struct timespec ts = lw_clock_timespec (deadline_ns);
-
+  ts = lw_clock_timespec (deadline_ns);
   while (sem_clockwait (&slot->wake, CLOCK_MONOTONIC, &ts) != 0 && errno == EINTR)
     ;
 }
@@ -47,25 +112,6 @@ lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags)
   if (atomic_load (&slot->seq) == seq && !atomic_load (&watch->stopping))
     lw_watcher_sleep (slot, -1);
   atomic_fetch_and (&slot->wake_flags, ~flags);
-}
-
-static char *
-lw_watcher_thread_name (pid_t tid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/comm", (int) tid);
-  char *name = NULL;
-
-  if (!g_file_get_contents (path, &name, NULL, NULL))
-    return NULL;
-  return g_strchomp (name);
-}
-
-static gboolean
-lw_watcher_thread_exists (pid_t tid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d", (int) tid);
-
-  return g_file_test (path, G_FILE_TEST_EXISTS);
 }
 
 static const char *
@@ -84,11 +130,286 @@ lw_watcher_capture_error (LwCaptureResult result)
   return "unknown";
 }
 
-/* Watcher thread. Hands @report to the sinks and the program's callback. */
+/* Watcher thread. Names the frames of @ips into a new array. */
+static LwFrame *
+lw_watcher_symbolize (const uintptr_t *ips, guint n_ips)
+{
+  LwFrame *frames = g_new0 (LwFrame, MAX (n_ips, 1));
+
+  for (guint i = 0; i < n_ips; i++)
+    lw_symbols_resolve (ips[i], i > 0, &frames[i]);
+  return frames;
+}
+
+/* Watcher thread. Takes one sample of the loop thread into the profile;
+ * the first successful one also records how the thread was caught. */
+static void
+lw_watcher_sample (LagWatch *watch, LwLag *lag, int64_t *interval_ns)
+{
+  LwSnapshot *snap = watch->snapshot;
+  LwCaptureResult result;
+  gboolean truncated;
+  guint n;
+
+  result = lw_capture_take (watch->slot, lag->busy_seq, snap, LW_CAPTURE_TIMEOUT_NS);
+  if (lag->caught_ns < 0)
+    lag->first_result = result;
+  if (result == LW_CAPTURE_TIMEOUT && !watch->warned_signal_blocked
+      && lw_capture_thread_blocks_signal (lag->tid, watch->signo))
+    {
+      g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
+                 "of a running thread; its lags are reported without a stack while it runs",
+                 (int) lag->tid, watch->signo);
+      watch->warned_signal_blocked = TRUE;
+    }
+  if (result != LW_CAPTURE_OK)
+    return;
+
+  n = lw_unwinder_walk (watch->unwinder, snap, watch->ips, watch->config->max_frames, &truncated);
+  if (lw_profile_add (watch->profile, watch->ips, n, truncated))
+    {
+      lw_profile_thin (watch->profile);
+      *interval_ns *= 2;
+    }
+
+  if (lag->caught_ns < 0)
+    {
+      lag->caught_ns = snap->taken_ns;
+      lag->via_signal = snap->via_signal;
+      lag->syscall_nr = snap->syscall_nr;
+      lag->state = snap->via_signal ? LW_THREAD_RUNNING : lw_threadinfo_state (lag->tid);
+      if (!snap->via_signal)
+        lag->wchan = lw_threadinfo_wchan (lag->tid);
+    }
+  /* The source's name is copied while the loop is provably still in this
+   * busy period (so the source is alive): read, then check. */
+  if (!lag->dispatch_known)
+    {
+      LwDispatchInfo info;
+
+      if (lw_dispatch_read (watch->slot, &info) && atomic_load (&watch->slot->seq) == lag->busy_seq)
+        {
+          lag->dispatch = info;
+          lag->dispatch_known = TRUE;
+        }
+    }
+}
+
+/* Watcher thread. Attaches the starvation sentinel to the context (safe
+ * from any thread; the loop thread holds no context lock while stuck). */
+static void
+lw_watcher_attach_sentinel (LagWatch *watch, LwLag *lag)
+{
+  GSource *source = g_source_new (&lw_sentinel_funcs, sizeof (LwSentinel));
+
+  ((LwSentinel *) source)->slot = watch->slot;
+  g_source_set_priority (source, G_MININT);
+  g_source_set_name (source, "lagwatch: starvation sentinel");
+  atomic_store (&watch->slot->sentinel_prepares, 0);
+  g_source_attach (source, watch->slot->context);
+  lag->sentinel = source;
+}
+
+/* A frame of @frames named @symbol, or -1. */
+static int
+lw_watcher_find_frame (const LwFrame *frames, guint n, const char *symbol)
+{
+  for (guint i = 0; i < n; i++)
+    if (g_strcmp0 (frames[i].symbol, symbol) == 0)
+      return (int) i;
+  return -1;
+}
+
+/* Watcher thread. Which part of the loop held the thread. */
+static const char *
+lw_watcher_phase (const LwLag *lag, const LagWatchReport *report, unsigned prepares)
+{
+  int dispatch, prepare, check;
+
+  if (prepares >= 2)
+    return "starved";
+  if (lag->dispatch_known && lag->dispatch.dispatching)
+    return "dispatch";
+  dispatch = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_dispatch");
+  prepare = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_prepare");
+  check = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_check");
+  /* The innermost of them is the phase in progress. */
+  if (prepare >= 0 && (dispatch < 0 || prepare < dispatch) && (check < 0 || prepare < check))
+    return "prepare";
+  if (check >= 0 && (dispatch < 0 || check < dispatch))
+    return "check";
+  if (dispatch >= 0)
+    return "dispatch";
+  return report->n_frames > 0 ? "loop" : NULL;
+}
+
+/* Watcher thread. Stacks of every other thread of the process (a hang's
+ * lock holder shows up there). lagwatch's own threads are left out. */
+static void
+lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  GArray *threads = g_array_new (FALSE, TRUE, sizeof (LwReportStack));
+  const char *entry;
+
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
+    {
+      pid_t tid = (pid_t) g_ascii_strtoll (entry, NULL, 10);
+      LwReportStack thread = { 0 };
+      gboolean truncated;
+      guint n = 0;
+
+      if (tid == lag->tid || tid == gettid ())
+        continue;
+      thread.thread_name = lw_threadinfo_name (tid);
+      if (g_strcmp0 (thread.thread_name, "lagwatch") == 0)
+        {
+          g_free (thread.thread_name);
+          continue;
+        }
+      thread.thread_id = (int) tid;
+      thread.thread_state = g_strdup (lw_threadinfo_state_name (lw_threadinfo_state (tid)));
+      if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
+                                  LW_CAPTURE_TIMEOUT_NS) == LW_CAPTURE_OK)
+        n = lw_unwinder_walk (watch->unwinder, watch->snapshot, watch->ips,
+                              watch->config->max_frames, &truncated);
+      thread.frames = lw_watcher_symbolize (watch->ips, n);
+      thread.n_frames = n;
+      g_array_append_val (threads, thread);
+    }
+  report->n_threads = threads->len;
+  report->threads = (LwReportStack *) g_array_free (threads, FALSE);
+}
+
+/* Watcher thread. The report of @lag as it stands at @end_ns. */
+static LagWatchReport *
+lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t end_ns,
+                         gboolean complete, int64_t cpu_ns)
+{
+  LagWatchReport *report = lw_report_new ();
+  GPtrArray *stacks = lw_profile_stacks (watch->profile);
+
+  report->event = event;
+  report->id = g_strdup (lag->id);
+  report->threshold_ms = lag->threshold_ms;
+  report->duration_ms = (double) (end_ns - lag->since_ns) / LW_NSEC_PER_MSEC;
+  report->start_time_us = lag->start_wall_us;
+  report->pid = (int) getpid ();
+  report->thread_id = (int) lag->tid;
+  report->thread_name = lw_threadinfo_name (lag->tid);
+  report->complete = complete;
+  report->caught_ms = lag->caught_ns >= 0 ? (double) (lag->caught_ns - lag->since_ns) / LW_NSEC_PER_MSEC : -1;
+  if (lag->caught_ns >= 0)
+    report->stack_method = g_strdup (lag->via_signal ? "signal" : "proc");
+  else
+    report->stack_error = g_strdup (lw_watcher_capture_error (lag->first_result));
+  report->n_samples = lw_profile_n_samples (watch->profile);
+  report->n_stacks = MIN (stacks->len, LW_REPORT_STACKS);
+  report->stacks = g_new0 (LwReportStack, MAX (report->n_stacks, 1));
+  for (guint i = 0; i < report->n_stacks; i++)
+    {
+      const LwProfileStack *stack = stacks->pdata[i];
+
+      report->stacks[i].samples = stack->count;
+      report->stacks[i].truncated = stack->truncated;
+      report->stacks[i].frames = lw_watcher_symbolize (stack->ips, stack->n_ips);
+      report->stacks[i].n_frames = stack->n_ips;
+    }
+  if (report->n_stacks > 0)
+    {
+      const LwProfileStack *heaviest = stacks->pdata[0];
+
+      report->frames = lw_watcher_symbolize (heaviest->ips, heaviest->n_ips);
+      report->n_frames = heaviest->n_ips;
+      report->stack_truncated = heaviest->truncated;
+    }
+  report->source_known = lag->dispatch_known;
+  if (lag->dispatch_known && lag->dispatch.dispatching)
+    {
+      report->priority = lag->dispatch.priority;
+      if (lag->dispatch.named)
+        report->source = g_strdup (lag->dispatch.name);
+    }
+  report->phase = lw_watcher_phase (lag, report, lag->prepares);
+  report->cpu_ms = cpu_ns >= 0 ? (double) cpu_ns / LW_NSEC_PER_MSEC : -1;
+  if (lag->caught_ns >= 0)
+    {
+      report->thread_state = lw_threadinfo_state_name (lag->state);
+      report->syscall = lag->syscall_nr >= 0 ? lw_threadinfo_syscall_name (lag->syscall_nr) : NULL;
+      report->wchan = g_strdup (lag->wchan);
+    }
+  lw_report_compute_fingerprints (report);
+  return report;
+}
+
+/* Watcher thread. CPU time the loop thread used from the lag's start to now:
+ * measured from the watcher's first sight of the busy period, scaled up to
+ * the part before it (usually microseconds: the wrapper wakes a parked
+ * watcher at once). */
+static int64_t
+lw_watcher_lag_cpu (LagWatch *watch, LwLag *lag, int64_t now_ns)
+{
+  int64_t cpu_now = lw_threadinfo_cpu_ns (lag->tid);
+  int64_t seen_at = MAX (watch->observed_at_ns, lag->since_ns);
+  double used;
+
+  if (cpu_now < 0 || watch->observed_cpu_ns < 0 || watch->observed_seq != lag->busy_seq
+      || now_ns <= seen_at)
+    return -1;
+  used = (double) (cpu_now - watch->observed_cpu_ns);
+  return (int64_t) (used * (double) (now_ns - lag->since_ns) / (double) (now_ns - seen_at));
+}
+
+/* Watcher thread. Writes the hang record of @lag: durable, with every
+ * thread's stack, and a copy in the state directory. */
+static void
+lw_watcher_write_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
+{
+  LagWatchReport *report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
+                                                    lw_watcher_lag_cpu (watch, lag, now_ns));
+  g_autofree char *json = NULL;
+  g_autofree char *text = NULL;
+
+  lw_watcher_snapshot_threads (watch, lag, report);
+  lw_sinks_write (watch->sinks, report, TRUE, 0, TRUE);
+  if (watch->hangs != NULL)
+    {
+      json = lagwatch_report_to_json (report);
+      text = lagwatch_report_to_text (report);
+      lw_hang_store_save (watch->hangs, lag->id, json, text);
+    }
+  lagwatch_report_unref (report);
+  lag->hang_written = TRUE;
+}
+
+/* Watcher thread. TRUE when this busy period must not be reported: paused,
+ * declared long, under a debugger, or the thread is stopped. */
+static gboolean
+lw_watcher_excused (LagWatch *watch, LwLag *lag)
+{
+  if (atomic_load (&watch->paused) || atomic_load (&watch->slot->expected_seq) == lag->busy_seq)
+    return TRUE;
+  if (!watch->config->under_debugger && lw_threadinfo_tracer_pid () != 0)
+    {
+      if (!watch->noted_debugger)
+        g_debug ("a debugger is attached: lags are not reported (LAGWATCH_UNDER_DEBUGGER=1 to report them)");
+      watch->noted_debugger = TRUE;
+      return TRUE;
+    }
+  if (lw_threadinfo_state (lag->tid) == LW_THREAD_STOPPED)
+    lag->stopped_seen = TRUE;
+  return lag->stopped_seen;
+}
+
+/* Watcher thread. Hands the finished @report to the sinks (with back-off on
+ * stderr) and to the program's callback. */
 static void
 lw_watcher_deliver (LagWatch *watch, LagWatchReport *report)
 {
-  lw_sinks_write (watch->sinks, report);
+  guint skipped = 0;
+  gboolean show = lw_summary_record (watch->summary, report, &skipped);
+
+  lw_sinks_write (watch->sinks, report, show, skipped, FALSE);
   g_rec_mutex_lock (&watch->report_lock);
   if (watch->report_func != NULL)
     watch->report_func (report, watch->report_data);
@@ -96,79 +417,115 @@ lw_watcher_deliver (LagWatch *watch, LagWatchReport *report)
 }
 
 /* Watcher thread. The loop has been in the busy period @busy_seq since
- * @since_ns for at least the threshold: take the stack now, wait for the
- * end, report. */
+ * @since_ns for at least the threshold: sample it until it ends, report. */
 static void
 lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
 {
   LwSlot *slot = watch->slot;
-  pid_t tid = atomic_load (&slot->loop_tid);
-  guint threshold_ms = atomic_load (&watch->threshold_ms);
-  LwCaptureResult result;
+  LwLag lag = { 0 };
+  int64_t interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  int64_t now_ns = lw_clock_now_ns ();
+  int64_t next_check_ns = now_ns + LW_LIVENESS_PERIOD_NS;
+  int64_t hang_ns = (int64_t) watch->config->hang_ms * LW_NSEC_PER_MSEC;
+  int64_t end_ns;
+  gboolean complete, dropped = FALSE;
   LagWatchReport *report;
-  int64_t caught_ns = -1, end_ns, now_ns;
-  gint64 wall_us = g_get_real_time ();
-  gboolean truncated = FALSE, complete;
-  guint n_ips = 0;
 
-  now_ns = lw_clock_now_ns ();
-  result = lw_capture_take (slot, busy_seq, watch->snapshot, LW_CAPTURE_TIMEOUT_NS);
-  if (result == LW_CAPTURE_THREAD_GONE)
-    {
-      g_debug ("the thread that ran the context exited while out of poll; not a lag");
-      return;
-    }
-  if (result == LW_CAPTURE_OK)
-    {
-      caught_ns = watch->snapshot->taken_ns;
-      n_ips = lw_unwinder_walk (watch->unwinder, watch->snapshot, watch->ips,
-                                watch->config->max_frames, &truncated);
-    }
-  else if (result == LW_CAPTURE_TIMEOUT && !watch->warned_signal_blocked
-           && lw_capture_thread_blocks_signal (tid, watch->signo))
-    {
-      g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
-                 "of a running thread; its lags are reported without a stack while it runs",
-                 (int) tid, watch->signo);
-      watch->warned_signal_blocked = TRUE;
-    }
+  lag.busy_seq = busy_seq;
+  lag.since_ns = since_ns;
+  lag.tid = atomic_load (&slot->loop_tid);
+  lag.threshold_ms = atomic_load (&watch->threshold_ms);
+  lag.start_wall_us = g_get_real_time () - (now_ns - since_ns) / 1000;
+  lag.caught_ns = -1;
+  lag.syscall_nr = -1;
+  if (lw_watcher_excused (watch, &lag))
+    return;
+  lag.id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
+  lw_profile_reset (watch->profile);
+  lw_watcher_attach_sentinel (watch, &lag);
 
-  /* Wait for the first poll entry: the wrapper stamps lag_end_ns. */
   while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping))
     {
-      lw_watcher_sleep (slot, lw_clock_now_ns () + LW_LIVENESS_PERIOD_NS);
-      if (atomic_load (&slot->seq) == busy_seq && !lw_watcher_thread_exists (tid))
+      int64_t next_sample_ns;
+
+      lw_watcher_sample (watch, &lag, &interval_ns);
+      {
+        /* Counted only while the lag provably goes on: once it ends, the
+         * loop's ordinary iterations prepare the sentinel too. */
+        unsigned prepares = atomic_load (&slot->sentinel_prepares);
+
+        if (atomic_load (&slot->seq) == busy_seq)
+          lag.prepares = prepares;
+      }
+      if (lag.first_result == LW_CAPTURE_THREAD_GONE && lag.caught_ns < 0)
         {
-          g_debug ("the thread that ran the context exited during a lag; dropped");
-          return;
+          g_debug ("the thread that ran the context exited while out of poll; not a lag");
+          dropped = TRUE;
+          break;
+        }
+      now_ns = lw_clock_now_ns ();
+      if (!lag.hang_written && now_ns - since_ns >= hang_ns && atomic_load (&slot->seq) == busy_seq)
+        {
+          lw_watcher_write_hang (watch, &lag, now_ns);
+          now_ns = lw_clock_now_ns ();
+        }
+      if (now_ns >= next_check_ns)
+        {
+          next_check_ns = now_ns + LW_LIVENESS_PERIOD_NS;
+          if (lw_threadinfo_state (lag.tid) == LW_THREAD_GONE && atomic_load (&slot->seq) == busy_seq)
+            {
+              g_debug ("the thread that ran the context exited during a lag; dropped");
+              dropped = TRUE;
+              break;
+            }
+        }
+      if (lw_watcher_excused (watch, &lag))
+        {
+          dropped = TRUE;
+          break;
+        }
+      next_sample_ns = MAX (now_ns + interval_ns, now_ns + LW_NSEC_PER_MSEC);
+      lw_watcher_sleep (slot, next_sample_ns);
+      if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS)
+        {
+          /* The whole process stood still (SIGSTOP, a frozen cgroup): its
+           * duration is not the program's doing. */
+          g_debug ("the watcher woke far too late during a lag; the process was stopped: dropped");
+          dropped = TRUE;
+          break;
         }
     }
+
+  g_source_destroy (lag.sentinel);
+  g_source_unref (lag.sentinel);
   end_ns = atomic_load (&slot->lag_end_ns);
   complete = end_ns != 0;
   if (!complete)
     end_ns = lw_clock_now_ns ();
+  if (!dropped && atomic_load (&slot->expected_seq) != busy_seq && !atomic_load (&watch->paused))
+    {
+      report = lw_watcher_build_report (watch, &lag, "lag", end_ns, complete,
+                                        lw_watcher_lag_cpu (watch, &lag, end_ns));
+      lw_watcher_deliver (watch, report);
+      lagwatch_report_unref (report);
+    }
+  if (lag.hang_written && watch->hangs != NULL)
+    lw_hang_store_forget (watch->hangs, lag.id);
+  g_free (lag.wchan);
+  g_free (lag.id);
+}
 
-  report = lw_report_new ();
-  report->id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
-  report->threshold_ms = threshold_ms;
-  report->duration_ms = (double) (end_ns - since_ns) / LW_NSEC_PER_MSEC;
-  report->start_time_us = wall_us - (now_ns - since_ns) / 1000;
-  report->pid = (int) getpid ();
-  report->thread_id = (int) tid;
-  report->thread_name = lw_watcher_thread_name (tid);
-  report->complete = complete;
-  report->caught_ms = caught_ns >= 0 ? (double) (caught_ns - since_ns) / LW_NSEC_PER_MSEC : -1;
-  if (result == LW_CAPTURE_OK)
-    report->stack_method = g_strdup (watch->snapshot->via_signal ? "signal" : "proc");
-  report->stack_error = g_strdup (lw_watcher_capture_error (result));
-  report->stack_truncated = truncated;
-  report->frames = g_new0 (LwFrame, MAX (n_ips, 1));
-  report->n_frames = n_ips;
-  for (guint i = 0; i < n_ips; i++)
-    lw_symbols_resolve (watch->ips[i], i > 0, &report->frames[i]);
-
-  lw_watcher_deliver (watch, report);
-  lagwatch_report_unref (report);
+/* Watcher thread. Notes the first sight of a busy period: when, and the
+ * thread's CPU clock then (for cpu_ms). */
+static void
+lw_watcher_observe (LagWatch *watch, uint64_t seq, int64_t now_ns)
+{
+  if (watch->observed_seq == seq)
+    return;
+  watch->observed_seq = seq;
+  watch->observed_at_ns = now_ns;
+  watch->observed_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
+  watch->retimed_since_ns = 0;
 }
 
 /* The watcher thread. */
@@ -178,31 +535,47 @@ lw_watcher_main (gpointer data)
   LagWatch *watch = data;
   LwSlot *slot = watch->slot;
   uint64_t settled_seq = 0;  /* a busy period already dealt with */
+  int64_t asked_deadline_ns = -1;
 
   watch->unwinder = lw_unwinder_new ();
+  watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   while (!atomic_load (&watch->stopping))
     {
       uint64_t seq = atomic_load (&slot->seq);
-      int64_t since_ns, deadline_ns;
+      int64_t since_ns, deadline_ns, now_ns;
 
-      if (seq == 0 || !(seq & 1))
+      if (seq == 0 || !(seq & 1) || atomic_load (&watch->paused))
         {
           lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
+          asked_deadline_ns = -1;
           continue;
         }
       if (seq == settled_seq)
         {
           lw_watcher_park (watch, seq, LW_WAKE_ON_IDLE);
+          asked_deadline_ns = -1;
           continue;
         }
 
-      since_ns = atomic_load (&slot->busy_since_ns);
-      deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
-      if (lw_clock_now_ns () < deadline_ns)
+      now_ns = lw_clock_now_ns ();
+      lw_watcher_observe (watch, seq, now_ns);
+      /* Woken far later than asked: the process was stopped or the watcher
+       * starved. Time this busy period again from now. */
+      if (asked_deadline_ns >= 0 && now_ns - asked_deadline_ns > LW_OVERSLEEP_NS)
         {
+          g_debug ("the watcher woke %.0f ms late; timing the busy period again",
+                   (double) (now_ns - asked_deadline_ns) / LW_NSEC_PER_MSEC);
+          watch->retimed_since_ns = now_ns;
+        }
+      since_ns = MAX (atomic_load (&slot->busy_since_ns), watch->retimed_since_ns);
+      deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
+      if (now_ns < deadline_ns)
+        {
+          asked_deadline_ns = deadline_ns;
           lw_watcher_sleep (slot, deadline_ns);
           continue;
         }
+      asked_deadline_ns = -1;
 
       /* Ask to be woken at the next poll entry, then confirm the loop is
        * still in the same busy period: from here on its end cannot be missed. */
@@ -216,6 +589,7 @@ lw_watcher_main (gpointer data)
       settled_seq = seq;
     }
 
+  lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
   if (atomic_load (&watch->self_free))
     lw_watch_finish (watch);

@@ -11,7 +11,10 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-hang.h"
+#include "lw-profile.h"
 #include "lw-sink.h"
+#include "lw-summary.h"
 #include "lw-slot.h"
 #include "lw-snapshot.h"
 #include "lw-unwind.h"
@@ -28,6 +31,9 @@ struct _LagWatch
   GThread         *thread;
   _Atomic gboolean stopping;
   _Atomic gboolean self_free;        /* detached from its own report callback */
+  _Atomic gboolean paused;           /* lagwatch_pause() */
+  LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
+  LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 
   GRecMutex          report_lock;    /* guards the callback (recursive: it may reset itself) */
   LagWatchReportFunc report_func;
@@ -38,8 +44,14 @@ struct _LagWatch
   LwSnapshot      *snapshot;
   LwUnwinder      *unwinder;
   uintptr_t       *ips;
+  LwProfile       *profile;
   guint64          lag_count;
   gboolean         warned_signal_blocked;
+  gboolean         noted_debugger;
+  uint64_t         observed_seq;     /* the busy period last seen by the watcher */
+  int64_t          observed_at_ns;   /* when it was first seen */
+  int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
+  int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
 };
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in

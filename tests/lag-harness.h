@@ -43,20 +43,27 @@ harness_on_report (LagWatchReport *report, gpointer user_data)
   g_main_context_wakeup (h->context);
 }
 
+/* A harness whose watch uses @config as it is. */
+static inline void
+harness_init_with_config (Harness *h, const LagWatchConfig *config)
+{
+  g_mutex_init (&h->lock);
+  h->reports = g_ptr_array_new_with_free_func ((GDestroyNotify) lagwatch_report_unref);
+  h->context = g_main_context_new ();
+  g_main_context_push_thread_default (h->context);
+  h->watch = lagwatch_attach_with_config (h->context, config);
+  g_assert_nonnull (h->watch);
+  lagwatch_set_report_func (h->watch, harness_on_report, h, NULL);
+}
+
 static inline void
 harness_init (Harness *h, guint threshold_ms)
 {
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
 
-  g_mutex_init (&h->lock);
-  h->reports = g_ptr_array_new_with_free_func ((GDestroyNotify) lagwatch_report_unref);
-  h->context = g_main_context_new ();
-  g_main_context_push_thread_default (h->context);
   g_assert_true (lagwatch_config_set_threshold_ms (config, threshold_ms));
   g_assert_true (lagwatch_config_set_output (config, "none", NULL));
-  h->watch = lagwatch_attach_with_config (h->context, config);
-  g_assert_nonnull (h->watch);
-  lagwatch_set_report_func (h->watch, harness_on_report, h, NULL);
+  harness_init_with_config (h, config);
 }
 
 static inline void

@@ -1,26 +1,40 @@
-/* test-symbols.c: known-answer tests for the module table and symbolizer
+/* test-symbols.c: known-answer tests for the module table, symbolizer and
+ * line info
  *
  * Every name the symbolizer returns is checked against what nm lists at
  * the same module offset in the file that holds the symbols (the module,
- * or its debug file), so the tests check the offsets as well as the names.
+ * or its debug file), so the tests check the offsets as well as the names;
+ * every file:line against what addr2line says at the same offset.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "lw-build-config.h"
+#include "lw-lines.h"
 #include "lw-modules.h"
 #include "lw-symbols.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <glib/gstdio.h>
 #include <link.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
-#define LW_FIXTURE_SYMTAB   LW_FIXTURE_DIR "/libsymbols-fixture.so"
-#define LW_FIXTURE_STRIPPED LW_FIXTURE_DIR "/libsymbols-fixture-stripped.so"
-#define LW_FIXTURE_SPLIT    LW_FIXTURE_DIR "/libsymbols-fixture-split.so"
+#define LW_FIXTURE_SYMTAB      LW_FIXTURE_DIR "/libsymbols-fixture.so"
+#define LW_FIXTURE_STRIPPED    LW_FIXTURE_DIR "/libsymbols-fixture-stripped.so"
+#define LW_FIXTURE_SPLIT       LW_FIXTURE_DIR "/libsymbols-fixture-split.so"
+#define LW_FIXTURE_NO_BUILD_ID LW_FIXTURE_DIR "/libsymbols-fixture-no-build-id.so"
+#define LW_FIXTURE_DEBUGLINK   LW_FIXTURE_DIR "/libsymbols-fixture-debuglink.so"
+#define LW_FIXTURE_BAD_CRC     LW_FIXTURE_DIR "/libsymbols-fixture-bad-crc.so"
+#define LW_DEBUGLINK_FILE      LW_FIXTURE_DIR "/.debug/libsymbols-fixture-debuglink.so.debug"
 
 /* How far into a function the tests point: inside every function below. */
 #define LW_INSIDE 4
@@ -240,6 +254,31 @@ lw_assert_frame_matches_nm (const LwFrame *frame,
   g_string_free (aliases, TRUE);
 }
 
+/* What nm says lies at @offset: @resolved if it is one of the symbols
+ * covering @offset, else the first of them, else NULL. Read-only on
+ * @symbols, so any thread may call it. */
+static const char *
+lw_nm_expected (GPtrArray  *symbols,
+                guint64     offset,
+                const char *resolved)
+{
+  const char *expected = NULL;
+
+  for (guint i = 0; i < symbols->len; i++)
+    {
+      const LwNmSymbol *symbol = g_ptr_array_index (symbols, i);
+
+      if (offset < symbol->value ||
+          (symbol->size == 0 ? offset != symbol->value : offset - symbol->value >= symbol->size))
+        continue;
+      if (g_strcmp0 (symbol->name, resolved) == 0)
+        return resolved;
+      if (expected == NULL)
+        expected = symbol->name;
+    }
+  return expected;
+}
+
 /* The build-id debug file of @frame's module under @root, if it exists. */
 static char *
 lw_debug_file (const LwFrame *frame,
@@ -258,19 +297,21 @@ lw_debug_file (const LwFrame *frame,
 }
 
 /* Resolves an address inside @function (named @name in @module), as an
- * exact PC and as a return address, and checks both against @nm_file. */
+ * exact PC and as a return address, and checks both against @nm_file;
+ * the module has a build-id if @has_build_id. */
 static void
-lw_assert_resolves_to (uintptr_t   function,
-                       const char *module,
-                       const char *name,
-                       const char *nm_file)
+lw_assert_resolves_to_full (uintptr_t   function,
+                            const char *module,
+                            gboolean    has_build_id,
+                            const char *name,
+                            const char *nm_file)
 {
   LwFrame pc;
   LwFrame ret;
 
   lw_symbols_resolve (function + LW_INSIDE, FALSE, &pc);
   g_assert_cmpstr (pc.module, ==, module);
-  g_assert_nonnull (pc.build_id);
+  g_assert_true ((pc.build_id != NULL) == has_build_id);
   g_assert_cmpstr (pc.symbol, ==, name);
   g_assert_cmpuint (pc.symbol_offset, ==, LW_INSIDE);
   g_assert_cmpuint (pc.ip, ==, function + LW_INSIDE);
@@ -286,6 +327,15 @@ lw_assert_resolves_to (uintptr_t   function,
 
   lw_frame_clear (&pc);
   lw_frame_clear (&ret);
+}
+
+static void
+lw_assert_resolves_to (uintptr_t   function,
+                       const char *module,
+                       const char *name,
+                       const char *nm_file)
+{
+  lw_assert_resolves_to_full (function, module, TRUE, name, nm_file);
 }
 
 static char *
@@ -428,6 +478,7 @@ typedef struct
   void             *handle;
   LwFixtureExported exported;
   LwFixtureAddress  static_address;
+  LwFixtureAddress  versioned_address;
 } LwFixture;
 
 static void
@@ -439,8 +490,10 @@ lw_fixture_open (LwFixture  *fixture,
     g_error ("dlopen: %s", dlerror ());
   fixture->exported = (LwFixtureExported) dlsym (fixture->handle, "lw_fixture_exported_function");
   fixture->static_address = (LwFixtureAddress) dlsym (fixture->handle, "lw_fixture_static_function_address");
+  fixture->versioned_address = (LwFixtureAddress) dlsym (fixture->handle, "lw_fixture_versioned_address");
   g_assert_nonnull (fixture->exported);
   g_assert_nonnull (fixture->static_address);
+  g_assert_nonnull (fixture->versioned_address);
 }
 
 static void
@@ -795,8 +848,9 @@ test_dlopen_dlclose (void)
 
 typedef struct
 {
-  uintptr_t libc_qsort;
-  uintptr_t fixture_exported; /* loaded and unloaded while threads run */
+  uintptr_t  libc_qsort;
+  uintptr_t  fixture_exported; /* loaded and unloaded while threads run */
+  GPtrArray *fixture_symbols;  /* what nm lists in LW_FIXTURE_SYMTAB */
 } LwConcurrentAddresses;
 
 static gpointer
@@ -816,10 +870,13 @@ lw_resolve_thread (gpointer data)
       g_assert_cmpstr (frame.symbol, ==, "lw_test_static_function");
       lw_frame_clear (&frame);
 
-      /* Either the fixture (named right) or nothing it names. */
+      /* The fixture may be mapped elsewhere by now, with another of its
+       * functions (or none) at this address, or not at all. */
       lw_symbols_resolve (addresses->fixture_exported, FALSE, &frame);
       if (g_strcmp0 (frame.module, LW_FIXTURE_SYMTAB) == 0)
-        g_assert_cmpstr (frame.symbol, ==, "lw_fixture_exported_function");
+        g_assert_cmpstr (frame.symbol, ==,
+                         lw_nm_expected (addresses->fixture_symbols,
+                                         frame.module_offset, frame.symbol));
       else
         g_assert_cmpstr (frame.symbol, !=, "lw_fixture_exported_function");
       lw_frame_clear (&frame);
@@ -832,7 +889,9 @@ lw_resolve_thread (gpointer data)
 static void
 test_concurrent (void)
 {
-  LwConcurrentAddresses addresses = { lw_libc_function ("qsort"), 0 };
+  LwConcurrentAddresses addresses = {
+    lw_libc_function ("qsort"), 0, lw_nm_symbols (LW_FIXTURE_SYMTAB),
+  };
   GThread *threads[4];
   LwFixture fixture;
 
@@ -855,6 +914,654 @@ test_concurrent (void)
   for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
     g_thread_join (threads[i]);
 }
+
+/* ELF version suffixes are not part of the names shown: the fixture's
+ * .symtab (and so its debug file) and libc's debug file carry
+ * "name@@VERSION" symbols. */
+static void
+test_version_suffix (void)
+{
+  const char * const roots[] = { LW_DEBUG_ROOT, NULL };
+  uintptr_t clock_gettime_address = lw_libc_function ("clock_gettime");
+  LwFixture fixture;
+  LwFrame frame;
+  char *debug_file;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  lw_assert_resolves_to (fixture.versioned_address (), LW_FIXTURE_SYMTAB,
+                         "lw_fixture_versioned", LW_FIXTURE_SYMTAB);
+  lw_fixture_close (&fixture);
+
+  lw_symbols_set_debug_roots (roots);
+  lw_fixture_open (&fixture, LW_FIXTURE_SPLIT);
+  lw_symbols_resolve (fixture.versioned_address (), FALSE, &frame);
+  debug_file = lw_debug_file (&frame, LW_DEBUG_ROOT);
+  g_assert_nonnull (debug_file);
+  lw_assert_resolves_to (fixture.versioned_address (), LW_FIXTURE_SPLIT,
+                         "lw_fixture_versioned", debug_file);
+  lw_frame_clear (&frame);
+  g_free (debug_file);
+  lw_fixture_close (&fixture);
+  lw_symbols_set_debug_roots (NULL);
+
+  /* Named from libc6-dbg's "clock_gettime@@GLIBC_2.17" when installed,
+   * else from the .dynsym. */
+  lw_symbols_resolve (clock_gettime_address, FALSE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "clock_gettime");
+  debug_file = lw_debug_file (&frame, "/usr/lib/debug");
+  lw_assert_frame_matches_nm (&frame, debug_file != NULL ? debug_file : frame.module);
+  lw_frame_clear (&frame);
+  g_free (debug_file);
+}
+
+/* The separate debug file @module_address's module was named from, or
+ * NULL. */
+static char *
+lw_module_debug_file (uintptr_t module_address)
+{
+  LwModule *module = lw_modules_ref_module (module_address);
+  char *debug_file;
+
+  g_assert_nonnull (module);
+  debug_file = g_strdup (lw_symbols_get_debug_file (module));
+  lw_module_unref (module);
+  return debug_file;
+}
+
+/* No build-id: the debug file is found through the .gnu_debuglink, in
+ * .debug/ next to the library. */
+static void
+test_fixture_debuglink (void)
+{
+  LwFixture fixture;
+  char *debug_file;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_DEBUGLINK);
+  lw_assert_resolves_to_full (fixture.static_address (), LW_FIXTURE_DEBUGLINK, FALSE,
+                              "lw_fixture_static_function", LW_DEBUGLINK_FILE);
+  lw_assert_resolves_to_full ((uintptr_t) fixture.exported, LW_FIXTURE_DEBUGLINK, FALSE,
+                              "lw_fixture_exported_function", LW_DEBUGLINK_FILE);
+  lw_assert_resolves_to_full (fixture.versioned_address (), LW_FIXTURE_DEBUGLINK, FALSE,
+                              "lw_fixture_versioned", LW_DEBUGLINK_FILE);
+  debug_file = lw_module_debug_file ((uintptr_t) fixture.exported);
+  g_assert_cmpstr (debug_file, ==, LW_DEBUGLINK_FILE);
+  g_free (debug_file);
+  lw_fixture_close (&fixture);
+}
+
+/* A debug file whose CRC is not the one the .gnu_debuglink states is not
+ * used, though it is a valid ELF file with the right names. */
+static void
+test_fixture_debuglink_bad_crc (void)
+{
+  LwFixture fixture;
+  LwFrame frame;
+  const LwNmSymbol *symbol;
+  char *debug_file;
+
+  g_assert_true (g_file_test (LW_FIXTURE_DIR "/.debug/libsymbols-fixture-bad-crc.so.debug",
+                              G_FILE_TEST_IS_REGULAR));
+  lw_fixture_open (&fixture, LW_FIXTURE_BAD_CRC);
+
+  lw_symbols_resolve (fixture.static_address () + LW_INSIDE, TRUE, &frame);
+  g_assert_cmpstr (frame.module, ==, LW_FIXTURE_BAD_CRC);
+  g_assert_null (frame.build_id);
+  g_assert_null (frame.symbol);
+  symbol = lw_nm_find (LW_FIXTURE_NO_BUILD_ID, "lw_fixture_static_function");
+  g_assert_nonnull (symbol);
+  g_assert_cmpuint (frame.module_offset, ==, symbol->value + LW_INSIDE);
+  lw_frame_clear (&frame);
+
+  lw_assert_resolves_to_full ((uintptr_t) fixture.exported, LW_FIXTURE_BAD_CRC, FALSE,
+                              "lw_fixture_exported_function", LW_FIXTURE_BAD_CRC);
+  debug_file = lw_module_debug_file ((uintptr_t) fixture.exported);
+  g_assert_null (debug_file);
+  lw_fixture_close (&fixture);
+}
+
+/* Repeated lookups come from the cache and agree with the first; a
+ * dlclose() and a dlopen() (another library, likely mapped at the same
+ * place) invalidate it. */
+static void
+test_cache (void)
+{
+  uintptr_t address = (uintptr_t) lw_test_static_function + LW_INSIDE;
+  LwFixture fixture;
+  LwFrame first;
+  LwFrame frame;
+  uintptr_t exported;
+
+  lw_symbols_resolve (address, TRUE, &first);
+  for (guint i = 0; i < 3; i++)
+    {
+      lw_symbols_resolve (address, TRUE, &frame);
+      g_assert_cmpstr (frame.symbol, ==, "lw_test_static_function");
+      g_assert_cmpstr (frame.symbol, ==, first.symbol);
+      g_assert_cmpstr (frame.module, ==, first.module);
+      g_assert_cmpstr (frame.build_id, ==, first.build_id);
+      g_assert_cmpuint (frame.module_offset, ==, first.module_offset);
+      g_assert_cmpuint (frame.symbol_offset, ==, first.symbol_offset);
+      lw_frame_clear (&frame);
+
+      /* The same ip as an exact PC is another entry. */
+      lw_symbols_resolve ((uintptr_t) lw_test_sized_symbol + 1, i % 2 == 0, &frame);
+      if (i % 2 == 0)
+        g_assert_cmpstr (frame.symbol, ==, "lw_test_sized_symbol");
+      else
+        g_assert_null (frame.symbol);
+      lw_frame_clear (&frame);
+    }
+  lw_frame_clear (&first);
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  exported = (uintptr_t) fixture.exported + LW_INSIDE;
+  lw_symbols_resolve (exported, TRUE, &frame);
+  g_assert_cmpstr (frame.module, ==, LW_FIXTURE_SYMTAB);
+  g_assert_cmpstr (frame.symbol, ==, "lw_fixture_exported_function");
+  lw_frame_clear (&frame);
+  lw_fixture_close (&fixture);
+
+  lw_fixture_open (&fixture, LW_FIXTURE_STRIPPED);
+  lw_symbols_resolve (exported, TRUE, &frame);
+  g_assert_cmpstr (frame.module, !=, LW_FIXTURE_SYMTAB);
+  if ((uintptr_t) fixture.exported + LW_INSIDE == exported)
+    {
+      g_assert_cmpstr (frame.module, ==, LW_FIXTURE_STRIPPED);
+      g_assert_cmpstr (frame.symbol, ==, "lw_fixture_exported_function");
+    }
+  else
+    g_test_message ("the stripped fixture was mapped elsewhere");
+  lw_frame_clear (&frame);
+  lw_fixture_close (&fixture);
+}
+
+static void
+test_function_start (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  uintptr_t sized = (uintptr_t) lw_test_sized_symbol;
+  uintptr_t start = 0;
+
+  for (guint round = 0; round < 2; round++)
+    {
+      g_assert_true (lw_symbols_function_start ((uintptr_t) lw_test_static_function + LW_INSIDE,
+                                                FALSE, &start));
+      g_assert_cmpuint (start, ==, (uintptr_t) lw_test_static_function);
+      g_assert_true (lw_symbols_function_start ((uintptr_t) lw_test_static_function + LW_INSIDE,
+                                                TRUE, &start));
+      g_assert_cmpuint (start, ==, (uintptr_t) lw_test_static_function);
+
+      /* One past a 1-byte symbol: its return address, nobody's PC. */
+      g_assert_true (lw_symbols_function_start (sized + 1, TRUE, &start));
+      g_assert_cmpuint (start, ==, sized);
+      start = 0;
+      g_assert_false (lw_symbols_function_start (sized + 1, FALSE, &start));
+      g_assert_cmpuint (start, ==, 0);
+
+      g_assert_true (lw_symbols_function_start (qsort_address + LW_INSIDE, TRUE, &start));
+      g_assert_cmpuint (start, ==, qsort_address);
+
+      g_assert_false (lw_symbols_function_start (0x10, TRUE, &start));
+    }
+}
+
+static void
+test_readable_range (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  int on_stack = 0;
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+
+  g_assert_true (lw_modules_readable_range (qsort_address, &lo, &hi));
+  g_assert_cmpuint (lo, <=, qsort_address);
+  g_assert_cmpuint (qsort_address, <, hi);
+  g_assert_true (lw_modules_is_readable (lo, hi - lo));
+  /* One segment: the range does not run into the next one. */
+  g_assert_false (lw_modules_is_readable (hi - 1, 2));
+  g_assert_false (lw_modules_is_readable (lo - 1, 2));
+
+  lo = hi = 1;
+  g_assert_false (lw_modules_readable_range (0x10, &lo, &hi));
+  g_assert_false (lw_modules_readable_range ((uintptr_t) &on_stack, &lo, &hi));
+  g_assert_cmpuint (lo, ==, 1);
+  g_assert_cmpuint (hi, ==, 1);
+}
+
+/* A C++ name is demangled by the libstdc++ the C++ library brought in. */
+static void
+test_cxx_demangle (void)
+{
+#ifdef LW_CXX_FIXTURE
+  void *handle = dlopen (LW_CXX_FIXTURE, RTLD_NOW | RTLD_LOCAL);
+  void *stdcxx;
+  uintptr_t (*work_address) (void);
+  const LwNmSymbol *symbol;
+  uintptr_t function;
+
+  if (handle == NULL)
+    g_error ("dlopen: %s", dlerror ());
+  stdcxx = dlopen ("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (stdcxx == NULL)
+    {
+      g_test_skip ("libstdc++.so.6 is not loaded with the C++ fixture");
+      dlclose (handle);
+      return;
+    }
+  *(void **) &work_address = dlsym (handle, "lw_cxx_fixture_work_address");
+  g_assert_nonnull (work_address);
+  function = work_address ();
+  symbol = lw_nm_find (LW_CXX_FIXTURE, "_ZN5lwfix4deep4workEi");
+  g_assert_nonnull (symbol);
+
+  /* Twice: computed, then from the cache. */
+  for (guint round = 0; round < 2; round++)
+    {
+      LwFrame frame;
+
+      lw_symbols_resolve (function + LW_INSIDE, TRUE, &frame);
+      g_assert_cmpstr (frame.module, ==, LW_CXX_FIXTURE);
+      g_assert_cmpstr (frame.symbol, ==, "lwfix::deep::work(int)");
+      g_assert_cmpuint (frame.symbol_offset, ==, LW_INSIDE);
+      g_assert_cmpuint (frame.module_offset, ==, symbol->value + LW_INSIDE);
+      lw_frame_clear (&frame);
+    }
+
+  /* C names are left alone. */
+  {
+    LwFrame frame;
+
+    lw_symbols_resolve ((uintptr_t) lw_test_static_function, FALSE, &frame);
+    g_assert_cmpstr (frame.symbol, ==, "lw_test_static_function");
+    lw_frame_clear (&frame);
+  }
+
+  dlclose (stdcxx);
+  dlclose (handle);
+#else
+  g_test_skip ("no C++ compiler: the C++ fixture was not built");
+#endif
+}
+
+#ifdef LW_HAVE_LIBDW
+
+/* What addr2line says of @offset in @file: the file's basename and the
+ * line, or FALSE when it knows none. */
+static gboolean
+lw_addr2line (const char *file,
+              guint64     offset,
+              char      **basename,
+              guint      *line)
+{
+  char *address = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", offset);
+  const char *argv[] = { "addr2line", "-e", file, address, NULL };
+  GError *error = NULL;
+  char *out = NULL;
+  char *colon;
+  int status;
+  gboolean known;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                NULL, NULL, &out, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_spawn_check_wait_status (status, &error);
+  g_assert_no_error (error);
+
+  /* "PATH:LINE", maybe followed by " (discriminator N)"; "??:0" or
+   * "??:?" when unknown. */
+  out[strcspn (out, " \n")] = '\0';
+  colon = strrchr (out, ':');
+  g_assert_nonnull (colon);
+  *colon = '\0';
+  *line = (guint) g_ascii_strtoull (colon + 1, NULL, 10);
+  known = strcmp (out, "??") != 0 && *line > 0;
+  *basename = known ? g_path_get_basename (out) : NULL;
+
+  g_free (out);
+  g_free (address);
+  return known;
+}
+
+/* Resolves @ip with its file and line, and checks them against addr2line
+ * on @dwarf_file at the offset looked up. */
+static void
+lw_assert_line_matches_addr2line (uintptr_t   ip,
+                                  gboolean    is_return_address,
+                                  const char *dwarf_file,
+                                  const char *expected_basename)
+{
+  LwFrame frame;
+  char *basename;
+  char *expected;
+  guint expected_line;
+
+  lw_symbols_resolve (ip, is_return_address, &frame);
+  lw_lines_resolve (&frame, is_return_address);
+  g_assert_true (lw_addr2line (dwarf_file, frame.module_offset - (is_return_address ? 1 : 0),
+                               &expected, &expected_line));
+  g_assert_cmpstr (expected, ==, expected_basename);
+  g_assert_nonnull (frame.file);
+  basename = g_path_get_basename (frame.file);
+  g_assert_cmpstr (basename, ==, expected);
+  g_assert_cmpuint (frame.line, ==, expected_line);
+  g_test_message ("%s+0x%" G_GINT64_MODIFIER "x: %s:%u", frame.symbol,
+                  (guint64) frame.symbol_offset, frame.file, frame.line);
+
+  g_free (basename);
+  g_free (expected);
+  lw_frame_clear (&frame);
+}
+
+__attribute__((noipa)) static uintptr_t
+lw_test_return_address (void)
+{
+  return (uintptr_t) __builtin_return_address (0);
+}
+
+/* The test executable's own DWARF (it is built with -g). */
+static void
+test_lines_self (void)
+{
+  char *self = lw_self_path ();
+  uintptr_t return_address;
+  guint call_line;
+  LwFrame frame;
+
+  lw_assert_line_matches_addr2line ((uintptr_t) lw_test_static_function + LW_INSIDE, FALSE,
+                                    self, "test-symbols.c");
+  lw_assert_line_matches_addr2line ((uintptr_t) lw_test_exported_function + LW_INSIDE, TRUE,
+                                    self, "test-symbols.c");
+
+  /* A real return address belongs to the line of its call. */
+  return_address = lw_test_return_address (); call_line = __LINE__;
+  lw_assert_line_matches_addr2line (return_address, TRUE, self, "test-symbols.c");
+  lw_symbols_resolve (return_address, TRUE, &frame);
+  lw_lines_resolve (&frame, TRUE);
+  g_assert_cmpstr (frame.symbol, ==, "test_lines_self");
+  g_assert_cmpuint (frame.line, ==, call_line);
+  lw_frame_clear (&frame);
+
+  /* No module, no line; a frame is cleared of a previous line. */
+  lw_symbols_resolve (0x10, FALSE, &frame);
+  frame.file = g_strdup ("stale.c");
+  frame.line = 7;
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_null (frame.file);
+  g_assert_cmpuint (frame.line, ==, 0);
+  lw_frame_clear (&frame);
+  g_free (self);
+}
+
+/* The DWARF of the build-id debug file and of the .gnu_debuglink file. */
+static void
+test_lines_debug_files (void)
+{
+  const char * const roots[] = { LW_DEBUG_ROOT, NULL };
+  LwFixture fixture;
+  LwFrame frame;
+  char *debug_file;
+
+  lw_symbols_set_debug_roots (roots);
+  lw_fixture_open (&fixture, LW_FIXTURE_SPLIT);
+  lw_symbols_resolve ((uintptr_t) fixture.exported, FALSE, &frame);
+  debug_file = lw_debug_file (&frame, LW_DEBUG_ROOT);
+  g_assert_nonnull (debug_file);
+  lw_assert_line_matches_addr2line (fixture.static_address () + LW_INSIDE, FALSE,
+                                    debug_file, "symbols-fixture.c");
+  lw_assert_line_matches_addr2line ((uintptr_t) fixture.exported + LW_INSIDE, TRUE,
+                                    debug_file, "symbols-fixture.c");
+  lw_frame_clear (&frame);
+  g_free (debug_file);
+  lw_fixture_close (&fixture);
+  lw_symbols_set_debug_roots (NULL);
+
+  lw_fixture_open (&fixture, LW_FIXTURE_DEBUGLINK);
+  lw_assert_line_matches_addr2line (fixture.static_address () + LW_INSIDE, TRUE,
+                                    LW_DEBUGLINK_FILE, "symbols-fixture.c");
+  lw_fixture_close (&fixture);
+
+  /* The module's own .debug_info, when it has one. */
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  lw_assert_line_matches_addr2line ((uintptr_t) fixture.exported + LW_INSIDE, FALSE,
+                                    LW_FIXTURE_SYMTAB, "symbols-fixture.c");
+  lw_fixture_close (&fixture);
+}
+
+/* libc, through libc6-dbg's debug file (whose DWARF is partly in a dwz
+ * file), when installed. */
+static void
+test_lines_libc (void)
+{
+  uintptr_t qsort_address = lw_libc_function ("qsort");
+  LwFrame frame;
+  char *debug_file;
+
+  lw_symbols_resolve (qsort_address, FALSE, &frame);
+  debug_file = lw_debug_file (&frame, "/usr/lib/debug");
+  lw_frame_clear (&frame);
+  if (debug_file == NULL)
+    {
+      g_test_skip ("no libc debug file under /usr/lib/debug (libc6-dbg)");
+      return;
+    }
+  lw_assert_line_matches_addr2line (qsort_address + LW_INSIDE, TRUE, debug_file, "msort.c");
+  g_free (debug_file);
+}
+
+/* The budget closes the least recently used DWARF, never the one in use. */
+static void
+test_lines_budget (void)
+{
+  LwLinesStats stats;
+  LwFixture fixture;
+  LwFrame frame;
+  GStatBuf st;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
+  lw_lines_set_budget (1);
+
+  lw_symbols_resolve ((uintptr_t) lw_test_static_function, FALSE, &frame);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_nonnull (frame.file);
+  lw_frame_clear (&frame);
+
+  lw_symbols_resolve ((uintptr_t) fixture.exported, FALSE, &frame);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_nonnull (frame.file);
+  lw_frame_clear (&frame);
+
+  lw_lines_get_stats (&stats);
+  g_assert_cmpuint (stats.n_open, ==, 1);
+  g_assert_cmpint (g_stat (LW_FIXTURE_SYMTAB, &st), ==, 0);
+  g_assert_cmpuint (stats.open_bytes, ==, st.st_size);
+
+  lw_lines_set_budget (0);
+  lw_fixture_close (&fixture);
+}
+
+/* A TCP listener on 127.0.0.1 standing in for a debuginfod server. */
+static int
+lw_listen_local (char **url)
+{
+  struct sockaddr_in address = { .sin_family = AF_INET };
+  socklen_t len = sizeof address;
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  address.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  g_assert_cmpint (listen (fd, 16), ==, 0);
+  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &address, &len), ==, 0);
+  *url = g_strdup_printf ("http://127.0.0.1:%u", ntohs (address.sin_port));
+  return fd;
+}
+
+static gboolean
+lw_maps_contain (const char *name)
+{
+  char *maps = NULL;
+  gboolean found;
+
+  g_assert_true (g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL));
+  found = strstr (maps, name) != NULL;
+  g_free (maps);
+  return found;
+}
+
+/* The stripped fixture has a build-id and no DWARF anywhere local: a line
+ * lookup is where a download could happen. */
+static void
+lw_resolve_stripped_fixture_line (LwFrame *frame)
+{
+  LwFixture fixture;
+
+  lw_fixture_open (&fixture, LW_FIXTURE_STRIPPED);
+  lw_symbols_resolve ((uintptr_t) fixture.exported + LW_INSIDE, FALSE, frame);
+  g_assert_nonnull (frame->build_id);
+  lw_lines_resolve (frame, FALSE);
+  lw_fixture_close (&fixture);
+}
+
+/* DEBUGINFOD_URLS alone downloads nothing: no library loaded, no
+ * connection made, no time lost. */
+static void
+test_lines_no_debuginfod (void)
+{
+  if (g_test_subprocess ())
+    {
+      char *url;
+      int listener = lw_listen_local (&url);
+      gint64 start;
+      LwFrame frame;
+
+      g_setenv ("DEBUGINFOD_URLS", url, TRUE);
+      g_unsetenv ("LAGWATCH_DEBUGINFOD");
+      lw_lines_init ();
+
+      start = g_get_monotonic_time ();
+      lw_resolve_stripped_fixture_line (&frame);
+      g_assert_cmpint (g_get_monotonic_time () - start, <, 100 * G_TIME_SPAN_MILLISECOND);
+      g_assert_null (frame.file);
+      g_assert_cmpuint (frame.line, ==, 0);
+      lw_frame_clear (&frame);
+
+      g_assert_false (lw_maps_contain ("libdebuginfod"));
+      /* A connection attempt would be waiting in the backlog. */
+      {
+        struct pollfd pending = { .fd = listener, .events = POLLIN };
+
+        g_assert_cmpint (poll (&pending, 1, 0), ==, 0);
+      }
+      close (listener);
+      g_free (url);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 30 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+typedef struct
+{
+  int   listener;
+  guint connections; /* (atomic) */
+} LwFakeServer;
+
+/* The fake server's thread: every connection is accepted and closed at
+ * once, so the client fails fast. Ends when the listener is shut down. */
+static gpointer
+lw_fake_server_thread (gpointer data)
+{
+  LwFakeServer *server = data;
+  int fd;
+
+  while ((fd = accept4 (server->listener, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
+    if (fd >= 0)
+      {
+        g_atomic_int_inc (&server->connections);
+        close (fd);
+      }
+  return NULL;
+}
+
+/* LAGWATCH_DEBUGINFOD=1 asks the server, through libdebuginfod. */
+static void
+test_lines_debuginfod_opt_in (void)
+{
+  void *library = dlopen ("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+  if (library == NULL)
+    {
+      g_test_skip ("libdebuginfod.so.1 is not installed (libdebuginfod1)");
+      return;
+    }
+  dlclose (library);
+
+  if (g_test_subprocess ())
+    {
+      LwFakeServer server = { 0, 0 };
+      GError *error = NULL;
+      char *cache = g_dir_make_tmp ("lw-debuginfod-XXXXXX", &error);
+      char *url;
+      GThread *thread;
+      LwFrame frame;
+      guint connections;
+
+      g_assert_no_error (error);
+      server.listener = lw_listen_local (&url);
+      thread = g_thread_new ("fake-debuginfod", lw_fake_server_thread, &server);
+      g_setenv ("DEBUGINFOD_URLS", url, TRUE);
+      g_setenv ("DEBUGINFOD_CACHE_PATH", cache, TRUE);
+      g_setenv ("DEBUGINFOD_TIMEOUT", "5", TRUE);
+      g_setenv ("LAGWATCH_DEBUGINFOD", "1", TRUE);
+      lw_lines_init ();
+      g_assert_true (lw_maps_contain ("libdebuginfod"));
+
+      lw_resolve_stripped_fixture_line (&frame);
+      g_assert_null (frame.file);
+      lw_frame_clear (&frame);
+      connections = g_atomic_int_get (&server.connections);
+      g_assert_cmpuint (connections, >, 0);
+
+      /* The failure is remembered: no second request. */
+      lw_resolve_stripped_fixture_line (&frame);
+      g_assert_null (frame.file);
+      lw_frame_clear (&frame);
+      g_assert_cmpuint (g_atomic_int_get (&server.connections), ==, connections);
+
+      shutdown (server.listener, SHUT_RDWR);
+      g_thread_join (thread);
+      close (server.listener);
+      {
+        const char *argv[] = { "rm", "-rf", cache, NULL };
+
+        g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                      NULL, NULL, NULL, &error);
+        g_assert_no_error (error);
+      }
+      g_free (cache);
+      g_free (url);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+#else
+
+static void
+lw_skip_without_libdw (void)
+{
+  g_test_skip ("built without libdw (meson option libdw): no line info");
+}
+
+#define test_lines_self              lw_skip_without_libdw
+#define test_lines_debug_files       lw_skip_without_libdw
+#define test_lines_libc              lw_skip_without_libdw
+#define test_lines_budget            lw_skip_without_libdw
+#define test_lines_no_debuginfod     lw_skip_without_libdw
+#define test_lines_debuginfod_opt_in lw_skip_without_libdw
+
+#endif
 
 typedef struct
 {
@@ -891,19 +1598,27 @@ lw_now_ns (void)
   return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
-/* Only with -m perf: cold table builds and warm lookups in libglib and
- * libc. */
+/* Only with -m perf: cold table builds, warm lookups (tables built, too
+ * many addresses for the cache) and repeated ones (from the cache) in
+ * libglib and libc. */
 static void
 test_perf (void)
 {
-  enum { N_PER_MODULE = 2000 };
+  enum { N_PER_MODULE = 2000, N_REPEATED = 200 };
   LwExecSegment segments[] = { { "/libglib-2.0.so", 0, 0 }, { "/libc.so.6", 0, 0 } };
   uintptr_t addresses[2 * N_PER_MODULE];
   gint64 cold[2];
+  gint64 scan;
   gint64 start;
   gint64 warm;
+  gint64 repeated;
   guint named = 0;
   LwFrame frame;
+
+  /* The module scan first, so that the first lookups time table builds. */
+  start = lw_now_ns ();
+  lw_modules_init ();
+  scan = lw_now_ns () - start;
 
   for (guint m = 0; m < G_N_ELEMENTS (segments); m++)
     {
@@ -934,11 +1649,25 @@ test_perf (void)
     }
   warm = lw_now_ns () - start;
 
+  /* The same few addresses again and again, as a sampler sees them: the
+   * cache answers. */
+  start = lw_now_ns ();
+  for (guint round = 0; round < 100; round++)
+    for (guint i = 0; i < N_REPEATED; i++)
+      {
+        lw_symbols_resolve (addresses[i * (G_N_ELEMENTS (addresses) / N_REPEATED)], TRUE, &frame);
+        lw_frame_clear (&frame);
+      }
+  repeated = lw_now_ns () - start;
+
+  g_test_message ("module table scan: %.3f ms", scan / 1e6);
   g_test_message ("first lookup in libglib (table build): %.3f ms", cold[0] / 1e6);
   g_test_message ("first lookup in libc (table build): %.3f ms", cold[1] / 1e6);
   g_test_message ("warm: %.1f ns per lookup (%u addresses, %u named)",
                   (double) warm / G_N_ELEMENTS (addresses),
                   (guint) G_N_ELEMENTS (addresses), named);
+  g_test_message ("repeated: %.1f ns per lookup (%u addresses, 100 times)",
+                  (double) repeated / (100 * N_REPEATED), (guint) N_REPEATED);
   g_test_minimized_result ((double) warm / G_N_ELEMENTS (addresses),
                            "%.1f ns per warm lookup",
                            (double) warm / G_N_ELEMENTS (addresses));
@@ -968,12 +1697,25 @@ main (int    argc,
                         GINT_TO_POINTER (LW_REPLACE_BY_NO_SECTIONS), test_fixture_replaced);
   g_test_add_data_func ("/symbols/fixture/deleted",
                         GINT_TO_POINTER (LW_REPLACE_BY_NOTHING), test_fixture_replaced);
+  g_test_add_func ("/symbols/fixture/debuglink", test_fixture_debuglink);
+  g_test_add_func ("/symbols/fixture/debuglink-bad-crc", test_fixture_debuglink_bad_crc);
+  g_test_add_func ("/symbols/version-suffix", test_version_suffix);
+  g_test_add_func ("/symbols/cache", test_cache);
+  g_test_add_func ("/symbols/function-start", test_function_start);
+  g_test_add_func ("/symbols/cxx-demangle", test_cxx_demangle);
   g_test_add_func ("/symbols/libc", test_libc);
   g_test_add_func ("/symbols/vdso", test_vdso);
   g_test_add_func ("/modules/unwind-table", test_unwind_table);
   g_test_add_func ("/modules/is-readable", test_is_readable);
+  g_test_add_func ("/modules/readable-range", test_readable_range);
   g_test_add_func ("/modules/dlopen-dlclose", test_dlopen_dlclose);
   g_test_add_func ("/modules/concurrent", test_concurrent);
+  g_test_add_func ("/lines/self", test_lines_self);
+  g_test_add_func ("/lines/debug-files", test_lines_debug_files);
+  g_test_add_func ("/lines/libc", test_lines_libc);
+  g_test_add_func ("/lines/budget", test_lines_budget);
+  g_test_add_func ("/lines/no-debuginfod", test_lines_no_debuginfod);
+  g_test_add_func ("/lines/debuginfod-opt-in", test_lines_debuginfod_opt_in);
   if (g_test_perf ())
     g_test_add_func ("/symbols/perf/lookup", test_perf);
 

@@ -1,0 +1,111 @@
+/* lw-dispatch.c: the probe that finds GLib's per-thread dispatch record */
+#include "lw-dispatch.h"
+
+#include <limits.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* GLib's gmain.c (2.40 onwards): struct _GMainDispatch { gint depth; GSource *source; } */
+typedef struct
+{
+  gint     depth;
+  GSource *source;
+} LwGMainDispatch;
+
+gboolean
+lw_dispatch_peek (uintptr_t addr, void *buf, size_t len)
+{
+  struct iovec local = { buf, len };
+  struct iovec remote = { (void *) addr, len };
+
+  return syscall (SYS_process_vm_readv, getpid (), &local, 1UL, &remote, 1UL, 0UL) == (ssize_t) len;
+}
+
+/* Loop thread, inside the probe's own dispatch. */
+static gboolean
+lw_dispatch_probe (gpointer data)
+{
+  LwSlot *slot = data;
+  GSource *self = g_main_current_source ();
+  gint depth = g_main_depth ();
+  uintptr_t found = 0;
+  guint matches = 0;
+
+  for (pthread_key_t key = 0; key < PTHREAD_KEYS_MAX; key++)
+    {
+      void *value = pthread_getspecific (key);
+      LwGMainDispatch record;
+
+      if (value == NULL || ((uintptr_t) value & (sizeof (void *) - 1)) != 0
+          || !lw_dispatch_peek ((uintptr_t) value, &record, sizeof record))
+        continue;
+      if (record.depth == depth && record.source == self)
+        {
+          found = (uintptr_t) value;
+          matches++;
+        }
+    }
+  if (matches == 1)
+    {
+      atomic_store (&slot->dispatch_record, found);
+      atomic_store (&slot->dispatch_tid, gettid ());
+    }
+  else
+    g_debug ("the dispatch probe found %u candidates; lag reports will name no GSource", matches);
+  return G_SOURCE_REMOVE;
+}
+
+void
+lw_dispatch_schedule_probe (LwSlot *slot)
+{
+  GSource *probe = g_idle_source_new ();
+
+  g_source_set_name (probe, "lagwatch: dispatch probe");
+  g_source_set_priority (probe, G_PRIORITY_HIGH);
+  g_source_set_callback (probe, lw_dispatch_probe, slot, NULL);
+  g_source_attach (probe, slot->context);
+  g_source_unref (probe);
+  g_main_context_wakeup (slot->context);
+}
+
+gboolean
+lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
+{
+  uintptr_t record_addr = atomic_load (&slot->dispatch_record);
+  LwGMainDispatch record;
+  GSource source;
+
+  memset (info, 0, sizeof *info);
+  if (record_addr == 0 || atomic_load (&slot->dispatch_tid) != atomic_load (&slot->loop_tid)
+      || !lw_dispatch_peek (record_addr, &record, sizeof record))
+    return FALSE;
+  if (record.depth <= 0 || record.source == NULL)
+    return TRUE;
+  if (!lw_dispatch_peek ((uintptr_t) record.source, &source, sizeof source))
+    return FALSE;
+  info->dispatching = TRUE;
+  info->priority = source.priority;
+  if (source.name != NULL)
+    {
+      /* Page by page up to the terminator: the string may end just before
+       * an unmapped page. */
+      gsize got = 0;
+
+      while (got < sizeof info->name - 1)
+        {
+          uintptr_t at = (uintptr_t) source.name + got;
+          gsize chunk = MIN (sizeof info->name - 1 - got, 4096 - (at & 4095));
+
+          if (!lw_dispatch_peek (at, info->name + got, chunk))
+            return FALSE;
+          if (memchr (info->name + got, '\0', chunk) != NULL)
+            break;
+          got += chunk;
+        }
+      info->name[sizeof info->name - 1] = '\0';
+      info->named = TRUE;
+    }
+  return TRUE;
+}

@@ -1,0 +1,47 @@
+/* lw-dispatch.h: which GSource the loop thread is dispatching
+ *
+ * GLib keeps, per thread, a record { depth, current source } behind a
+ * pthread key (gmain.c's GMainDispatch); g_main_current_source() reads it,
+ * but only on the thread itself and not from a signal handler. A one-shot
+ * probe source, dispatched on the loop thread, finds that record's address
+ * once: inside its own dispatch it knows both the current source (itself)
+ * and the depth, and looks for the one pthread-specific value that points
+ * at exactly that pair (read through process_vm_readv, so a value that is
+ * not a pointer cannot fault). From then on the watcher reads the record,
+ * the source's name and priority from memory, without calling GLib. If the
+ * layout ever changes, the probe finds nothing and reports carry no source.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "lw-slot.h"
+
+G_BEGIN_DECLS
+
+/* Any thread, normal context. Attaches the probe to @slot's context and
+ * wakes it; the probe runs at the loop's next dispatch. */
+void     lw_dispatch_schedule_probe (LwSlot *slot);
+
+typedef struct
+{
+  gboolean dispatching;  /* a source is being dispatched (depth > 0) */
+  gboolean named;        /* it has a name */
+  char     name[128];
+  int      priority;
+} LwDispatchInfo;
+
+/* Watcher thread. Reads what @slot's loop thread dispatches right now.
+ * FALSE when it cannot be known (no probe result for this thread). The
+ * caller checks afterwards that the loop is still in the same busy period:
+ * only then was the source alive while its name was copied. */
+gboolean lw_dispatch_read (LwSlot         *slot,
+                           LwDispatchInfo *info);
+
+/* Any thread, async-signal-safe. Copies @len bytes at @addr of this process
+ * into @buf through the kernel: an unmapped address fails, never faults. */
+gboolean lw_dispatch_peek (uintptr_t addr,
+                           void     *buf,
+                           size_t    len);
+
+G_END_DECLS

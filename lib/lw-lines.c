@@ -1,0 +1,361 @@
+/* lw-lines.c: source file and line of code addresses, from DWARF
+ *
+ * One list of open DWARF files, most recently used first, each keyed by
+ * the module's path and build-id; a lookup is dwarf_addrdie() (through
+ * .debug_aranges) then dwarf_getsrc_die() in that compile unit's line
+ * table, the row at or before the address, as addr2line does.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "lw-lines.h"
+
+#include "lw-build-config.h"
+#include "lw-modules.h"
+
+#ifdef LW_HAVE_LIBDW
+
+#include <dlfcn.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LW_LINES_DEFAULT_BUDGET (64 * 1024 * 1024)
+/* Entries, open or not: bounds the memory of the modules remembered
+ * without DWARF. */
+#define LW_LINES_MAX_ENTRIES 64
+
+typedef struct
+{
+  char  *key;   /* "path\nbuild-id" ("path\n" without build-id) */
+  int    fd;    /* -1 with dwarf */
+  Dwarf *dwarf; /* NULL: the module has no DWARF we may use */
+  gsize  cost;  /* the file's size; 0 without dwarf */
+} LwDwarfEntry;
+
+/* libdebuginfod's client API (elfutils/debuginfod.h), loaded on opt-in. */
+typedef struct debuginfod_client debuginfod_client;
+typedef struct
+{
+  debuginfod_client *(*begin)          (void);
+  int                (*find_debuginfo) (debuginfod_client   *client,
+                                        const unsigned char *build_id,
+                                        int                  build_id_len,
+                                        char               **path);
+  void               (*end)            (debuginfod_client   *client);
+} LwDebuginfod;
+
+static GMutex       lw_lines_lock;
+/* HOLDS: lw_lines_lock. LwDwarfEntry*, most recently used first. */
+static GQueue       lw_lines_lru = G_QUEUE_INIT;
+static gsize        lw_lines_bytes;
+static gsize        lw_lines_budget = LW_LINES_DEFAULT_BUDGET;
+static guint        lw_lines_n_open;
+/* HOLDS: lw_lines_lock. Its functions are NULL unless the user opted in
+ * and the library loaded. */
+static LwDebuginfod lw_debuginfod;
+static gboolean     lw_debuginfod_tried;
+
+/* HOLDS: lw_lines_lock. */
+static void
+lw_dwarf_entry_free (LwDwarfEntry *entry)
+{
+  if (entry->dwarf != NULL)
+    {
+      dwarf_end (entry->dwarf);
+      close (entry->fd);
+      lw_lines_bytes -= entry->cost;
+      lw_lines_n_open--;
+    }
+  g_free (entry->key);
+  g_free (entry);
+}
+
+/* HOLDS: lw_lines_lock. Closes the least recently used entries until the
+ * open files fit the budget and the entries their cap; the head (the
+ * entry in use) always stays. */
+static void
+lw_lines_evict_unlocked (void)
+{
+  while (lw_lines_lru.length > 1 &&
+         (lw_lines_bytes > lw_lines_budget || lw_lines_lru.length > LW_LINES_MAX_ENTRIES))
+    lw_dwarf_entry_free (g_queue_pop_tail (&lw_lines_lru));
+}
+
+/* HOLDS: lw_lines_lock. TRUE when @dwarf's file carries @module's build-id,
+ * or when the module has none to compare. */
+static gboolean
+lw_dwarf_matches_module (Dwarf    *dwarf,
+                         LwModule *module)
+{
+  gsize module_len;
+  const guint8 *module_id = lw_module_get_build_id (module, &module_len);
+  const void *id = NULL;
+  ssize_t len;
+
+  if (module_id == NULL)
+    return TRUE;
+  len = dwelf_elf_gnu_build_id (dwarf_getelf (dwarf), &id);
+  return len > 0 && (gsize) len == module_len && memcmp (id, module_id, len) == 0;
+}
+
+/* HOLDS: lw_lines_lock. Opens the DWARF of @fd (taken: closed on failure)
+ * into @entry when it has some and belongs to @module. */
+static gboolean
+lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
+                        LwModule     *module,
+                        int           fd,
+                        const char   *path)
+{
+  struct stat st;
+  Dwarf *dwarf;
+
+  dwarf = dwarf_begin (fd, DWARF_C_READ);
+  if (dwarf == NULL)
+    {
+      g_debug ("No DWARF in %s: %s", path, dwarf_errmsg (-1));
+      close (fd);
+      return FALSE;
+    }
+  if (!lw_dwarf_matches_module (dwarf, module))
+    {
+      g_debug ("DWARF of %s not used: build-id differs from the loaded module's %s",
+               path, lw_module_get_build_id_hex (module));
+      dwarf_end (dwarf);
+      close (fd);
+      return FALSE;
+    }
+  entry->fd = fd;
+  entry->dwarf = dwarf;
+  entry->cost = fstat (fd, &st) == 0 ? (gsize) st.st_size : 0;
+  return TRUE;
+}
+
+/* HOLDS: lw_lines_lock. Opens the DWARF of the file @path into @entry. */
+static gboolean
+lw_dwarf_entry_open_path (LwDwarfEntry *entry,
+                          LwModule     *module,
+                          const char   *path)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    {
+      g_debug ("No DWARF in %s: %s", path, g_strerror (errno));
+      return FALSE;
+    }
+  return lw_dwarf_entry_open_fd (entry, module, fd, path);
+}
+
+/* HOLDS: lw_lines_lock. Asks debuginfod for @module's debug file, if the
+ * user opted in. */
+static gboolean
+lw_dwarf_entry_open_debuginfod (LwDwarfEntry *entry,
+                                LwModule     *module)
+{
+  gsize build_id_len;
+  const guint8 *build_id = lw_module_get_build_id (module, &build_id_len);
+  debuginfod_client *client;
+  char *path = NULL;
+  gboolean opened;
+  int fd;
+
+  if (lw_debuginfod.begin == NULL || build_id == NULL || build_id_len > G_MAXINT ||
+      (client = lw_debuginfod.begin ()) == NULL)
+    return FALSE;
+  fd = lw_debuginfod.find_debuginfo (client, build_id, (int) build_id_len, &path);
+  lw_debuginfod.end (client);
+  if (fd < 0)
+    {
+      g_debug ("debuginfod has no debug info for %s (%s): %s", lw_module_get_path (module),
+               lw_module_get_build_id_hex (module), g_strerror (-fd));
+      return FALSE;
+    }
+  opened = lw_dwarf_entry_open_fd (entry, module, fd, path != NULL ? path : "(debuginfod)");
+  free (path);
+  return opened;
+}
+
+/* HOLDS: lw_lines_lock. @module's entry, moved to the head of the list (or
+ * opened there); its dwarf is NULL when the module has no DWARF. */
+static LwDwarfEntry *
+lw_lines_entry_for (LwModule *module)
+{
+  const char *build_id = lw_module_get_build_id_hex (module);
+  char *key = g_strdup_printf ("%s\n%s", lw_module_get_path (module),
+                               build_id != NULL ? build_id : "");
+  const char *debug_file;
+  LwDwarfEntry *entry;
+
+  for (GList *link = lw_lines_lru.head; link != NULL; link = link->next)
+    {
+      entry = link->data;
+      if (strcmp (entry->key, key) == 0)
+        {
+          g_queue_unlink (&lw_lines_lru, link);
+          g_queue_push_head_link (&lw_lines_lru, link);
+          g_free (key);
+          return entry;
+        }
+    }
+
+  entry = g_new0 (LwDwarfEntry, 1);
+  entry->key = key;
+  entry->fd = -1;
+  debug_file = lw_symbols_get_debug_file (module);
+  if ((debug_file != NULL && lw_dwarf_entry_open_path (entry, module, debug_file)) ||
+      lw_dwarf_entry_open_path (entry, module, lw_module_get_path (module)) ||
+      lw_dwarf_entry_open_debuginfod (entry, module))
+    {
+      lw_lines_bytes += entry->cost;
+      lw_lines_n_open++;
+    }
+  g_queue_push_head (&lw_lines_lru, entry);
+  lw_lines_evict_unlocked ();
+  return entry;
+}
+
+/* Any thread, normal context. */
+void
+lw_lines_resolve (LwFrame  *frame,
+                  gboolean  is_return_address)
+{
+  uintptr_t addr;
+  LwModule *module;
+
+  g_return_if_fail (frame != NULL);
+
+  addr = is_return_address && frame->ip > 0 ? frame->ip - 1 : frame->ip;
+  g_clear_pointer (&frame->file, g_free);
+  frame->line = 0;
+  if (frame->module == NULL)
+    return;
+
+  /* The module that named the frame, if it is still loaded. */
+  module = lw_modules_ref_module (addr);
+  if (module == NULL)
+    return;
+  if (!lw_module_is_vdso (module) &&
+      lw_module_get_bias (module) == frame->ip - frame->module_offset &&
+      strcmp (lw_module_get_path (module), frame->module) == 0)
+    {
+      uintptr_t offset = addr - lw_module_get_bias (module);
+      LwDwarfEntry *entry;
+      Dwarf_Die cu;
+      Dwarf_Line *line;
+      const char *file;
+      int line_number = 0;
+
+      g_mutex_lock (&lw_lines_lock);
+      entry = lw_lines_entry_for (module);
+      if (entry->dwarf != NULL &&
+          dwarf_addrdie (entry->dwarf, offset, &cu) != NULL &&
+          (line = dwarf_getsrc_die (&cu, offset)) != NULL &&
+          (file = dwarf_linesrc (line, NULL, NULL)) != NULL &&
+          dwarf_lineno (line, &line_number) == 0 && line_number > 0)
+        {
+          frame->file = g_strdup (file);
+          frame->line = line_number;
+        }
+      g_mutex_unlock (&lw_lines_lock);
+    }
+  lw_module_unref (module);
+}
+
+/* Any thread, normal context, loader lock free. */
+void
+lw_lines_init (void)
+{
+  gboolean opted_in = g_strcmp0 (g_getenv ("LAGWATCH_DEBUGINFOD"), "1") == 0;
+
+  g_mutex_lock (&lw_lines_lock);
+  /* Entries without DWARF may have some once debuginfod is in use; the
+   * open ones are kept. */
+  for (GList *link = lw_lines_lru.head; link != NULL;)
+    {
+      GList *next = link->next;
+      LwDwarfEntry *entry = link->data;
+
+      if (entry->dwarf == NULL)
+        {
+          g_queue_delete_link (&lw_lines_lru, link);
+          lw_dwarf_entry_free (entry);
+        }
+      link = next;
+    }
+
+  if (opted_in && !lw_debuginfod_tried)
+    {
+      void *handle = dlopen ("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+      lw_debuginfod_tried = TRUE;
+      if (handle != NULL)
+        {
+          *(void **) &lw_debuginfod.begin = dlsym (handle, "debuginfod_begin");
+          *(void **) &lw_debuginfod.find_debuginfo = dlsym (handle, "debuginfod_find_debuginfo");
+          *(void **) &lw_debuginfod.end = dlsym (handle, "debuginfod_end");
+          if (lw_debuginfod.begin == NULL || lw_debuginfod.find_debuginfo == NULL ||
+              lw_debuginfod.end == NULL)
+            lw_debuginfod = (LwDebuginfod) { NULL, NULL, NULL };
+        }
+      if (lw_debuginfod.begin == NULL)
+        g_debug ("LAGWATCH_DEBUGINFOD=1 but libdebuginfod.so.1 is not usable (%s): "
+                 "no debug info is downloaded", handle != NULL ? "symbols missing" : dlerror ());
+    }
+  g_mutex_unlock (&lw_lines_lock);
+}
+
+/* Any thread. */
+void
+lw_lines_set_budget (gsize bytes)
+{
+  g_mutex_lock (&lw_lines_lock);
+  lw_lines_budget = bytes != 0 ? bytes : LW_LINES_DEFAULT_BUDGET;
+  lw_lines_evict_unlocked ();
+  g_mutex_unlock (&lw_lines_lock);
+}
+
+/* Any thread. */
+void
+lw_lines_get_stats (LwLinesStats *stats)
+{
+  g_return_if_fail (stats != NULL);
+
+  g_mutex_lock (&lw_lines_lock);
+  stats->n_open = lw_lines_n_open;
+  stats->open_bytes = lw_lines_bytes;
+  g_mutex_unlock (&lw_lines_lock);
+}
+
+#else /* !LW_HAVE_LIBDW: built without line info. */
+
+void
+lw_lines_init (void)
+{
+}
+
+void
+lw_lines_resolve (LwFrame  *frame,
+                  gboolean  is_return_address)
+{
+  g_return_if_fail (frame != NULL);
+}
+
+void
+lw_lines_set_budget (gsize bytes)
+{
+}
+
+void
+lw_lines_get_stats (LwLinesStats *stats)
+{
+  g_return_if_fail (stats != NULL);
+
+  *stats = (LwLinesStats) { 0, 0 };
+}
+
+#endif

@@ -1,0 +1,65 @@
+/* lw-lines.h: source file and line of code addresses, from DWARF
+ *
+ * Read with libdw (meson feature "libdw"; without it lw_lines_resolve()
+ * leaves every frame without a line). Only frames that appear in a report
+ * are looked up, so the DWARF of a module is opened on its first such
+ * frame, from the first of: the separate debug file its symbols came from
+ * (build-id or .gnu_debuglink, see lw-symbols.h), the module's own file if
+ * it carries .debug_info and the build-id in memory, and, only when the
+ * user opted in with LAGWATCH_DEBUGINFOD=1, a debuginfod server (through
+ * libdebuginfod.so.1, if installed). The files are opened with
+ * dwarf_begin() on a descriptor, never through libdwfl, which would ask
+ * debuginfod whenever DEBUGINFOD_URLS is set.
+ *
+ * Open DWARF handles are kept in a least-recently-used list bounded by a
+ * memory budget, 64 MiB by default, estimated from the sizes of the files
+ * behind them (libdw reads the sections it needs into memory): past it,
+ * the least recently used are closed, though the one in use is always
+ * kept. Modules found to have no DWARF are remembered too, so they are not
+ * searched again (nor downloaded again) until lw_lines_init().
+ *
+ * Thread safety: any thread, normal context (the watcher thread in
+ * practice). Internally locked; lookups are serialized.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "lw-symbols.h"
+
+G_BEGIN_DECLS
+
+/* Any thread, normal context, while no thread may hold the loader lock
+ * (at attach: not on the watcher thread during a lag). Reads
+ * LAGWATCH_DEBUGINFOD: when it is "1", loads libdebuginfod.so.1 (with
+ * dlopen(), hence the loader lock; once per process) so that later
+ * lookups may download debug info for modules with a build-id and no local
+ * DWARF; otherwise none is downloaded. Forgets the modules found without
+ * DWARF so far. */
+void  lw_lines_init      (void);
+
+/* Any thread, normal context. Fills @frame->file (the source path as the
+ * DWARF states it) and @frame->line for a frame filled by
+ * lw_symbols_resolve() with the same @is_return_address (a return address
+ * is looked up at module offset - 1). Leaves them NULL and 0 when the
+ * module is no longer loaded, has no DWARF, or the DWARF has no line for
+ * the address (the module needs .debug_aranges, which GCC emits). May
+ * block on the network only after the opt-in of lw_lines_init(). */
+void  lw_lines_resolve   (LwFrame  *frame,
+                          gboolean  is_return_address);
+
+/* Any thread. Sets the budget of open DWARF files in bytes (0 restores
+ * the default, 64 MiB), closing the least recently used beyond it. */
+void  lw_lines_set_budget (gsize bytes);
+
+/* What the DWARF cache holds. */
+typedef struct
+{
+  guint n_open;     /* DWARF handles open */
+  gsize open_bytes; /* the sizes of their files: what the budget bounds */
+} LwLinesStats;
+
+/* Any thread. A snapshot of the counters above. */
+void  lw_lines_get_stats (LwLinesStats *stats);
+
+G_END_DECLS

@@ -1,0 +1,54 @@
+/* lw-profile.h: the samples of one lag, grouped into stacks
+ *
+ * Two samples are the same stack when they have the same frames, except
+ * that the innermost frame counts by the function it is in rather than by
+ * its exact address (a spinning loop is one stack, not one per
+ * instruction). Return addresses count exactly: they are call sites. The
+ * heaviest stack is the one with the most samples; ties go to the one seen
+ * most recently.
+ *
+ * A profile holds at most `budget` samples. When full, lw_profile_thin()
+ * drops every other sample (the older of each pair) and the watcher doubles
+ * its sampling interval: a long hang keeps an even picture of its whole
+ * length in bounded memory.
+ *
+ * Watcher thread only.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  guint      count;        /* samples in this stack */
+  guint64    last_serial;  /* serial of its most recent sample */
+  gboolean   truncated;
+  guint      n_ips;
+  uintptr_t  ips[];        /* innermost first, as captured */
+} LwProfileStack;
+
+typedef struct _LwProfile LwProfile;
+
+LwProfile *lw_profile_new        (guint            budget);
+void       lw_profile_free       (LwProfile       *profile);
+void       lw_profile_reset      (LwProfile       *profile);
+
+/* Adds one sample. Returns TRUE when the profile is now full. */
+gboolean   lw_profile_add        (LwProfile       *profile,
+                                  const uintptr_t *ips,
+                                  guint            n_ips,
+                                  gboolean         truncated);
+
+/* Drops every other sample, keeping the later of each pair. */
+void       lw_profile_thin       (LwProfile       *profile);
+
+guint      lw_profile_n_samples  (LwProfile       *profile);
+
+/* The stacks, heaviest first (ties: most recent first). The array and the
+ * stacks belong to the profile, valid until the next add, thin or reset. */
+GPtrArray *lw_profile_stacks     (LwProfile       *profile);
+
+G_END_DECLS

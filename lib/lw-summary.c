@@ -1,0 +1,147 @@
+/* lw-summary.c: per-fingerprint counts, Fibonacci back-off, summary table */
+#include "lw-summary.h"
+
+typedef struct
+{
+  char   *fingerprint;
+  char   *label;        /* innermost program symbol, for the table */
+  guint   count;
+  guint   shown_at;     /* occurrence last shown on a human sink */
+  double  total_ms;
+  double  worst_ms;
+  guint   order;        /* first-seen order, for a stable table */
+} LwSummaryEntry;
+
+struct _LwSummary
+{
+  GMutex      lock;
+  GHashTable *entries;  /* fingerprint -> LwSummaryEntry */
+};
+
+static void
+lw_summary_entry_free (gpointer data)
+{
+  LwSummaryEntry *entry = data;
+
+  g_free (entry->fingerprint);
+  g_free (entry->label);
+  g_free (entry);
+}
+
+LwSummary *
+lw_summary_new (void)
+{
+  LwSummary *summary = g_new0 (LwSummary, 1);
+
+  g_mutex_init (&summary->lock);
+  summary->entries = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, lw_summary_entry_free);
+  return summary;
+}
+
+void
+lw_summary_free (LwSummary *summary)
+{
+  if (summary == NULL)
+    return;
+  g_hash_table_unref (summary->entries);
+  g_mutex_clear (&summary->lock);
+  g_free (summary);
+}
+
+gboolean
+lw_summary_is_fibonacci (guint n)
+{
+  guint a = 1, b = 2;
+
+  while (a < n)
+    {
+      guint next = a + b;
+
+      a = b;
+      b = next;
+    }
+  return a == n;
+}
+
+static char *
+lw_summary_label (const LagWatchReport *report)
+{
+  for (guint i = 0; i < report->n_frames; i++)
+    if (report->frames[i].symbol != NULL && !lw_report_frame_is_platform (&report->frames[i]))
+      return g_strdup (report->frames[i].symbol);
+  return g_strdup (report->n_frames > 0 && report->frames[0].symbol ? report->frames[0].symbol
+                                                                   : "(no stack)");
+}
+
+gboolean
+lw_summary_record (LwSummary *summary, LagWatchReport *report, guint *skipped)
+{
+  LwSummaryEntry *entry;
+  gboolean show;
+
+  g_mutex_lock (&summary->lock);
+  entry = g_hash_table_lookup (summary->entries, report->fingerprint);
+  if (entry == NULL)
+    {
+      entry = g_new0 (LwSummaryEntry, 1);
+      entry->fingerprint = g_strdup (report->fingerprint);
+      entry->label = lw_summary_label (report);
+      entry->order = g_hash_table_size (summary->entries);
+      g_hash_table_insert (summary->entries, entry->fingerprint, entry);
+    }
+  entry->count++;
+  entry->total_ms += report->duration_ms;
+  entry->worst_ms = MAX (entry->worst_ms, report->duration_ms);
+  report->occurrence = entry->count;
+  show = lw_summary_is_fibonacci (entry->count);
+  *skipped = show ? entry->count - entry->shown_at - 1 : 0;
+  if (show)
+    entry->shown_at = entry->count;
+  g_mutex_unlock (&summary->lock);
+  return show;
+}
+
+static gint
+lw_summary_by_total (gconstpointer a, gconstpointer b)
+{
+  const LwSummaryEntry *x = *(LwSummaryEntry * const *) a;
+  const LwSummaryEntry *y = *(LwSummaryEntry * const *) b;
+
+  if (x->total_ms != y->total_ms)
+    return x->total_ms > y->total_ms ? -1 : 1;
+  return (gint) x->order - (gint) y->order;
+}
+
+char *
+lw_summary_to_text (LwSummary *summary)
+{
+  g_autoptr(GPtrArray) rows = NULL;
+  GString *out;
+  GHashTableIter iter;
+  gpointer entry;
+
+  g_mutex_lock (&summary->lock);
+  if (g_hash_table_size (summary->entries) == 0)
+    {
+      g_mutex_unlock (&summary->lock);
+      return NULL;
+    }
+  rows = g_ptr_array_new ();
+  g_hash_table_iter_init (&iter, summary->entries);
+  while (g_hash_table_iter_next (&iter, NULL, &entry))
+    g_ptr_array_add (rows, entry);
+  g_ptr_array_sort (rows, lw_summary_by_total);
+
+  out = g_string_new ("lagwatch: summary of this run's lags, by stack (heaviest total first)\n");
+  g_string_append_printf (out, "  %6s  %10s  %10s  %-16s  %s\n", "count", "total ms", "worst ms",
+                          "fingerprint", "innermost program frame");
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const LwSummaryEntry *row = rows->pdata[i];
+
+      g_string_append_printf (out, "  %6u  %10.1f  %10.1f  %-16s  %s\n", row->count, row->total_ms,
+                              row->worst_ms, row->fingerprint, row->label);
+    }
+  g_mutex_unlock (&summary->lock);
+  return g_string_free (out, FALSE);
+}

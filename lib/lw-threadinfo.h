@@ -1,0 +1,49 @@
+/* lw-threadinfo.h: what the kernel says about a thread, read without
+ * touching it: /proc/self/task/TID/{stat,wchan,comm,status} and the thread's
+ * CPU clock.
+ *
+ * Every function: any thread, normal context (the watcher in practice).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  LW_THREAD_UNKNOWN,
+  LW_THREAD_RUNNING,   /* R */
+  LW_THREAD_SLEEPING,  /* S: interruptible wait */
+  LW_THREAD_DISK,      /* D: uninterruptible wait (often I/O) */
+  LW_THREAD_STOPPED,   /* T or t: SIGSTOP, or a debugger holds it */
+  LW_THREAD_GONE,
+} LwThreadState;
+
+/* The thread's scheduler state. */
+LwThreadState lw_threadinfo_state        (pid_t tid);
+
+/* "running", "sleeping", "disk", "stopped", "gone" or "unknown". */
+const char   *lw_threadinfo_state_name   (LwThreadState state);
+
+/* CPU time the thread has used, in ns, from its per-thread CPU clock (no
+ * /proc parsing); -1 when the thread is gone. */
+int64_t       lw_threadinfo_cpu_ns       (pid_t tid);
+
+/* The kernel function the thread waits in ("futex_wait_queue", "do_sys_poll"...),
+ * or NULL. */
+char         *lw_threadinfo_wchan        (pid_t tid);
+
+/* The thread's name (comm), or NULL. */
+char         *lw_threadinfo_name         (pid_t tid);
+
+/* The x86-64 name of system call @nr ("futex", "poll"...), or NULL for a
+ * number not in the table. */
+const char   *lw_threadinfo_syscall_name (long nr);
+
+/* The pid of the process tracing us (a debugger), 0 when none. */
+pid_t         lw_threadinfo_tracer_pid   (void);
+
+G_END_DECLS
