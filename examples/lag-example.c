@@ -53,6 +53,18 @@ freeze_sorting (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A timeout with a name: reports say which GSource was running. */
+static void
+add_named_timeout (guint ms, GSourceFunc func, const char *name)
+{
+  GSource *source = g_timeout_source_new (ms);
+
+  g_source_set_name (source, name);
+  g_source_set_callback (source, func, NULL, NULL);
+  g_source_attach (source, NULL);
+  g_source_unref (source);
+}
+
 static gboolean
 quit (gpointer data)
 {
@@ -66,9 +78,9 @@ main (void)
   LagWatch *watch = lagwatch_attach (NULL);
 
   loop = g_main_loop_new (NULL, FALSE);
-  g_timeout_add (100, freeze_busy, NULL);
-  g_timeout_add (600, freeze_sleeping, NULL);
-  g_timeout_add (1100, freeze_sorting, NULL);
+  add_named_timeout (100, freeze_busy, "example: busy");
+  add_named_timeout (600, freeze_sleeping, "example: sleeping");
+  add_named_timeout (1100, freeze_sorting, "example: sorting");
   g_timeout_add (1600, quit, NULL);
   g_main_loop_run (loop);
   g_main_loop_unref (loop);

@@ -15,6 +15,7 @@
 #ifdef LW_HAVE_LIBDW
 
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -219,6 +220,23 @@ lw_lines_entry_for (LwModule *module)
   return entry;
 }
 
+/* HOLDS: lw_lines_lock. @file, a path from @cu's line table, made absolute
+ * with the compile unit's directory when it is relative (GCC writes paths
+ * relative to the build directory). */
+static char *
+lw_lines_absolute_path (Dwarf_Die  *cu,
+                        const char *file)
+{
+  Dwarf_Attribute attribute;
+  const char *comp_dir;
+
+  if (g_path_is_absolute (file) ||
+      (comp_dir = dwarf_formstring (dwarf_attr (cu, DW_AT_comp_dir, &attribute))) == NULL ||
+      !g_path_is_absolute (comp_dir))
+    return g_strdup (file);
+  return g_canonicalize_filename (file, comp_dir);
+}
+
 /* Any thread, normal context. */
 void
 lw_lines_resolve (LwFrame  *frame,
@@ -258,7 +276,7 @@ lw_lines_resolve (LwFrame  *frame,
           (file = dwarf_linesrc (line, NULL, NULL)) != NULL &&
           dwarf_lineno (line, &line_number) == 0 && line_number > 0)
         {
-          frame->file = g_strdup (file);
+          frame->file = lw_lines_absolute_path (&cu, file);
           frame->line = line_number;
         }
       g_mutex_unlock (&lw_lines_lock);

@@ -300,7 +300,8 @@ lw_module_same_object (const LwModule *a,
          g_strcmp0 (a->path, b->path) == 0;
 }
 
-/* HOLDS: lw_modules_lock. The module of @table containing @addr, or NULL. */
+/* Any thread, with @table immutable meanwhile (lw_modules_lock held for
+ * lw_modules_table). The module of @table containing @addr, or NULL. */
 static LwModule *
 lw_modules_bsearch (GPtrArray *table,
                     uintptr_t  addr)
@@ -594,6 +595,35 @@ lw_modules_get_generation (void)
   g_mutex_unlock (&lw_modules_lock);
 
   return seq;
+}
+
+/* Any thread, normal context. */
+GPtrArray *
+lw_modules_ref_all (guint64 *generation)
+{
+  GPtrArray *modules;
+
+  g_return_val_if_fail (generation != NULL, NULL);
+
+  g_mutex_lock (&lw_modules_lock);
+  lw_modules_sync_unlocked ();
+  modules = g_ptr_array_new_full (lw_modules_table->len, (GDestroyNotify) lw_module_unref);
+  for (guint i = 0; i < lw_modules_table->len; i++)
+    g_ptr_array_add (modules, lw_module_ref (g_ptr_array_index (lw_modules_table, i)));
+  *generation = atomic_load (&lw_modules_seq);
+  g_mutex_unlock (&lw_modules_lock);
+
+  return modules;
+}
+
+/* Any thread. */
+LwModule *
+lw_modules_find_in (GPtrArray *modules,
+                    uintptr_t  addr)
+{
+  g_return_val_if_fail (modules != NULL, NULL);
+
+  return lw_modules_bsearch (modules, addr);
 }
 
 /* Any thread, normal context. */

@@ -85,6 +85,18 @@ LwModule      *lw_modules_ref_module        (uintptr_t addr);
 LwModule      *lw_modules_ref_module_full   (uintptr_t addr,
                                              guint64  *generation);
 
+/* Any thread, normal context. After the same rescan as the lookups, a new
+ * array holding a reference on every module of the table, sorted by start
+ * address, and the table's generation in @generation: a copy that a caller
+ * can search without this table's lock while the generation is current.
+ * Free it with g_ptr_array_unref(). */
+GPtrArray     *lw_modules_ref_all           (guint64   *generation);
+
+/* Any thread. The module of @modules (from lw_modules_ref_all()) that
+ * contains @addr, or NULL; no reference is added. */
+LwModule      *lw_modules_find_in           (GPtrArray *modules,
+                                             uintptr_t  addr);
+
 /* Any thread, normal context. A new reference to a loaded module whose
  * path's last component is @basename ("libstdc++.so.6"), after the same
  * rescan; NULL when none is loaded. The vDSO is never matched. */

@@ -36,6 +36,8 @@ lw_report_frame_is_platform (const LwFrame *frame)
     "libc.so", "ld-linux", "libglib-2.0.so", "libgobject-2.0.so", "libgio-2.0.so",
     "libgmodule-2.0.so", "libgthread-2.0.so", "liblagwatch.so", "[vdso]", "libpthread.so",
     "libm.so", "libdl.so", "librt.so",
+    /* Sanitizer runtimes interpose libc functions in instrumented builds. */
+    "libasan.so", "libubsan.so", "libtsan.so", "liblsan.so",
   };
   const char *base;
 

@@ -65,24 +65,19 @@ typedef struct
   guint       binding_rank; /* 0 GLOBAL, 1 WEAK, 2 LOCAL */
 } LwCandidate;
 
-/* One recent lookup. */
+/* One recent lookup. The module (kept alive by lw_cache_modules, or by
+ * the entry's own reference) keeps table, symbol and name valid. */
 typedef struct
 {
   uintptr_t            ip;
   gboolean             is_return_address;
   gboolean             used;
-  LwModule            *module; /* (owned) (nullable): NULL when no module holds ip */
-  const LwSymbolTable *table;  /* the module's, or NULL */
-  const LwSymbol      *symbol; /* in table, or NULL */
+  gboolean             owns_module; /* the entry holds a reference on module */
+  LwModule            *module;      /* (nullable): NULL when no module holds ip */
+  const LwSymbolTable *table;       /* the module's, or NULL */
+  const LwSymbol      *symbol;      /* in table, or NULL */
+  const char          *name;        /* the symbol's name as shown; NULL until needed */
 } LwCacheEntry;
-
-/* The result of a lookup, with its own reference on the module. */
-typedef struct
-{
-  LwModule            *module; /* (owned) (nullable) */
-  const LwSymbolTable *table;
-  const LwSymbol      *symbol; /* (nullable) */
-} LwLookup;
 
 #define LW_CACHE_SIZE 1024 /* entries; a power of two */
 
@@ -102,12 +97,16 @@ static char  **lw_symbols_debug_roots;
 static LwModule *lw_demangler_module;
 static uintptr_t lw_demangler_address;
 
-/* Recent lookups, direct-mapped on (ip, is_return_address). Valid for one
- * generation of the module table: flushed when it changes. */
+/* Recent lookups, direct-mapped on (ip, is_return_address), and a copy of
+ * the module table, so that a lookup takes no lock but this one. Valid for
+ * one generation of the module table: flushed when it changes. */
 static GMutex       lw_cache_lock;
 /* HOLDS: lw_cache_lock. */
 static LwCacheEntry lw_cache[LW_CACHE_SIZE];
 static guint64      lw_cache_generation;
+/* HOLDS: lw_cache_lock. References on the modules of lw_cache_generation;
+ * NULL before the first lookup. */
+static GPtrArray   *lw_cache_modules;
 
 /* What the live symbol tables take, for lw_symbols_get_stats(). */
 static atomic_size_t lw_stats_tables;
@@ -1133,7 +1132,7 @@ lw_symbol_table_display_name (const LwSymbolTable *table,
 static void
 lw_cache_entry_clear (LwCacheEntry *entry)
 {
-  if (entry->module != NULL)
+  if (entry->owns_module)
     lw_module_unref (entry->module);
   *entry = (LwCacheEntry) { 0 };
 }
@@ -1151,9 +1150,10 @@ lw_cache_slot (uintptr_t ip,
 
 G_STATIC_ASSERT (LW_CACHE_SIZE == 1 << 10);
 
-/* HOLDS: lw_cache_lock. Flushes the cache when @generation is newer than
- * its entries; TRUE when they are of @generation (an older one, seen by a
- * thread that released the lock meanwhile, must not be stored). */
+/* HOLDS: lw_cache_lock. Flushes the cache and copies the module table
+ * when @generation is newer than the cache; TRUE when the cache is of
+ * @generation (an older one, seen by a thread that released the lock
+ * meanwhile, must not be used nor stored). */
 static gboolean
 lw_cache_is_current (guint64 generation)
 {
@@ -1161,68 +1161,115 @@ lw_cache_is_current (guint64 generation)
     {
       for (guint i = 0; i < LW_CACHE_SIZE; i++)
         lw_cache_entry_clear (&lw_cache[i]);
-      lw_cache_generation = generation;
+      if (lw_cache_modules != NULL)
+        g_ptr_array_unref (lw_cache_modules);
+      lw_cache_modules = lw_modules_ref_all (&lw_cache_generation);
     }
   return generation == lw_cache_generation;
 }
 
-/* Any thread, normal context. What covers @ip (ip - 1 for a return
- * address), from the cache or from the module's table (built on first use).
- * @out->module is a new reference, NULL when no module holds the address;
- * unref it when done. */
-static void
-lw_symbols_lookup (uintptr_t ip,
-                   gboolean  is_return_address,
-                   LwLookup *out)
+/* HOLDS: lw_cache_lock, released and retaken while a module's table is
+ * built. The entry answering (@ip, @is_return_address): its cache slot, up
+ * to date, or @scratch when the answer is not cached (another thread saw a
+ * newer module table meanwhile, the table was just built, or no module of
+ * the cache's copy holds the address); clear @scratch after use. Neither
+ * a hit nor a miss in a module whose table is built takes another lock of
+ * lagwatch's nor an atomic operation on the module: lookups are frequent
+ * (a sampler resolves the same stacks again and again). */
+static LwCacheEntry *
+lw_cache_lookup_unlocked (uintptr_t     ip,
+                          gboolean      is_return_address,
+                          LwCacheEntry *scratch)
 {
   uintptr_t addr = is_return_address && ip > 0 ? ip - 1 : ip;
-  LwCacheEntry *entry = lw_cache_slot (ip, is_return_address);
-  guint64 generation;
+  LwCacheEntry *slot = lw_cache_slot (ip, is_return_address);
+  gboolean current = lw_cache_is_current (lw_modules_get_generation ());
+  const LwSymbolTable *table = NULL;
+  const LwSymbol *symbol = NULL;
+  LwCacheEntry *entry = current ? slot : scratch;
+  gboolean owns_module = FALSE;
+  LwModule *module;
 
-  /* The table lock is taken inside this one (never the other way round),
-   * so that a miss in a module whose table is built costs one lock. */
-  g_mutex_lock (&lw_cache_lock);
-  /* The generation is checked only for a matching entry: a miss checks it
-   * anyway, when it finds the module. A newer one flushes the entry. */
-  if (entry->used && entry->ip == ip && entry->is_return_address == is_return_address &&
-      lw_cache_is_current (lw_modules_get_generation ()) && entry->used)
+  if (current && slot->used && slot->ip == ip && slot->is_return_address == is_return_address)
+    return slot;
+
+  /* The cache's copy of the module table knows every module of this
+   * generation. An address in none is asked of the table itself, which
+   * rescans when the loader keeps no counters; the module table's lock is
+   * taken inside this one, never the other way round. */
+  module = current ? lw_modules_find_in (lw_cache_modules, addr) : NULL;
+  if (module == NULL)
     {
-      *out = (LwLookup) {
-        entry->module != NULL ? lw_module_ref (entry->module) : NULL,
-        entry->table,
-        entry->symbol,
-      };
-      g_mutex_unlock (&lw_cache_lock);
-      return;
+      module = lw_modules_ref_module_full (addr, NULL);
+      owns_module = module != NULL;
+      entry = scratch;
     }
 
-  *out = (LwLookup) { lw_modules_ref_module_full (addr, &generation), NULL, NULL };
-  if (out->module != NULL)
+  if (module != NULL)
     {
-      out->table = lw_module_get_symbols (out->module);
-      if (out->table == NULL)
+      table = lw_module_get_symbols (module);
+      if (table == NULL)
         {
-          /* Building a table takes milliseconds: not under the lock. */
+          /* Building a table takes milliseconds: not under the lock. The
+           * copy may be replaced meanwhile: keep the module alive. */
+          if (!owns_module)
+            {
+              module = lw_module_ref (module);
+              owns_module = TRUE;
+              entry = scratch;
+            }
           g_mutex_unlock (&lw_cache_lock);
-          out->table = lw_symbols_table_for (out->module);
+          table = lw_symbols_table_for (module);
           g_mutex_lock (&lw_cache_lock);
         }
-      out->symbol = lw_symbol_table_lookup (out->table, addr - lw_module_get_bias (out->module));
+      symbol = lw_symbol_table_lookup (table, addr - lw_module_get_bias (module));
     }
 
-  if (lw_cache_is_current (generation))
-    {
-      lw_cache_entry_clear (entry);
-      *entry = (LwCacheEntry) {
-        .ip = ip,
-        .is_return_address = is_return_address,
-        .used = TRUE,
-        .module = out->module != NULL ? lw_module_ref (out->module) : NULL,
-        .table = out->table,
-        .symbol = out->symbol,
-      };
-    }
+  lw_cache_entry_clear (entry);
+  *entry = (LwCacheEntry) {
+    .ip = ip,
+    .is_return_address = is_return_address,
+    .used = TRUE,
+    .owns_module = owns_module,
+    .module = module,
+    .table = table,
+    .symbol = symbol,
+  };
+  return entry;
+}
+
+/* HOLDS: lw_cache_lock, released and retaken to demangle a C++ name the
+ * first time. A copy of the shown name of @entry's symbol, which must not
+ * be NULL. */
+static char *
+lw_cache_entry_dup_name_unlocked (LwCacheEntry *entry)
+{
+  const char *raw = entry->table->names + entry->symbol->name;
+  const LwSymbolTable *table;
+  const LwSymbol *symbol;
+  const char *name;
+  LwModule *module;
+  char *copy;
+
+  if (entry->name == NULL && (raw[0] != '_' || raw[1] != 'Z'))
+    entry->name = raw;
+  if (entry->name != NULL)
+    return g_strdup (entry->name);
+
+  /* A C++ name: demangling looks for libstdc++ and calls it, not under
+   * the lock. The reference keeps the table, and the name, alive. */
+  module = lw_module_ref (entry->module);
+  table = entry->table;
+  symbol = entry->symbol;
   g_mutex_unlock (&lw_cache_lock);
+  name = lw_symbol_table_display_name (table, symbol);
+  copy = g_strdup (name);
+  g_mutex_lock (&lw_cache_lock);
+  if (entry->module == module && entry->symbol == symbol)
+    entry->name = name;
+  lw_module_unref (module);
+
+  return copy;
 }
 
 /* Any thread, normal context. */
@@ -1231,28 +1278,30 @@ lw_symbols_resolve (uintptr_t ip,
                     gboolean  is_return_address,
                     LwFrame  *frame)
 {
-  LwLookup lookup;
-  uintptr_t bias;
+  LwCacheEntry scratch = { 0 };
+  LwCacheEntry *entry;
 
   g_return_if_fail (frame != NULL);
 
   *frame = (LwFrame) { .ip = ip };
 
-  lw_symbols_lookup (ip, is_return_address, &lookup);
-  if (lookup.module == NULL)
-    return;
-
-  bias = lw_module_get_bias (lookup.module);
-  frame->module = g_strdup (lw_module_get_path (lookup.module));
-  frame->build_id = g_strdup (lw_module_get_build_id_hex (lookup.module));
-  frame->module_offset = ip - bias;
-  if (lookup.symbol != NULL)
+  g_mutex_lock (&lw_cache_lock);
+  entry = lw_cache_lookup_unlocked (ip, is_return_address, &scratch);
+  if (entry->module != NULL)
     {
-      frame->symbol = g_strdup (lw_symbol_table_display_name (lookup.table, lookup.symbol));
-      frame->symbol_offset = ip - (bias + lookup.symbol->value);
-    }
+      uintptr_t bias = lw_module_get_bias (entry->module);
 
-  lw_module_unref (lookup.module);
+      frame->module = g_strdup (lw_module_get_path (entry->module));
+      frame->build_id = g_strdup (lw_module_get_build_id_hex (entry->module));
+      frame->module_offset = ip - bias;
+      if (entry->symbol != NULL)
+        {
+          frame->symbol_offset = ip - (bias + entry->symbol->value);
+          frame->symbol = lw_cache_entry_dup_name_unlocked (entry);
+        }
+    }
+  lw_cache_entry_clear (&scratch);
+  g_mutex_unlock (&lw_cache_lock);
 }
 
 /* Any thread, normal context. */
@@ -1261,18 +1310,19 @@ lw_symbols_function_start (uintptr_t  ip,
                            gboolean   is_return_address,
                            uintptr_t *start)
 {
-  LwLookup lookup;
+  LwCacheEntry scratch = { 0 };
+  LwCacheEntry *entry;
   gboolean found;
 
   g_return_val_if_fail (start != NULL, FALSE);
 
-  lw_symbols_lookup (ip, is_return_address, &lookup);
-  if (lookup.module == NULL)
-    return FALSE;
-  found = lookup.symbol != NULL;
+  g_mutex_lock (&lw_cache_lock);
+  entry = lw_cache_lookup_unlocked (ip, is_return_address, &scratch);
+  found = entry->symbol != NULL;
   if (found)
-    *start = lw_module_get_bias (lookup.module) + lookup.symbol->value;
-  lw_module_unref (lookup.module);
+    *start = lw_module_get_bias (entry->module) + entry->symbol->value;
+  lw_cache_entry_clear (&scratch);
+  g_mutex_unlock (&lw_cache_lock);
 
   return found;
 }

@@ -10,7 +10,7 @@
  * the per-thread bit (4) and the scheduler-time clock (2). Unlike
  * pthread_getcpuclockid(), it needs no pthread_t, which would be unsafe to
  * use once the thread has exited. */
-#define LW_THREAD_CPUCLOCK(tid) ((clockid_t) ((~(clockid_t) (tid) << 3) | 4 | 2))
+#define LW_THREAD_CPUCLOCK(tid) ((clockid_t) ((~(unsigned int) (tid) << 3) | 4u | 2u))
 
 static char *
 lw_threadinfo_read (pid_t tid, const char *file)

@@ -371,13 +371,15 @@ lw_watcher_write_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   g_autofree char *text = NULL;
 
   lw_watcher_snapshot_threads (watch, lag, report);
-  lw_sinks_write (watch->sinks, report, TRUE, 0, TRUE);
+  /* The copy for the next run first: whoever sees the record in a sink may
+   * kill the process at once (a watchdog, a test). */
   if (watch->hangs != NULL)
     {
       json = lagwatch_report_to_json (report);
       text = lagwatch_report_to_text (report);
       lw_hang_store_save (watch->hangs, lag->id, json, text);
     }
+  lw_sinks_write (watch->sinks, report, TRUE, 0, TRUE);
   lagwatch_report_unref (report);
   lag->hang_written = TRUE;
 }
