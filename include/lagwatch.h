@@ -219,6 +219,15 @@ LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *contex
                                                     const LagWatchConfig *config);
 
 /**
+ * lagwatch_is_attached:
+ * @context: (nullable): a context, or %NULL for the default one
+ *
+ * Returns: %TRUE when a watch is attached to @context
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
+
+/**
  * lagwatch_detach:
  * @watch: (transfer full): a watch from lagwatch_attach()
  *

@@ -159,6 +159,26 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   return watch;
 }
 
+gboolean
+lagwatch_is_attached (GMainContext *context)
+{
+  GHashTableIter iter;
+  gpointer watch;
+  gboolean found = FALSE;
+
+  if (context == NULL)
+    context = g_main_context_default ();
+  g_mutex_lock (&lw_lock);
+  if (lw_watches != NULL)
+    {
+      g_hash_table_iter_init (&iter, lw_watches);
+      while (!found && g_hash_table_iter_next (&iter, &watch, NULL))
+        found = ((LagWatch *) watch)->slot->context == context;
+    }
+  g_mutex_unlock (&lw_lock);
+  return found;
+}
+
 void
 lw_watch_finish (LagWatch *watch)
 {

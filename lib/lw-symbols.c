@@ -45,6 +45,12 @@ typedef struct
 {
   LwSymbol   *symbols;    /* sorted by value, one per address */
   gsize       n_symbols;  /* 0 when the module has no usable symbols */
+  /* Where to start bisecting: pages[p] is the index of the first symbol at
+   * or past symbols[0].value + (p << page_shift); n_pages + 1 entries, the
+   * last n_symbols. A lookup bisects a few symbols instead of them all. */
+  guint32    *pages;
+  gsize       n_pages;
+  guint       page_shift;
   char       *names;      /* every name, NUL-terminated, in one chunk */
   char       *debug_file; /* the separate debug file read, or NULL */
   gsize       bytes;      /* what the above took, for lw_symbols_get_stats() */
@@ -125,6 +131,7 @@ lw_symbol_table_free (gpointer data)
   if (table->demangled != NULL)
     g_hash_table_unref (table->demangled);
   g_free (table->symbols);
+  g_free (table->pages);
   g_free (table->names);
   g_free (table->debug_file);
   g_free (table);
@@ -179,6 +186,34 @@ lw_candidate_compare (gconstpointer a,
   return memcmp (ca->name, cb->name, ca->name_len);
 }
 
+/* Any thread. Builds @table's page index: pages of 4 KiB, or larger when
+ * the symbols are sparse, so that the index has at most 4 entries per
+ * symbol. */
+static void
+lw_symbol_table_index (LwSymbolTable *table)
+{
+  uintptr_t span;
+  gsize s = 0;
+
+  if (table->n_symbols == 0 || table->n_symbols > G_MAXUINT32)
+    return;
+  span = table->symbols[table->n_symbols - 1].value - table->symbols[0].value;
+  table->page_shift = 12;
+  while ((span >> table->page_shift) >= 4 * table->n_symbols)
+    table->page_shift++;
+  table->n_pages = (span >> table->page_shift) + 1;
+  table->pages = g_new (guint32, table->n_pages + 1);
+  for (gsize p = 0; p <= table->n_pages; p++)
+    {
+      uintptr_t page_start = table->symbols[0].value + ((uintptr_t) p << table->page_shift);
+
+      while (s < table->n_symbols && (p == table->n_pages || table->symbols[s].value < page_start))
+        s++;
+      table->pages[p] = (guint32) s;
+    }
+  lw_symbol_table_account (table, 0, (table->n_pages + 1) * sizeof (guint32));
+}
+
 /* Any thread. Sorts @candidates and keeps one symbol per address, the
  * largest size among its aliases (they name the same code). */
 static LwSymbolTable *
@@ -229,6 +264,7 @@ lw_symbol_table_new (GArray *candidates)
   table->symbols = g_renew (LwSymbol, table->symbols, n);
   table->n_symbols = n;
   lw_symbol_table_account (table, n, n * sizeof (LwSymbol) + MAX (names_len, 1));
+  lw_symbol_table_index (table);
 
   return table;
 }
@@ -241,9 +277,21 @@ lw_symbol_table_lookup (const LwSymbolTable *table,
                         uintptr_t            value)
 {
   const LwSymbol *symbol;
-  gsize lo = 0;
-  gsize hi = table->n_symbols;
+  uintptr_t page;
+  gsize lo;
+  gsize hi;
 
+  if (table->pages == NULL || value < table->symbols[0].value)
+    return NULL;
+
+  /* Every symbol before pages[page] is below @value, every one from
+   * pages[page + 1] on is above it: the last one at or below @value is in
+   * between, or is the one just before. */
+  page = (value - table->symbols[0].value) >> table->page_shift;
+  if (page >= table->n_pages)
+    page = table->n_pages - 1;
+  lo = table->pages[page];
+  hi = table->pages[page + 1];
   while (lo < hi)
     {
       gsize mid = lo + (hi - lo) / 2;
@@ -253,8 +301,6 @@ lw_symbol_table_lookup (const LwSymbolTable *table,
       else
         hi = mid;
     }
-  if (lo == 0)
-    return NULL;
 
   symbol = &table->symbols[lo - 1];
   if (symbol->size == 0 ? value == symbol->value : value - symbol->value < symbol->size)

@@ -1,0 +1,842 @@
+/* lagwatch-demo: a GTK 4 application that freezes its own main thread on
+ * demand, six ways, and lists the reports lagwatch makes of each freeze.
+ *
+ *   lagwatch-demo [--kind=busy|sleep|io|mutex|recursion|timer]
+ *                 [--duration=MS] [--threshold=MS] [--print-reports]
+ *
+ * Ctrl+F freezes the way chosen in the window; Ctrl+1 to Ctrl+6 choose a
+ * way and freeze at once; Ctrl+Q quits. Each way is its own noipa function
+ * (demo_freeze_busy, demo_freeze_sleep, ...), so the reports name it.
+ *
+ * Threads: everything here runs on the main thread (the one that runs the
+ * GTK main loop, which lagwatch watches), except demo_on_report(), which
+ * lagwatch calls on its watcher thread, and demo_lock_holder(), the worker
+ * of the mutex freeze.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gtk/gtk.h>
+
+#include "lagwatch.h"
+
+/* Keeps the calling function's frame on the stack when it ends in a call:
+ * the call is no longer in tail position, so it cannot become a jump. */
+#define DEMO_KEEP_FRAME() __asm__ volatile ("" ::: "memory")
+
+#define DEMO_RECURSION_DEPTH 60
+#define DEMO_IO_BLOCK_SIZE (1024 * 1024)
+#define DEMO_IO_BLOCKS_PER_ROUND 4
+#define DEMO_TIMER_DELAY_MS 10
+#define DEMO_MAX_DURATION_MS 60000
+#define DEMO_MAX_THRESHOLD_MS 3600000
+
+typedef enum
+{
+  DEMO_FREEZE_BUSY,
+  DEMO_FREEZE_SLEEP,
+  DEMO_FREEZE_FILE_IO,
+  DEMO_FREEZE_MUTEX,
+  DEMO_FREEZE_RECURSION,
+  DEMO_FREEZE_TIMER,
+} DemoFreezeKind;
+
+/* Indexed by DemoFreezeKind; the id is the --kind value and the target of
+ * app.freeze-kind, the label is what the drop-down shows. */
+static const struct
+{
+  const char *id;
+  const char *label;
+  const char *accel;
+} demo_kinds[] = {
+  { "busy", "busy computation", "<Control>1" },
+  { "sleep", "sleeping (usleep)", "<Control>2" },
+  { "io", "file I/O (write + fsync)", "<Control>3" },
+  { "mutex", "waiting for a mutex", "<Control>4" },
+  { "recursion", "deep recursion, then busy", "<Control>5" },
+  { "timer", "a slow GSource timer", "<Control>6" },
+};
+
+/* Command-line options, filled in by GApplication before startup. */
+static char *opt_kind;
+static int opt_duration_ms = 400;
+static int opt_threshold_ms = 100;
+static gboolean opt_print_reports;
+
+static const GOptionEntry demo_options[] = {
+  { "kind", 0, 0, G_OPTION_ARG_STRING, &opt_kind,
+    "How Freeze blocks the main thread: busy, sleep, io, mutex, recursion or timer", "KIND" },
+  { "duration", 0, 0, G_OPTION_ARG_INT, &opt_duration_ms, "How long a freeze lasts (default 400)", "MS" },
+  { "threshold", 0, 0, G_OPTION_ARG_INT, &opt_threshold_ms,
+    "lagwatch's threshold (default 100; LAGWATCH_THRESHOLD_MS overrides it)", "MS" },
+  { "print-reports", 0, 0, G_OPTION_ARG_NONE, &opt_print_reports,
+    "Print each report on stdout as the window receives it, then a \"list:\" line once the list showing it is painted",
+    NULL },
+  { NULL }
+};
+
+/* The application's state; main thread only. The widgets belong to the
+ * window, which may be gone (window == NULL) while a report is in flight. */
+static struct
+{
+  LagWatch           *watch;       /* NULL when lagwatch is not watching */
+  DemoFreezeKind      initial_kind;
+  GListStore         *lags;        /* of DemoLag, newest first */
+  GtkWindow          *window;      /* weak */
+  GtkDropDown        *kind_choice;
+  GtkSpinButton      *duration;
+  GtkSingleSelection *selection;
+  GtkTextBuffer      *stack_text;
+  GdkFrameClock      *painting_clock; /* set while a "list:" line waits for a paint */
+  gulong              after_paint_handler;
+} demo;
+
+/* ---- The freezes: all on the main thread, each its own frame ---------- */
+
+/* Stands for real work: arithmetic until @end_us (monotonic). Inlined, so
+ * the samples land in the named function that calls it. */
+static inline __attribute__ ((always_inline)) void
+demo_compute_until (gint64 end_us)
+{
+  static volatile guint64 result;
+  guint64 x = result;
+
+  while (g_get_monotonic_time () < end_us)
+    for (int i = 0; i < 10000; i++)
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  result = x;
+}
+
+static __attribute__ ((noipa)) void
+demo_freeze_busy (guint ms)
+{
+  demo_compute_until (g_get_monotonic_time () + (gint64) ms * 1000);
+}
+
+static __attribute__ ((noipa)) void
+demo_freeze_sleep (guint ms)
+{
+  /* glibc's usleep() takes more than a second too (it is nanosleep). */
+  usleep ((useconds_t) ms * 1000);
+  DEMO_KEEP_FRAME ();
+}
+
+/* Synchronous writes, each round made durable with fsync(), until @ms have
+ * passed (the last round may overrun). The file is unlinked at once. */
+static __attribute__ ((noipa)) void
+demo_freeze_file_io (guint ms)
+{
+  gint64 end_us = g_get_monotonic_time () + (gint64) ms * 1000;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *block = g_malloc (DEMO_IO_BLOCK_SIZE);
+  int fd = g_file_open_tmp ("lagwatch-demo-XXXXXX", &path, &error);
+  gboolean ok = TRUE;
+
+  if (fd < 0)
+    {
+      g_warning ("file I/O freeze: %s", error->message);
+      return;
+    }
+  unlink (path);
+  memset (block, 0x5a, DEMO_IO_BLOCK_SIZE);
+  while (ok && g_get_monotonic_time () < end_us)
+    {
+      for (off_t i = 0; ok && i < DEMO_IO_BLOCKS_PER_ROUND; i++)
+        ok = pwrite (fd, block, DEMO_IO_BLOCK_SIZE, i * DEMO_IO_BLOCK_SIZE) == DEMO_IO_BLOCK_SIZE;
+      ok = ok && fsync (fd) == 0;
+    }
+  if (!ok)
+    g_warning ("file I/O freeze: writing %s: %s", path, g_strerror (errno));
+  close (fd);
+}
+
+typedef struct
+{
+  GMutex   lock;      /* held by the worker for ms, wanted by the main thread */
+  GMutex   handshake; /* guards held */
+  GCond    held_cond;
+  gboolean held;
+  guint    ms;
+} DemoLockFreeze;
+
+/* Worker thread "demo-lock-holder": takes the lock, says so, keeps it. */
+static gpointer
+demo_lock_holder (gpointer data)
+{
+  DemoLockFreeze *freeze = data;
+
+  g_mutex_lock (&freeze->lock);
+  g_mutex_lock (&freeze->handshake);
+  freeze->held = TRUE;
+  g_cond_signal (&freeze->held_cond);
+  g_mutex_unlock (&freeze->handshake);
+  g_usleep ((gulong) freeze->ms * 1000);
+  g_mutex_unlock (&freeze->lock);
+  return NULL;
+}
+
+/* Blocks on a GMutex that a worker holds for @ms: the report shows the
+ * main thread waiting in futex(), and a hang record (from LAGWATCH_HANG_MS)
+ * shows the holder too. */
+static __attribute__ ((noipa)) void
+demo_freeze_mutex (guint ms)
+{
+  DemoLockFreeze freeze = { .ms = ms };
+  GThread *holder;
+
+  g_mutex_init (&freeze.lock);
+  g_mutex_init (&freeze.handshake);
+  g_cond_init (&freeze.held_cond);
+  holder = g_thread_new ("demo-lock-holder", demo_lock_holder, &freeze);
+  g_mutex_lock (&freeze.handshake);
+  while (!freeze.held)
+    g_cond_wait (&freeze.held_cond, &freeze.handshake);
+  g_mutex_unlock (&freeze.handshake);
+
+  g_mutex_lock (&freeze.lock);
+  g_mutex_unlock (&freeze.lock);
+
+  g_thread_join (holder);
+  g_cond_clear (&freeze.held_cond);
+  g_mutex_clear (&freeze.handshake);
+  g_mutex_clear (&freeze.lock);
+}
+
+/* @depth nested calls of itself, then computation until @end_us. */
+static __attribute__ ((noipa)) void
+demo_freeze_recursion (guint depth, gint64 end_us)
+{
+  if (depth > 1)
+    demo_freeze_recursion (depth - 1, end_us);
+  else
+    demo_compute_until (end_us);
+  DEMO_KEEP_FRAME ();
+}
+
+/* Dispatched by the "demo: slow timer" source: computes for @data ms. */
+static __attribute__ ((noipa)) gboolean
+demo_freeze_timer_callback (gpointer data)
+{
+  demo_compute_until (g_get_monotonic_time () + (gint64) GPOINTER_TO_UINT (data) * 1000);
+  return G_SOURCE_REMOVE;
+}
+
+/* The timer fires once, a moment after the action that added it returned:
+ * its lag is a busy period of its own, in a GSource with a name. */
+static void
+demo_add_slow_timer (guint ms)
+{
+  GSource *timer = g_timeout_source_new (DEMO_TIMER_DELAY_MS);
+
+  g_source_set_name (timer, "demo: slow timer");
+  g_source_set_callback (timer, demo_freeze_timer_callback, GUINT_TO_POINTER (ms), NULL);
+  g_source_attach (timer, NULL);
+  g_source_unref (timer);
+}
+
+static void
+demo_freeze (DemoFreezeKind kind, guint ms)
+{
+  switch (kind)
+    {
+    case DEMO_FREEZE_BUSY:
+      demo_freeze_busy (ms);
+      break;
+    case DEMO_FREEZE_SLEEP:
+      demo_freeze_sleep (ms);
+      break;
+    case DEMO_FREEZE_FILE_IO:
+      demo_freeze_file_io (ms);
+      break;
+    case DEMO_FREEZE_MUTEX:
+      demo_freeze_mutex (ms);
+      break;
+    case DEMO_FREEZE_RECURSION:
+      demo_freeze_recursion (DEMO_RECURSION_DEPTH, g_get_monotonic_time () + (gint64) ms * 1000);
+      break;
+    case DEMO_FREEZE_TIMER:
+      demo_add_slow_timer (ms);
+      break;
+    }
+}
+
+static gboolean
+demo_kind_from_id (const char *id, DemoFreezeKind *kind)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
+    if (g_strcmp0 (id, demo_kinds[i].id) == 0)
+      {
+        *kind = (DemoFreezeKind) i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/* ---- DemoLag: a report as an item of the list model --------------------- */
+
+#define DEMO_TYPE_LAG (demo_lag_get_type ())
+G_DECLARE_FINAL_TYPE (DemoLag, demo_lag, DEMO, LAG, GObject)
+
+struct _DemoLag
+{
+  GObject         parent_instance;
+  LagWatchReport *report;
+};
+
+G_DEFINE_FINAL_TYPE (DemoLag, demo_lag, G_TYPE_OBJECT)
+
+static void
+demo_lag_finalize (GObject *object)
+{
+  lagwatch_report_unref (DEMO_LAG (object)->report);
+  G_OBJECT_CLASS (demo_lag_parent_class)->finalize (object);
+}
+
+static void
+demo_lag_class_init (DemoLagClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = demo_lag_finalize;
+}
+
+static void
+demo_lag_init (DemoLag *self)
+{
+}
+
+/* ---- Reports as text ---------------------------------------------------- */
+
+/* Frames of these modules are the platform the program runs on; the list
+ * shows the program's own frames. */
+static gboolean
+demo_module_is_platform (const char *module)
+{
+  static const char *const platform[] = {
+    "libc.so", "ld-linux", "[vdso]", "libglib-2.0.so", "libgobject-2.0.so",
+    "libgio-2.0.so", "liblagwatch.so",
+  };
+  const char *base;
+
+  if (module == NULL)
+    return FALSE;
+  base = strrchr (module, '/');
+  base = base != NULL ? base + 1 : module;
+  for (guint i = 0; i < G_N_ELEMENTS (platform); i++)
+    if (g_str_has_prefix (base, platform[i]))
+      return TRUE;
+  return FALSE;
+}
+
+static char *
+demo_time_text (LagWatchReport *report)
+{
+  gint64 start_us = lagwatch_report_get_start_time (report);
+  g_autoptr(GDateTime) start = g_date_time_new_from_unix_local (start_us / G_USEC_PER_SEC);
+  g_autofree char *seconds = g_date_time_format (start, "%H:%M:%S");
+
+  return g_strdup_printf ("%s.%03d", seconds, (int) (start_us % G_USEC_PER_SEC / 1000));
+}
+
+/* "computing 98%", or "waiting: sleeping in clock_nanosleep". */
+static char *
+demo_thread_text (LagWatchReport *report)
+{
+  double cpu_ms = lagwatch_report_get_cpu_ms (report);
+  double duration_ms = lagwatch_report_get_duration_ms (report);
+  const char *state = lagwatch_report_get_thread_state (report);
+  const char *syscall_name = lagwatch_report_get_syscall (report);
+  double share;
+
+  if (cpu_ms < 0 || duration_ms <= 0)
+    return g_strdup ("?");
+  share = 100 * cpu_ms / duration_ms;
+  if (share >= 50)
+    return g_strdup_printf ("computing %.0f%%", MIN (share, 100));
+  if (g_strcmp0 (state, "disk") == 0)
+    state = "in disk I/O";
+  return g_strdup_printf ("waiting: %s%s%s", state != NULL ? state : "blocked",
+                          syscall_name != NULL ? " in " : "", syscall_name != NULL ? syscall_name : "");
+}
+
+/* The innermost three frames of the program (not libc, GLib, lagwatch),
+ * outermost last: "demo_freeze_busy ← demo_on_freeze_kind ← ...". */
+static char *
+demo_where_text (LagWatchReport *report)
+{
+  GString *where = g_string_new (NULL);
+  guint shown = 0;
+
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report) && shown < 3; i++)
+    {
+      const char *module = NULL, *symbol = NULL;
+      guint64 module_offset = 0;
+      g_autofree char *base = NULL;
+
+      lagwatch_report_get_frame (report, i, &module, NULL, &module_offset, &symbol, NULL);
+      if (demo_module_is_platform (module))
+        continue;
+      if (shown++ > 0)
+        g_string_append (where, " ← ");
+      if (symbol != NULL)
+        g_string_append (where, symbol);
+      else
+        {
+          base = module != NULL ? g_path_get_basename (module) : g_strdup ("?");
+          g_string_append_printf (where, "%s+0x%" G_GINT64_MODIFIER "x", base, module_offset);
+        }
+    }
+  if (shown == 0)
+    g_string_append (where, lagwatch_report_get_n_frames (report) > 0 ? "(only libc/GLib frames)" : "(no stack)");
+  return g_string_free (where, FALSE);
+}
+
+/* "#n symbol+0xoff  (module +0xoffset)" for every frame of the heaviest
+ * stack, the program's own frames in bold. */
+static void
+demo_show_stack (LagWatchReport *report)
+{
+  GtkTextBuffer *text = demo.stack_text;
+  GtkTextIter end;
+  const char *source = lagwatch_report_get_source (report);
+  guint n_frames = lagwatch_report_get_n_frames (report);
+  g_autofree char *header = NULL;
+
+  gtk_text_buffer_set_text (text, "", 0);
+  gtk_text_buffer_get_end_iter (text, &end);
+  header = g_strdup_printf ("lag %s: %.1f ms (threshold %u ms), %s%s%s; %u samples; heaviest stack, innermost first:\n",
+                            lagwatch_report_get_id (report), lagwatch_report_get_duration_ms (report),
+                            lagwatch_report_get_threshold_ms (report),
+                            source != NULL ? "in GSource \"" : "in no named GSource",
+                            source != NULL ? source : "", source != NULL ? "\"" : "",
+                            lagwatch_report_get_n_samples (report));
+  gtk_text_buffer_insert (text, &end, header, -1);
+  for (guint i = 0; i < n_frames; i++)
+    {
+      const char *module = NULL, *symbol = NULL;
+      guint64 module_offset = 0, symbol_offset = 0;
+      g_autofree char *base = NULL;
+      g_autofree char *line = NULL;
+
+      lagwatch_report_get_frame (report, i, &module, NULL, &module_offset, &symbol, &symbol_offset);
+      base = module != NULL ? g_path_get_basename (module) : g_strdup ("?");
+      if (symbol != NULL)
+        line = g_strdup_printf ("#%-3u %s+0x%" G_GINT64_MODIFIER "x  (%s +0x%" G_GINT64_MODIFIER "x)\n",
+                                i, symbol, symbol_offset, base, module_offset);
+      else
+        line = g_strdup_printf ("#%-3u ??  (%s +0x%" G_GINT64_MODIFIER "x)\n", i, base, module_offset);
+      if (demo_module_is_platform (module))
+        gtk_text_buffer_insert (text, &end, line, -1);
+      else
+        gtk_text_buffer_insert_with_tags_by_name (text, &end, line, -1, "program", NULL);
+    }
+  if (n_frames == 0)
+    gtk_text_buffer_insert (text, &end, "(no stack was taken)\n", -1);
+}
+
+/* ---- Reports: from the watcher thread to the window --------------------- */
+
+static void
+demo_on_after_paint (GdkFrameClock *clock, gpointer user_data)
+{
+  g_autoptr(DemoLag) newest = g_list_model_get_item (G_LIST_MODEL (demo.lags), 0);
+  guint n_rows = g_list_model_get_n_items (G_LIST_MODEL (demo.lags));
+
+  g_signal_handler_disconnect (clock, demo.after_paint_handler);
+  demo.after_paint_handler = 0;
+  demo.painting_clock = NULL;
+  printf ("list: %u row%s, newest %s\n", n_rows, n_rows == 1 ? "" : "s", lagwatch_report_get_id (newest->report));
+  fflush (stdout);
+}
+
+/* Main thread, from an idle source that demo_on_report() added. Puts the
+ * report at the head of the list (followed by the selection when it was on
+ * the newest row), then prints it when --print-reports was given, so a test
+ * sees on stdout only what went through the callback and into the list. */
+static gboolean
+demo_show_report (gpointer data)
+{
+  LagWatchReport *report = data;
+  g_autoptr(DemoLag) lag = NULL;
+  g_autofree char *text = NULL;
+  guint selected;
+
+  if (demo.window == NULL)
+    return G_SOURCE_REMOVE;
+  selected = gtk_single_selection_get_selected (demo.selection);
+  lag = g_object_new (DEMO_TYPE_LAG, NULL);
+  lag->report = lagwatch_report_ref (report);
+  g_list_store_insert (demo.lags, 0, lag);
+  if (selected == 0 || selected == GTK_INVALID_LIST_POSITION)
+    gtk_single_selection_set_selected (demo.selection, 0);
+
+  if (opt_print_reports)
+    {
+      text = lagwatch_report_to_text (report);
+      fputs (text, stdout);
+      fflush (stdout);
+      /* Once the frame that shows the new row is painted, say so: a script
+       * can take its screenshot then. */
+      if (demo.after_paint_handler == 0)
+        {
+          demo.painting_clock = gtk_widget_get_frame_clock (GTK_WIDGET (demo.window));
+          demo.after_paint_handler = g_signal_connect (demo.painting_clock, "after-paint",
+                                                       G_CALLBACK (demo_on_after_paint), NULL);
+          gtk_widget_queue_draw (GTK_WIDGET (demo.window));
+        }
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* Watcher thread (lagwatch's): must not touch GTK or the demo's state. It
+ * takes a reference on the report and queues an idle source on the main
+ * thread's context, which shows it there. Not g_main_context_invoke(): from
+ * a thread with no thread-default context it may acquire the global default
+ * context and run the function right here, on this thread. */
+static void
+demo_on_report (LagWatchReport *report, gpointer user_data)
+{
+  g_idle_add_full (G_PRIORITY_DEFAULT, demo_show_report, lagwatch_report_ref (report),
+                   (GDestroyNotify) lagwatch_report_unref);
+}
+
+/* ---- The window ---------------------------------------------------------- */
+
+typedef enum
+{
+  DEMO_COLUMN_TIME,
+  DEMO_COLUMN_DURATION,
+  DEMO_COLUMN_SOURCE,
+  DEMO_COLUMN_THREAD,
+  DEMO_COLUMN_WHERE,
+} DemoColumn;
+
+static const struct
+{
+  const char *title;
+  float       xalign;
+  gboolean    expand;
+} demo_columns[] = {
+  [DEMO_COLUMN_TIME] = { "Began", 0, FALSE },
+  [DEMO_COLUMN_DURATION] = { "Duration", 1, FALSE },
+  [DEMO_COLUMN_SOURCE] = { "GSource", 0, FALSE },
+  [DEMO_COLUMN_THREAD] = { "Thread", 0, FALSE },
+  [DEMO_COLUMN_WHERE] = { "Where (the program's innermost frames)", 0, TRUE },
+};
+
+static char *
+demo_column_text (LagWatchReport *report, DemoColumn column)
+{
+  const char *source;
+
+  switch (column)
+    {
+    case DEMO_COLUMN_TIME:
+      return demo_time_text (report);
+    case DEMO_COLUMN_DURATION:
+      return g_strdup_printf ("%.0f ms", lagwatch_report_get_duration_ms (report));
+    case DEMO_COLUMN_SOURCE:
+      source = lagwatch_report_get_source (report);
+      return g_strdup (source != NULL ? source : "—");
+    case DEMO_COLUMN_THREAD:
+      return demo_thread_text (report);
+    case DEMO_COLUMN_WHERE:
+      return demo_where_text (report);
+    }
+  g_return_val_if_reached (NULL);
+}
+
+static void
+demo_cell_setup (GtkSignalListItemFactory *factory, GtkListItem *item, gpointer column)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+
+  gtk_label_set_xalign (GTK_LABEL (label), demo_columns[GPOINTER_TO_UINT (column)].xalign);
+  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+  gtk_list_item_set_child (item, label);
+}
+
+static void
+demo_cell_bind (GtkSignalListItemFactory *factory, GtkListItem *item, gpointer column)
+{
+  DemoLag *lag = gtk_list_item_get_item (item);
+  g_autofree char *text = demo_column_text (lag->report, GPOINTER_TO_UINT (column));
+
+  gtk_label_set_text (GTK_LABEL (gtk_list_item_get_child (item)), text);
+  gtk_widget_set_tooltip_text (gtk_list_item_get_child (item), text);
+}
+
+static GtkWidget *
+demo_lag_table_new (void)
+{
+  GtkWidget *table;
+
+  demo.selection = gtk_single_selection_new (G_LIST_MODEL (g_object_ref (demo.lags)));
+  table = gtk_column_view_new (GTK_SELECTION_MODEL (demo.selection));
+  gtk_column_view_set_show_column_separators (GTK_COLUMN_VIEW (table), TRUE);
+  for (guint i = 0; i < G_N_ELEMENTS (demo_columns); i++)
+    {
+      GtkListItemFactory *factory = gtk_signal_list_item_factory_new ();
+      GtkColumnViewColumn *column;
+
+      g_signal_connect (factory, "setup", G_CALLBACK (demo_cell_setup), GUINT_TO_POINTER (i));
+      g_signal_connect (factory, "bind", G_CALLBACK (demo_cell_bind), GUINT_TO_POINTER (i));
+      column = gtk_column_view_column_new (demo_columns[i].title, factory);
+      gtk_column_view_column_set_expand (column, demo_columns[i].expand);
+      gtk_column_view_column_set_resizable (column, TRUE);
+      gtk_column_view_append_column (GTK_COLUMN_VIEW (table), column);
+      g_object_unref (column);
+    }
+  return table;
+}
+
+static void
+demo_on_selected (GtkSingleSelection *selection, GParamSpec *pspec, gpointer user_data)
+{
+  DemoLag *lag = gtk_single_selection_get_selected_item (selection);
+
+  if (lag != NULL)
+    demo_show_stack (lag->report);
+  else
+    gtk_text_buffer_set_text (demo.stack_text, "", 0);
+}
+
+/* The title counts the rows of the list: "lagwatch demo — 2 lags". */
+static void
+demo_update_title (GListModel *lags, guint position, guint removed, guint added, gpointer window)
+{
+  guint n_rows = g_list_model_get_n_items (lags);
+  g_autofree char *title = NULL;
+
+  if (n_rows == 0)
+    title = g_strdup ("lagwatch demo — no lags yet");
+  else
+    title = g_strdup_printf ("lagwatch demo — %u lag%s", n_rows, n_rows == 1 ? "" : "s");
+  gtk_window_set_title (window, title);
+}
+
+static void
+demo_on_threshold_changed (GtkSpinButton *spin, gpointer user_data)
+{
+  lagwatch_set_threshold_ms (demo.watch, (guint) gtk_spin_button_get_value_as_int (spin));
+}
+
+static GtkWidget *
+demo_labeled (GtkWidget *box, const char *text, GtkWidget *widget)
+{
+  gtk_box_append (GTK_BOX (box), gtk_label_new (text));
+  gtk_box_append (GTK_BOX (box), widget);
+  return widget;
+}
+
+static GtkWidget *
+demo_controls_new (void)
+{
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  const char *labels[G_N_ELEMENTS (demo_kinds) + 1] = { NULL };
+  GtkWidget *freeze = gtk_button_new_with_mnemonic ("_Freeze");
+  GtkWidget *threshold = gtk_spin_button_new_with_range (1, 10000, 10);
+  GtkWidget *spacer = gtk_label_new (NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
+    labels[i] = demo_kinds[i].label;
+  demo.kind_choice = GTK_DROP_DOWN (demo_labeled (box, "Freeze the main thread by", gtk_drop_down_new_from_strings (labels)));
+  gtk_drop_down_set_selected (demo.kind_choice, demo.initial_kind);
+  demo.duration = GTK_SPIN_BUTTON (demo_labeled (box, "for", gtk_spin_button_new_with_range (1, DEMO_MAX_DURATION_MS, 50)));
+  gtk_spin_button_set_value (demo.duration, opt_duration_ms);
+  gtk_box_append (GTK_BOX (box), gtk_label_new ("ms"));
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (freeze), "app.freeze");
+  gtk_widget_add_css_class (freeze, "suggested-action");
+  gtk_box_append (GTK_BOX (box), freeze);
+
+  gtk_widget_set_hexpand (spacer, TRUE);
+  gtk_box_append (GTK_BOX (box), spacer);
+  demo_labeled (box, "Report lags over", threshold);
+  gtk_box_append (GTK_BOX (box), gtk_label_new ("ms"));
+  if (demo.watch != NULL)
+    {
+      gtk_spin_button_set_value (GTK_SPIN_BUTTON (threshold), lagwatch_get_threshold_ms (demo.watch));
+      g_signal_connect (threshold, "value-changed", G_CALLBACK (demo_on_threshold_changed), NULL);
+    }
+  else
+    {
+      gtk_widget_set_sensitive (threshold, FALSE);
+      gtk_widget_set_tooltip_text (threshold, "lagwatch is not watching (LAGWATCH_DISABLE=1, or see the warning on stderr)");
+    }
+  return box;
+}
+
+static GtkWidget *
+demo_stack_view_new (void)
+{
+  GtkWidget *view = gtk_text_view_new ();
+  GtkWidget *scrolled = gtk_scrolled_window_new ();
+
+  gtk_text_view_set_editable (GTK_TEXT_VIEW (view), FALSE);
+  gtk_text_view_set_monospace (GTK_TEXT_VIEW (view), TRUE);
+  gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 8);
+  gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);
+  demo.stack_text = gtk_text_view_get_buffer (GTK_TEXT_VIEW (view));
+  gtk_text_buffer_create_tag (demo.stack_text, "program", "weight", PANGO_WEIGHT_BOLD, NULL);
+  gtk_text_buffer_set_text (demo.stack_text, "Select a lag to see its whole stack.", -1);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), view);
+  return scrolled;
+}
+
+static void
+demo_activate (GApplication *app, gpointer user_data)
+{
+  GtkWidget *window, *content, *hint, *paned, *table_scroll;
+
+  if (demo.window != NULL)
+    {
+      gtk_window_present (demo.window);
+      return;
+    }
+  window = gtk_application_window_new (GTK_APPLICATION (app));
+  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 640);
+  demo.window = GTK_WINDOW (window);
+  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &demo.window);
+  g_signal_connect_object (demo.lags, "items-changed", G_CALLBACK (demo_update_title), window, 0);
+  demo_update_title (G_LIST_MODEL (demo.lags), 0, 0, 0, window);
+
+  content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 8);
+  gtk_widget_set_margin_start (content, 12);
+  gtk_widget_set_margin_end (content, 12);
+  gtk_widget_set_margin_top (content, 12);
+  gtk_widget_set_margin_bottom (content, 12);
+  gtk_box_append (GTK_BOX (content), demo_controls_new ());
+  hint = gtk_label_new ("Ctrl+F freezes; Ctrl+1 … Ctrl+6 choose a way and freeze. "
+                        "Newest lag first; select one to see its stack.");
+  gtk_label_set_xalign (GTK_LABEL (hint), 0);
+  gtk_widget_add_css_class (hint, "dim-label");
+  gtk_box_append (GTK_BOX (content), hint);
+
+  table_scroll = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroll), demo_lag_table_new ());
+  g_signal_connect (demo.selection, "notify::selected", G_CALLBACK (demo_on_selected), NULL);
+  paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
+  gtk_widget_set_vexpand (paned, TRUE);
+  gtk_paned_set_start_child (GTK_PANED (paned), table_scroll);
+  gtk_paned_set_end_child (GTK_PANED (paned), demo_stack_view_new ());
+  gtk_paned_set_position (GTK_PANED (paned), 220);
+  gtk_box_append (GTK_BOX (content), paned);
+
+  gtk_window_set_child (GTK_WINDOW (window), content);
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+/* ---- Actions and the application ------------------------------------------- */
+
+static void
+demo_on_freeze (GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+  if (demo.window == NULL)
+    return;
+  demo_freeze ((DemoFreezeKind) gtk_drop_down_get_selected (demo.kind_choice),
+               (guint) gtk_spin_button_get_value_as_int (demo.duration));
+}
+
+static void
+demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+  DemoFreezeKind kind;
+
+  if (demo.window == NULL || !demo_kind_from_id (g_variant_get_string (parameter, NULL), &kind))
+    return;
+  gtk_drop_down_set_selected (demo.kind_choice, kind);
+  demo_freeze (kind, (guint) gtk_spin_button_get_value_as_int (demo.duration));
+}
+
+static void
+demo_on_quit (GSimpleAction *action, GVariant *parameter, gpointer app)
+{
+  g_application_quit (app);
+}
+
+static const GActionEntry demo_actions[] = {
+  { .name = "freeze", .activate = demo_on_freeze },
+  { .name = "freeze-kind", .activate = demo_on_freeze_kind, .parameter_type = "s" },
+  { .name = "quit", .activate = demo_on_quit },
+};
+
+/* Before the application registers: checks the options. */
+static int
+demo_handle_local_options (GApplication *app, GVariantDict *options, gpointer user_data)
+{
+  if (opt_kind != NULL && !demo_kind_from_id (opt_kind, &demo.initial_kind))
+    {
+      g_printerr ("lagwatch-demo: --kind: \"%s\" is none of busy, sleep, io, mutex, recursion, timer\n", opt_kind);
+      return 2;
+    }
+  if (opt_duration_ms < 1 || opt_duration_ms > DEMO_MAX_DURATION_MS)
+    {
+      g_printerr ("lagwatch-demo: --duration: %d is not within 1-%d ms\n", opt_duration_ms, DEMO_MAX_DURATION_MS);
+      return 2;
+    }
+  if (opt_threshold_ms < 1 || opt_threshold_ms > DEMO_MAX_THRESHOLD_MS)
+    {
+      g_printerr ("lagwatch-demo: --threshold: %d is not within 1-%d ms\n", opt_threshold_ms, DEMO_MAX_THRESHOLD_MS);
+      return 2;
+    }
+  return -1;
+}
+
+/* Attaches lagwatch to the default context, the one GTK runs, before the
+ * first window. The environment (LAGWATCH_THRESHOLD_MS, LAGWATCH_OUTPUT...)
+ * overrides the configuration, as in any program. */
+static void
+demo_startup (GApplication *app, gpointer user_data)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+
+  demo.lags = g_list_store_new (DEMO_TYPE_LAG);
+  lagwatch_config_set_threshold_ms (config, (guint) opt_threshold_ms);
+  demo.watch = lagwatch_attach_with_config (NULL, config);
+  if (demo.watch != NULL)
+    lagwatch_set_report_func (demo.watch, demo_on_report, NULL, NULL);
+
+  g_action_map_add_action_entries (G_ACTION_MAP (app), demo_actions, G_N_ELEMENTS (demo_actions), app);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.freeze",
+                                         (const char *const[]) { "<Control>f", NULL });
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.quit",
+                                         (const char *const[]) { "<Control>q", NULL });
+  for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
+    {
+      g_autofree char *action = g_strdup_printf ("app.freeze-kind::%s", demo_kinds[i].id);
+
+      gtk_application_set_accels_for_action (GTK_APPLICATION (app), action,
+                                             (const char *const[]) { demo_kinds[i].accel, NULL });
+    }
+}
+
+/* Before GTK destroys the window: no report is delivered after the detach;
+ * one already queued would find demo.window NULL and be dropped. */
+static void
+demo_shutdown (GApplication *app, gpointer user_data)
+{
+  if (demo.after_paint_handler != 0)
+    g_signal_handler_disconnect (demo.painting_clock, demo.after_paint_handler);
+  if (demo.watch != NULL)
+    lagwatch_detach (demo.watch);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr(GtkApplication) app = gtk_application_new ("org.lagwatch.Demo", G_APPLICATION_NON_UNIQUE);
+  int status;
+
+  g_application_add_main_option_entries (G_APPLICATION (app), demo_options);
+  g_signal_connect (app, "handle-local-options", G_CALLBACK (demo_handle_local_options), NULL);
+  g_signal_connect (app, "startup", G_CALLBACK (demo_startup), NULL);
+  g_signal_connect (app, "activate", G_CALLBACK (demo_activate), NULL);
+  g_signal_connect (app, "shutdown", G_CALLBACK (demo_shutdown), NULL);
+  status = g_application_run (G_APPLICATION (app), argc, argv);
+  g_clear_object (&demo.lags);
+  g_free (opt_kind);
+  return status;
+}

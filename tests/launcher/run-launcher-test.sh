@@ -1,0 +1,80 @@
+#!/bin/sh
+# run-launcher-test.sh LAUNCHER SLOW_CALLBACK_LIB
+# The launcher against real programs: gtk4-widget-factory (unmodified) in a
+# real X server with one slow callback added through the user's LD_PRELOAD;
+# programs that never run a GLib loop; bad invocations.
+set -u
+launcher=$1
+slowlib=$2
+tmp=$(mktemp -d)
+status=0
+xvfb_pid=""
+cleanup() { [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL $*"; status=1; }
+
+# In an ASan build the preloaded library needs ASan's runtime loaded first;
+# the launcher keeps the user's LD_PRELOAD, so this is also the place to
+# show it does. The programs themselves are not instrumented: no leak check.
+if [ -n "${LW_ASAN_RUNTIME:-}" ]; then
+  export LD_PRELOAD="$LW_ASAN_RUNTIME"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+fi
+user_preload=${LD_PRELOAD:+$LD_PRELOAD }
+
+# 1. Programs that never iterate a GLib loop: untouched, same exit status.
+"$launcher" -- /bin/true || fail "/bin/true exit status $?"
+"$launcher" -- /bin/false; [ $? -eq 1 ] || fail "/bin/false exit status"
+"$launcher" -- sh -c 'exit 7'; [ $? -eq 7 ] || fail "sh -c 'exit 7' exit status"
+threads=$("$launcher" -- sh -c 'ls /proc/$$/task | wc -l')
+[ "$threads" -eq 1 ] || fail "a shell under the launcher has $threads threads (expected 1: nothing started)"
+loaded=$("$launcher" -- sh -c 'grep -c liblagwatch-preload /proc/$$/maps')
+[ "$loaded" -gt 0 ] || fail "the preload library is not loaded"
+echo "ok no-loop programs: exit statuses kept, $threads thread, preload loaded"
+
+# 2. Bad invocations.
+"$launcher" --threshold abc -- /bin/true 2> "$tmp/err"; code=$?
+[ $code -eq 2 ] && grep -q "threshold" "$tmp/err" || fail "bad --threshold: status $code, $(cat "$tmp/err")"
+"$launcher" -- /nonexistent/program 2> "$tmp/err"; code=$?
+[ $code -eq 127 ] && grep -q "cannot run '/nonexistent/program'" "$tmp/err" || fail "missing program: status $code"
+echo "ok bad invocations"
+
+# 3. gtk4-widget-factory, unmodified, in Xvfb.
+factory=$(command -v gtk4-widget-factory)
+[ -n "$factory" ] || { echo "FAIL gtk4-widget-factory not installed (package gtk-4-examples)"; exit 1; }
+display=""
+for n in $(seq 90 130); do
+  [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ] && continue
+  display=":$n"; break
+done
+Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp > "$tmp/xvfb.log" 2>&1 &
+xvfb_pid=$!
+deadline=$(( $(date +%s) + 20 ))
+until [ -e "/tmp/.X11-unix/X${display#:}" ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL Xvfb did not start"; cat "$tmp/xvfb.log"; exit 1; }
+  sleep 0.05
+done
+
+json="$tmp/lags.jsonl"
+LD_PRELOAD="$user_preload$slowlib" LW_TEST_SLOW_MS=300 DISPLAY="$display" GDK_BACKEND=x11 \
+  GSK_RENDERER=cairo NO_AT_BRIDGE=1 timeout 60 \
+  "$launcher" --threshold 100 --output "json:$json,stderr" -- "$factory" > "$tmp/factory.log" 2>&1
+code=$?
+[ $code -eq 0 ] || { fail "widget factory under the launcher: exit status $code"; tail -20 "$tmp/factory.log"; }
+
+python3 - "$json" <<'PY' || status=1
+import json, sys
+reports = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+slow = [r for r in reports if r.get("source") == "launcher-test: slow callback"]
+if len(slow) != 1:
+    print("FAIL expected one report for the slow callback, got", len(slow), "of", len(reports)); sys.exit(1)
+r = slow[0]
+names = [f["symbol"] for f in r["stack"]]
+if "launcher_test_slow_callback" not in names:
+    print("FAIL the stack does not name the slow callback:", names); sys.exit(1)
+if abs(r["duration_ms"] - 300) > 50:
+    print("FAIL duration", r["duration_ms"], "not near 300 ms"); sys.exit(1)
+print("ok gtk4-widget-factory: the slow callback named, %.1f ms, phase %s, %d samples, %d reports in all"
+      % (r["duration_ms"], r["phase"], r["samples"], len(reports)))
+PY
+exit $status

@@ -1,0 +1,54 @@
+/* slow-callback: preloaded into an unmodified GTK program by the launcher
+ * test (through the user's own LD_PRELOAD, which the launcher must keep).
+ * Once the program's loop runs, it adds one named timeout to the default
+ * context whose callback spins for LW_TEST_SLOW_MS, then, shortly after,
+ * asks the application to quit. The program itself is not changed. */
+#include <gio/gio.h>
+#include <stdlib.h>
+
+#define LAGGY __attribute__ ((noipa))
+
+static LAGGY void
+launcher_test_spin (gint64 ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+static gboolean
+quit_application (gpointer data)
+{
+  GApplication *app = g_application_get_default ();
+
+  if (app != NULL)
+    g_application_quit (app);
+  else
+    exit (0);
+  return G_SOURCE_REMOVE;
+}
+
+static LAGGY gboolean
+launcher_test_slow_callback (gpointer data)
+{
+  launcher_test_spin (atoi (g_getenv ("LW_TEST_SLOW_MS")));
+  g_timeout_add (300, quit_application, NULL);
+  __asm__ volatile ("" ::: "memory");
+  return G_SOURCE_REMOVE;
+}
+
+__attribute__ ((constructor)) static void
+slow_callback_init (void)
+{
+  GSource *source;
+
+  if (g_getenv ("LW_TEST_SLOW_MS") == NULL)
+    return;
+  /* 1.5 s: the widget factory is up and its loop idles by then. */
+  source = g_timeout_source_new (1500);
+  g_source_set_name (source, "launcher-test: slow callback");
+  g_source_set_callback (source, launcher_test_slow_callback, NULL, NULL);
+  g_source_attach (source, NULL);
+  g_source_unref (source);
+}

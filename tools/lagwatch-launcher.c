@@ -1,0 +1,187 @@
+/* lagwatch: run an unmodified GLib or GTK program with lagwatch attached
+ *
+ *   lagwatch [--threshold MS] [--output SPEC] [--sample MS] [--hang MS]
+ *            [--] PROGRAM [ARGS...]
+ *
+ * Options become the LAGWATCH_* environment variables (which also work on
+ * their own), the preload library joins LD_PRELOAD (after what the user put
+ * there), and PROGRAM replaces this process: its exit status is ours. The
+ * values are checked here with the library's own configuration API, so a
+ * bad one is refused before the program starts.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lagwatch.h"
+#include "lw-build-config.h"
+
+static int opt_threshold = -1, opt_sample = -1, opt_hang = -1;
+static char *opt_output;
+static gboolean opt_version;
+
+static GOptionEntry lw_launcher_options[] = {
+  { "threshold", 't', 0, G_OPTION_ARG_INT, &opt_threshold,
+    "Report when the loop stays out of poll longer than MS (default 100)", "MS" },
+  { "output", 'o', 0, G_OPTION_ARG_STRING, &opt_output,
+    "Where reports go: stderr, json:PATH, none, comma-separated (default stderr)", "SPEC" },
+  { "sample", 's', 0, G_OPTION_ARG_INT, &opt_sample,
+    "Take a stack every MS during a lag (default 10)", "MS" },
+  { "hang", 0, 0, G_OPTION_ARG_INT, &opt_hang,
+    "Write a durable hang record once a lag reaches MS (default 2000)", "MS" },
+  { "version", 0, 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL },
+  { NULL }
+};
+
+/* The directory of the file that holds this process's liblagwatch, found
+ * from the loaded objects (not from dladdr, which the library avoids). */
+static int
+lw_launcher_find_library (struct dl_phdr_info *info, size_t size, void *data)
+{
+  char **found = data;
+  uintptr_t target = (uintptr_t) lagwatch_attach;
+
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    {
+      const ElfW (Phdr) *ph = &info->dlpi_phdr[i];
+      uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+      if (ph->p_type == PT_LOAD && target >= start && target < start + ph->p_memsz
+          && info->dlpi_name != NULL && info->dlpi_name[0] != '\0')
+        {
+          *found = g_path_get_dirname (info->dlpi_name);
+          return 1;
+        }
+    }
+  return 0;
+}
+
+/* The preload library: LAGWATCH_PRELOAD_LIBRARY if set; next to this
+ * program (a build tree); next to liblagwatch, in lagwatch/ (installed). */
+static char *
+lw_launcher_preload_path (void)
+{
+  const char *forced = g_getenv ("LAGWATCH_PRELOAD_LIBRARY");
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *libdir = NULL;
+  char *candidate;
+
+  if (forced != NULL)
+    return g_strdup (forced);
+  if (self != NULL)
+    {
+      g_autofree char *dir = g_path_get_dirname (self);
+
+      candidate = g_build_filename (dir, "liblagwatch-preload.so", NULL);
+      if (g_file_test (candidate, G_FILE_TEST_EXISTS))
+        return candidate;
+      g_free (candidate);
+    }
+  dl_iterate_phdr (lw_launcher_find_library, &libdir);
+  if (libdir != NULL)
+    {
+      candidate = g_build_filename (libdir, "lagwatch", "liblagwatch-preload.so", NULL);
+      if (g_file_test (candidate, G_FILE_TEST_EXISTS))
+        return candidate;
+      g_free (candidate);
+    }
+  return NULL;
+}
+
+/* An option given (not -1) becomes its variable. */
+static void
+lw_launcher_setenv_ms (const char *name, int ms)
+{
+  char text[16];
+
+  if (ms == -1)
+    return;
+  g_snprintf (text, sizeof text, "%d", ms);
+  g_setenv (name, text, TRUE);
+}
+
+static int
+lw_launcher_fail (const char *message)
+{
+  fprintf (stderr, "lagwatch: %s\nTry 'lagwatch --help'.\n", message);
+  return 2;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr(GOptionContext) context = g_option_context_new ("[--] PROGRAM [ARGS...]");
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *preload = NULL;
+  g_autofree char *pid = NULL;
+  g_autofree char *value = NULL;
+  const char *previous;
+
+  g_option_context_set_summary (context,
+    "Run PROGRAM, an unmodified GLib or GTK program, and report every moment its\n"
+    "main loop stops answering for longer than the threshold, with the stack that\n"
+    "held it. The LAGWATCH_* environment variables work too (see the README).");
+  g_option_context_add_main_entries (context, lw_launcher_options, NULL);
+  /* Options end at PROGRAM: what follows is PROGRAM's. */
+  g_option_context_set_strict_posix (context, TRUE);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    return lw_launcher_fail (error->message);
+  if (opt_version)
+    {
+      printf ("lagwatch %s\n", LAGWATCH_VERSION);
+      return 0;
+    }
+  if (argc > 1 && g_str_equal (argv[1], "--"))
+    {
+      argv++;
+      argc--;
+    }
+  if (argc < 2)
+    return lw_launcher_fail ("no PROGRAM to run");
+
+  if (opt_threshold != -1 && (opt_threshold < 1 || !lagwatch_config_set_threshold_ms (config, (guint) opt_threshold)))
+    return lw_launcher_fail ("--threshold takes a whole number of milliseconds from 1 to 3600000");
+  if (opt_sample != -1 && (opt_sample < 1 || !lagwatch_config_set_sample_ms (config, (guint) opt_sample)))
+    return lw_launcher_fail ("--sample takes a whole number of milliseconds from 1 to 1000");
+  if (opt_hang != -1 && (opt_hang < 1 || !lagwatch_config_set_hang_ms (config, (guint) opt_hang)))
+    return lw_launcher_fail ("--hang takes a whole number of milliseconds from 1 to 3600000");
+  if (opt_output != NULL && !lagwatch_config_set_output (config, opt_output, &error))
+    {
+      g_autofree char *message = g_strdup_printf ("--output %s: %s", opt_output, error->message);
+
+      return lw_launcher_fail (message);
+    }
+
+  preload = lw_launcher_preload_path ();
+  if (preload == NULL)
+    {
+      fprintf (stderr, "lagwatch: cannot find liblagwatch-preload.so "
+                       "(set LAGWATCH_PRELOAD_LIBRARY to its path)\n");
+      return 2;
+    }
+
+  lw_launcher_setenv_ms ("LAGWATCH_THRESHOLD_MS", opt_threshold);
+  lw_launcher_setenv_ms ("LAGWATCH_SAMPLE_MS", opt_sample);
+  lw_launcher_setenv_ms ("LAGWATCH_HANG_MS", opt_hang);
+  if (opt_output != NULL)
+    g_setenv ("LAGWATCH_OUTPUT", opt_output, TRUE);
+  /* The user's own preloads stay, and come first. */
+  previous = g_getenv ("LD_PRELOAD");
+  if (previous != NULL && previous[0] != '\0')
+    value = g_strdup_printf ("%s %s", previous, preload);
+  else
+    value = g_strdup (preload);
+  g_setenv ("LD_PRELOAD", value, TRUE);
+  /* exec keeps our process id: only this very process attaches. */
+  pid = g_strdup_printf ("%d", (int) getpid ());
+  g_setenv ("LAGWATCH_LAUNCHER_PID", pid, TRUE);
+
+  execvp (argv[1], argv + 1);
+  fprintf (stderr, "lagwatch: cannot run '%s': %s\n", argv[1], g_strerror (errno));
+  return errno == ENOENT ? 127 : 126;
+}
