@@ -294,7 +294,6 @@ lw_bench_collect (LwBenchModule *module,
                   GArray        *addresses)
 {
   GArray *found = g_array_new (FALSE, FALSE, sizeof (uintptr_t));
-  guint step;
 
   for (guint s = 0; s + 1 < module->exec->len; s += 2)
     {
@@ -320,13 +319,15 @@ lw_bench_collect (LwBenchModule *module,
     }
 
   module->n_call_sites = found->len;
-  step = MAX (1, (found->len + LW_BENCH_MAX_PER_MODULE - 1) / LW_BENCH_MAX_PER_MODULE);
-  for (guint i = 0; i < found->len; i += step)
+  module->n_used = MIN (found->len, LW_BENCH_MAX_PER_MODULE);
+  for (guint i = 0; i < module->n_used; i++)
     {
-      LwBenchAddress address = { g_array_index (found, uintptr_t, i), module };
+      LwBenchAddress address = {
+        g_array_index (found, uintptr_t, (guint64) i * found->len / module->n_used),
+        module,
+      };
 
       g_array_append_val (addresses, address);
-      module->n_used++;
     }
   g_array_unref (found);
 }

@@ -25,7 +25,8 @@
 #include "lagwatch.h"
 
 /* Keeps the calling function's frame on the stack when it ends in a call:
- * the call is no longer in tail position, so it cannot become a jump. */
+ * the call is no longer in tail position, so it cannot become a jump, and
+ * reports show who called the freeze. */
 #define DEMO_KEEP_FRAME() __asm__ volatile ("" ::: "memory")
 
 #define DEMO_RECURSION_DEPTH 60
@@ -90,6 +91,7 @@ static struct
   GtkDropDown        *kind_choice;
   GtkSpinButton      *duration;
   GtkSingleSelection *selection;
+  GtkAdjustment      *table_scroll; /* the list's vertical scrolling */
   GtkTextBuffer      *stack_text;
   GdkFrameClock      *painting_clock; /* set while a "list:" line waits for a paint */
   gulong              after_paint_handler;
@@ -239,7 +241,7 @@ demo_add_slow_timer (guint ms)
   g_source_unref (timer);
 }
 
-static void
+static __attribute__ ((noipa)) void
 demo_freeze (DemoFreezeKind kind, guint ms)
 {
   switch (kind)
@@ -263,6 +265,7 @@ demo_freeze (DemoFreezeKind kind, guint ms)
       demo_add_slow_timer (ms);
       break;
     }
+  DEMO_KEEP_FRAME ();
 }
 
 static gboolean
@@ -341,7 +344,9 @@ demo_time_text (LagWatchReport *report)
   return g_strdup_printf ("%s.%03d", seconds, (int) (start_us % G_USEC_PER_SEC / 1000));
 }
 
-/* "computing 98%", or "waiting: sleeping in clock_nanosleep". */
+/* "computing 98%", "waiting: sleeping in clock_nanosleep", or, for a thread
+ * that was runnable but got little CPU (a busy machine), "running 40% (the
+ * CPU was busy elsewhere)". */
 static char *
 demo_thread_text (LagWatchReport *report)
 {
@@ -356,6 +361,8 @@ demo_thread_text (LagWatchReport *report)
   share = 100 * cpu_ms / duration_ms;
   if (share >= 50)
     return g_strdup_printf ("computing %.0f%%", MIN (share, 100));
+  if (g_strcmp0 (state, "running") == 0)
+    return g_strdup_printf ("running %.0f%% (the CPU was busy elsewhere)", share);
   if (g_strcmp0 (state, "disk") == 0)
     state = "in disk I/O";
   return g_strdup_printf ("waiting: %s%s%s", state != NULL ? state : "blocked",
@@ -395,7 +402,7 @@ demo_where_text (LagWatchReport *report)
 }
 
 /* "#n symbol+0xoff  (module +0xoffset)" for every frame of the heaviest
- * stack, the program's own frames in bold. */
+ * stack; frames outside libc, GLib and lagwatch in bold. */
 static void
 demo_show_stack (LagWatchReport *report)
 {
@@ -431,7 +438,7 @@ demo_show_stack (LagWatchReport *report)
       if (demo_module_is_platform (module))
         gtk_text_buffer_insert (text, &end, line, -1);
       else
-        gtk_text_buffer_insert_with_tags_by_name (text, &end, line, -1, "program", NULL);
+        gtk_text_buffer_insert_with_tags_by_name (text, &end, line, -1, "non-platform", NULL);
     }
   if (n_frames == 0)
     gtk_text_buffer_insert (text, &end, "(no stack was taken)\n", -1);
@@ -439,17 +446,28 @@ demo_show_stack (LagWatchReport *report)
 
 /* ---- Reports: from the watcher thread to the window --------------------- */
 
+/* Main thread, after the first frame painted since a report arrived:
+ * "list: 3 rows: 4242-3 4242-2 4242-1", the ids of the rows, newest first. */
 static void
 demo_on_after_paint (GdkFrameClock *clock, gpointer user_data)
 {
-  g_autoptr(DemoLag) newest = g_list_model_get_item (G_LIST_MODEL (demo.lags), 0);
-  guint n_rows = g_list_model_get_n_items (G_LIST_MODEL (demo.lags));
+  GListModel *lags = G_LIST_MODEL (demo.lags);
+  guint n_rows = g_list_model_get_n_items (lags);
+  GString *line = g_string_new (NULL);
 
   g_signal_handler_disconnect (clock, demo.after_paint_handler);
   demo.after_paint_handler = 0;
   demo.painting_clock = NULL;
-  printf ("list: %u row%s, newest %s\n", n_rows, n_rows == 1 ? "" : "s", lagwatch_report_get_id (newest->report));
+  g_string_printf (line, "list: %u row%s:", n_rows, n_rows == 1 ? "" : "s");
+  for (guint i = 0; i < n_rows; i++)
+    {
+      g_autoptr(DemoLag) lag = g_list_model_get_item (lags, i);
+
+      g_string_append_printf (line, " %s", lagwatch_report_get_id (lag->report));
+    }
+  puts (line->str);
   fflush (stdout);
+  g_string_free (line, TRUE);
 }
 
 /* Main thread, from an idle source that demo_on_report() added. Puts the
@@ -471,15 +489,18 @@ demo_show_report (gpointer data)
   lag->report = lagwatch_report_ref (report);
   g_list_store_insert (demo.lags, 0, lag);
   if (selected == 0 || selected == GTK_INVALID_LIST_POSITION)
-    gtk_single_selection_set_selected (demo.selection, 0);
+    {
+      gtk_single_selection_set_selected (demo.selection, 0);
+      gtk_adjustment_set_value (demo.table_scroll, 0);
+    }
 
   if (opt_print_reports)
     {
       text = lagwatch_report_to_text (report);
       fputs (text, stdout);
       fflush (stdout);
-      /* Once the frame that shows the new row is painted, say so: a script
-       * can take its screenshot then. */
+      /* Once the frame that shows the new row is painted, list the rows: a
+       * script sees the report is in the list, and can take its screenshot. */
       if (demo.after_paint_handler == 0)
         {
           demo.painting_clock = gtk_widget_get_frame_clock (GTK_WIDGET (demo.window));
@@ -514,17 +535,18 @@ typedef enum
   DEMO_COLUMN_WHERE,
 } DemoColumn;
 
+/* A width of -1: as wide as the content; the last column takes the rest. */
 static const struct
 {
   const char *title;
   float       xalign;
-  gboolean    expand;
+  int         width;
 } demo_columns[] = {
-  [DEMO_COLUMN_TIME] = { "Began", 0, FALSE },
-  [DEMO_COLUMN_DURATION] = { "Duration", 1, FALSE },
-  [DEMO_COLUMN_SOURCE] = { "GSource", 0, FALSE },
-  [DEMO_COLUMN_THREAD] = { "Thread", 0, FALSE },
-  [DEMO_COLUMN_WHERE] = { "Where (the program's innermost frames)", 0, TRUE },
+  [DEMO_COLUMN_TIME] = { "Began", 0, -1 },
+  [DEMO_COLUMN_DURATION] = { "Duration", 1, -1 },
+  [DEMO_COLUMN_SOURCE] = { "GSource", 0, 220 },
+  [DEMO_COLUMN_THREAD] = { "Thread", 0, 280 },
+  [DEMO_COLUMN_WHERE] = { "Where (innermost frames outside libc and GLib)", 0, -1 },
 };
 
 static char *
@@ -585,7 +607,8 @@ demo_lag_table_new (void)
       g_signal_connect (factory, "setup", G_CALLBACK (demo_cell_setup), GUINT_TO_POINTER (i));
       g_signal_connect (factory, "bind", G_CALLBACK (demo_cell_bind), GUINT_TO_POINTER (i));
       column = gtk_column_view_column_new (demo_columns[i].title, factory);
-      gtk_column_view_column_set_expand (column, demo_columns[i].expand);
+      gtk_column_view_column_set_fixed_width (column, demo_columns[i].width);
+      gtk_column_view_column_set_expand (column, i == DEMO_COLUMN_WHERE);
       gtk_column_view_column_set_resizable (column, TRUE);
       gtk_column_view_append_column (GTK_COLUMN_VIEW (table), column);
       g_object_unref (column);
@@ -680,7 +703,7 @@ demo_stack_view_new (void)
   gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 8);
   gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);
   demo.stack_text = gtk_text_view_get_buffer (GTK_TEXT_VIEW (view));
-  gtk_text_buffer_create_tag (demo.stack_text, "program", "weight", PANGO_WEIGHT_BOLD, NULL);
+  gtk_text_buffer_create_tag (demo.stack_text, "non-platform", "weight", PANGO_WEIGHT_BOLD, NULL);
   gtk_text_buffer_set_text (demo.stack_text, "Select a lag to see its whole stack.", -1);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), view);
   return scrolled;
@@ -698,6 +721,8 @@ demo_activate (GApplication *app, gpointer user_data)
     }
   window = gtk_application_window_new (GTK_APPLICATION (app));
   gtk_window_set_default_size (GTK_WINDOW (window), 1100, 640);
+  /* A header bar shows the title (the row count) even with no window manager. */
+  gtk_window_set_titlebar (GTK_WINDOW (window), gtk_header_bar_new ());
   demo.window = GTK_WINDOW (window);
   g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &demo.window);
   g_signal_connect_object (demo.lags, "items-changed", G_CALLBACK (demo_update_title), window, 0);
@@ -716,6 +741,7 @@ demo_activate (GApplication *app, gpointer user_data)
   gtk_box_append (GTK_BOX (content), hint);
 
   table_scroll = gtk_scrolled_window_new ();
+  demo.table_scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (table_scroll));
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroll), demo_lag_table_new ());
   g_signal_connect (demo.selection, "notify::selected", G_CALLBACK (demo_on_selected), NULL);
   paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
@@ -738,6 +764,7 @@ demo_on_freeze (GSimpleAction *action, GVariant *parameter, gpointer user_data)
     return;
   demo_freeze ((DemoFreezeKind) gtk_drop_down_get_selected (demo.kind_choice),
                (guint) gtk_spin_button_get_value_as_int (demo.duration));
+  DEMO_KEEP_FRAME ();
 }
 
 static void
@@ -749,6 +776,7 @@ demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_d
     return;
   gtk_drop_down_set_selected (demo.kind_choice, kind);
   demo_freeze (kind, (guint) gtk_spin_button_get_value_as_int (demo.duration));
+  DEMO_KEEP_FRAME ();
 }
 
 static void

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "lw-capture.h"
+#include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-hang.h"
 #include "lw-hooks.h"
@@ -113,6 +114,7 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       g_clear_error (&error);
     }
   lw_modules_init ();
+  lw_clock_init ();
 
   g_mutex_lock (&lw_lock);
   if (lw_watches == NULL)

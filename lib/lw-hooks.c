@@ -22,7 +22,7 @@ static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as p
  * polls). Records the thread that now runs the context: its TID for the
  * signal and /proc, and its stack bounds for the stack copy. */
 static G_GNUC_NO_INLINE void
-lw_hooks_adopt_thread (LwSlot *slot, unsigned generation)
+lw_hooks_adopt_thread (LwSlot *slot)
 {
   pthread_attr_t attr;
   uintptr_t lo = 0, hi = 0;
@@ -43,11 +43,11 @@ lw_hooks_adopt_thread (LwSlot *slot, unsigned generation)
   slot->loop_stack_lo = lo;
   slot->loop_stack_hi = hi;
   atomic_store (&slot->loop_tid, gettid ());
-  slot->loop_thread = pthread_self ();
+  slot->loop_thread = __builtin_thread_pointer ();
 
   /* A new thread runs the context: find its dispatch record. */
   g_mutex_lock (&lw_registry_lock);
-  if (slot->in_use && atomic_load (&slot->generation) == generation)
+  if (slot->in_use)
     lw_dispatch_schedule_probe (slot);
   g_mutex_unlock (&lw_registry_lock);
   errno = saved_errno;
@@ -76,43 +76,68 @@ lw_hooks_note_busy (LwSlot *slot)
   errno = saved_errno;
 }
 
-/* Loop thread, inside g_main_context_iterate(): the hot path. Two stores and
- * two loads of the slot, one clock read, nothing else while the watcher has
- * nothing to be woken for. The seq_cst stores pair with the watcher's
- * fetch_or on wake_flags (a Dekker handshake: neither side can miss the
- * other). */
-static inline G_GNUC_UNUSED __attribute__ ((always_inline)) gint
-lw_hooks_poll (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout)
+/* Loop thread, inside g_main_context_iterate(): the hot path. Entering
+ * poll: one store of seq (even); leaving: a TSC read (lw-clock.h) and a
+ * store of seq (odd); each followed by one load of wake_flags. The seq_cst
+ * stores pair with the watcher's fetch_or on wake_flags (a Dekker
+ * handshake: neither side can miss the other). seq has a single writer,
+ * this thread, so it is re-read rather than kept in a register. */
+static inline __attribute__ ((always_inline)) void
+lw_hooks_store_enter (LwSlot *slot)
 {
-  GPollFunc poll_func = slot->prev_poll;
-  unsigned generation = atomic_load_explicit (&slot->generation, memory_order_relaxed);
-  uint64_t seq;
-  gint ret;
+  atomic_store_explicit (&slot->seq, (atomic_load_explicit (&slot->seq, memory_order_relaxed) | 1) + 1,
+                         memory_order_seq_cst);
+}
 
-  if (G_UNLIKELY (!pthread_equal (slot->loop_thread, pthread_self ())))
-    lw_hooks_adopt_thread (slot, generation);
-
-  seq = (atomic_load_explicit (&slot->seq, memory_order_relaxed) | 1) + 1;
-  atomic_store_explicit (&slot->seq, seq, memory_order_seq_cst);
-  if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE))
-    lw_hooks_note_idle (slot);
-
-  ret = poll_func (fds, nfds, timeout);
-
-  /* Detached (and maybe reused) while we polled: the slot is not ours. */
-  if (G_UNLIKELY (atomic_load_explicit (&slot->generation, memory_order_relaxed) != generation))
-    return ret;
-
-  atomic_store_explicit (&slot->busy_since_ns, lw_clock_now_ns (), memory_order_relaxed);
-  atomic_store_explicit (&slot->seq, seq + 1, memory_order_seq_cst);
+static inline __attribute__ ((always_inline)) void
+lw_hooks_leave_poll (LwSlot *slot)
+{
+  atomic_store_explicit (&slot->busy_since, lw_clock_ticks (), memory_order_relaxed);
+  atomic_store_explicit (&slot->seq, atomic_load_explicit (&slot->seq, memory_order_relaxed) + 1,
+                         memory_order_seq_cst);
   if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_BUSY))
     lw_hooks_note_busy (slot);
+}
+
+/* Loop thread. Everything rare about a poll: a new thread running the
+ * context, or a watcher following a lag. Reached by tail call, so the fast
+ * path keeps its arguments in registers and spills nothing. */
+static G_GNUC_NO_INLINE gint
+lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboolean entered)
+{
+  gint ret;
+
+  if (!entered)
+    {
+      if (slot->loop_thread != __builtin_thread_pointer ())
+        lw_hooks_adopt_thread (slot);
+      lw_hooks_store_enter (slot);
+    }
+  if (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE)
+    lw_hooks_note_idle (slot);
+  ret = slot->prev_poll (fds, nfds, timeout);
+  lw_hooks_leave_poll (slot);
   return ret;
 }
 
+/* A trampoline per slot: the slot's address is a constant in each. A poll
+ * still in progress when its watch is detached writes into the slot once
+ * more on its way out: harmless, the slot is free, and a free slot is
+ * handed out again only after every other one (round robin). */
 #define LW_TRAMPOLINE(i) \
   static gint lw_hooks_poll_##i (GPollFD *fds, guint nfds, gint timeout) \
-  { return lw_hooks_poll (&lw_slots[i], fds, nfds, timeout); }
+  { \
+    LwSlot *slot = &lw_slots[i]; \
+    gint ret; \
+    if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ())) \
+      return lw_hooks_poll_slow (slot, fds, nfds, timeout, FALSE); \
+    lw_hooks_store_enter (slot); \
+    if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE)) \
+      return lw_hooks_poll_slow (slot, fds, nfds, timeout, TRUE); \
+    ret = slot->prev_poll (fds, nfds, timeout); \
+    lw_hooks_leave_poll (slot); \
+    return ret; \
+  }
 LW_TRAMPOLINE (0)  LW_TRAMPOLINE (1)  LW_TRAMPOLINE (2)  LW_TRAMPOLINE (3)
 LW_TRAMPOLINE (4)  LW_TRAMPOLINE (5)  LW_TRAMPOLINE (6)  LW_TRAMPOLINE (7)
 LW_TRAMPOLINE (8)  LW_TRAMPOLINE (9)  LW_TRAMPOLINE (10) LW_TRAMPOLINE (11)
@@ -177,10 +202,10 @@ lw_hooks_attach (GMainContext *context,
       sem_init (&slot->capture.done, 0, 0);
     }
   atomic_store (&slot->seq, 0);
-  atomic_store (&slot->busy_since_ns, 0);
+  atomic_store (&slot->busy_since, 0);
   atomic_store (&slot->expected_seq, 0);
   /* Probe again for this context, whichever thread runs it. */
-  slot->loop_thread = (pthread_t) 0;
+  slot->loop_thread = NULL;
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
   while (sem_trywait (&slot->wake) == 0)
@@ -189,7 +214,6 @@ lw_hooks_attach (GMainContext *context,
   slot->context = g_main_context_ref (context);
   slot->owner = owner;
   slot->prev_poll = g_main_context_get_poll_func (context);
-  atomic_fetch_add (&slot->generation, 1);
   g_main_context_set_poll_func (context, slot->trampoline);
   g_mutex_unlock (&lw_registry_lock);
   return slot;
@@ -202,7 +226,6 @@ lw_hooks_detach (LwSlot *slot)
   GMainContext *context;
 
   g_mutex_lock (&lw_registry_lock);
-  atomic_fetch_add (&slot->generation, 1);
   context = g_steal_pointer (&slot->context);
   if (g_main_context_get_poll_func (context) == slot->trampoline)
     g_main_context_set_poll_func (context, slot->prev_poll);

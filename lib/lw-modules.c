@@ -300,8 +300,8 @@ lw_module_same_object (const LwModule *a,
          g_strcmp0 (a->path, b->path) == 0;
 }
 
-/* Any thread, with @table immutable meanwhile (lw_modules_lock held for
- * lw_modules_table). The module of @table containing @addr, or NULL. */
+/* HOLDS: lw_modules_lock (or owns @table). The module of @table
+ * containing @addr, or NULL. */
 static LwModule *
 lw_modules_bsearch (GPtrArray *table,
                     uintptr_t  addr)
@@ -616,16 +616,6 @@ lw_modules_ref_all (guint64 *generation)
   return modules;
 }
 
-/* Any thread. */
-LwModule *
-lw_modules_find_in (GPtrArray *modules,
-                    uintptr_t  addr)
-{
-  g_return_val_if_fail (modules != NULL, NULL);
-
-  return lw_modules_bsearch (modules, addr);
-}
-
 /* Any thread, normal context. */
 LwModule *
 lw_modules_ref_module_by_name (const char *basename)
@@ -693,6 +683,13 @@ lw_module_get_bias (LwModule *module)
 {
   g_return_val_if_fail (module != NULL, 0);
   return module->bias;
+}
+
+uintptr_t
+lw_module_get_start (LwModule *module)
+{
+  g_return_val_if_fail (module != NULL, 0);
+  return module->start;
 }
 
 uintptr_t

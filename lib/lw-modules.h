@@ -92,11 +92,6 @@ LwModule      *lw_modules_ref_module_full   (uintptr_t addr,
  * Free it with g_ptr_array_unref(). */
 GPtrArray     *lw_modules_ref_all           (guint64   *generation);
 
-/* Any thread. The module of @modules (from lw_modules_ref_all()) that
- * contains @addr, or NULL; no reference is added. */
-LwModule      *lw_modules_find_in           (GPtrArray *modules,
-                                             uintptr_t  addr);
-
 /* Any thread, normal context. A new reference to a loaded module whose
  * path's last component is @basename ("libstdc++.so.6"), after the same
  * rescan; NULL when none is loaded. The vDSO is never matched. */
@@ -118,6 +113,9 @@ gboolean       lw_module_is_vdso            (LwModule *module);
 
 /* Any thread. The load bias: runtime address = bias + ELF virtual address. */
 uintptr_t      lw_module_get_bias           (LwModule *module);
+
+/* Any thread. The lowest PT_LOAD address. */
+uintptr_t      lw_module_get_start          (LwModule *module);
 
 /* Any thread. One past the highest PT_LOAD address. */
 uintptr_t      lw_module_get_end            (LwModule *module);

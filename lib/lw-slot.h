@@ -6,7 +6,7 @@
  * without fear of use-after-free, even while a watch is being detached.
  *
  * Who writes what:
- *   seq, busy_since_ns, loop_*        the loop thread (poll wrapper)
+ *   seq, busy_since, loop_*           the loop thread (poll wrapper)
  *   wake_flags, capture.armed fields  the watcher thread
  *   capture.snapshot, capture.result  the signal handler, once it owns the
  *                                     request (state ARMED -> WRITING)
@@ -63,7 +63,7 @@ struct _LwSlot
   /* Hot: written by the loop thread at every poll transition. Each group
    * has its own cache line so the watcher's writes never bounce the loop's. */
   _Alignas (64) _Atomic uint64_t seq; /* 0: never iterated; odd: busy; even: in poll */
-  _Atomic int64_t  busy_since_ns;  /* lw_clock_now_ns() at the last poll exit */
+  _Atomic int64_t  busy_since;     /* lw_clock_ticks() at the last poll exit */
 
   /* Read at every transition, written by the watcher only when it changes
    * what it waits for. */
@@ -72,14 +72,13 @@ struct _LwSlot
   sem_t            wake;           /* the watcher's semaphore */
 
   /* Written by the loop thread when the thread running the context changes. */
-  _Alignas (64) pthread_t loop_thread;
+  _Alignas (64) void *loop_thread; /* its thread pointer (%fs base: one instruction to read) */
   _Atomic pid_t    loop_tid;       /* kernel TID; 0 before the first iteration */
   uintptr_t        loop_stack_lo;  /* [lo, hi) of that thread's stack, 0 if unknown */
   uintptr_t        loop_stack_hi;
 
   /* Set by lw-hooks at attach; constant while the slot is in use. */
   GPollFunc         prev_poll;
-  _Atomic unsigned  generation;    /* bumped at every attach and detach */
   gboolean          in_use;
   gboolean          leaked;        /* someone chained onto our poll func: never reuse */
   GMainContext     *context;       /* a reference, held until detach */

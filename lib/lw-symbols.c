@@ -1,10 +1,12 @@
 /* lw-symbols.c: naming code addresses with per-module ELF symbol tables
  *
  * Each module gets, on its first lookup, one sorted array of function
- * symbols (module-relative addresses) and one chunk holding their names,
- * attached to the module so that it lives exactly as long as the module
- * stays loaded. A lookup is a bisection in that array, behind a small
- * direct-mapped cache of recent addresses.
+ * symbols (module-relative addresses), an index of where each 4 KiB page
+ * of addresses starts in it, and one chunk holding their names, attached
+ * to the module so that it lives exactly as long as the module stays
+ * loaded. A lookup reads the index and bisects the few symbols of one
+ * page, behind a per-thread direct-mapped cache of recent addresses and a
+ * per-thread copy of the module table.
  *
  * Sources, best first: the build-id debug file's .symtab under each debug
  * root, the .gnu_debuglink file's .symtab, the module file's .symtab, its
@@ -71,21 +73,44 @@ typedef struct
   guint       binding_rank; /* 0 GLOBAL, 1 WEAK, 2 LOCAL */
 } LwCandidate;
 
-/* One recent lookup. The module (kept alive by lw_cache_modules, or by
- * the entry's own reference) keeps table, symbol and name valid. */
+/* One recent lookup. The module (kept alive by the cache's copy of the
+ * module table, or by the entry's own reference) keeps table, symbol and
+ * name valid. */
 typedef struct
 {
   uintptr_t            ip;
-  gboolean             is_return_address;
-  gboolean             used;
-  gboolean             owns_module; /* the entry holds a reference on module */
   LwModule            *module;      /* (nullable): NULL when no module holds ip */
-  const LwSymbolTable *table;       /* the module's, or NULL */
+  LwSymbolTable       *table;       /* the module's, or NULL */
   const LwSymbol      *symbol;      /* in table, or NULL */
   const char          *name;        /* the symbol's name as shown; NULL until needed */
+  guint8               used;
+  guint8               is_return_address;
+  guint8               owns_module; /* the entry holds a reference on module */
 } LwCacheEntry;
 
-#define LW_CACHE_SIZE 1024 /* entries; a power of two */
+#define LW_CACHE_BITS 10
+#define LW_CACHE_SIZE (1 << LW_CACHE_BITS) /* entries */
+
+typedef struct
+{
+  uintptr_t start;
+  uintptr_t end;
+  LwModule *module;
+} LwModuleRange;
+
+/* One thread's recent lookups, direct-mapped on (ip, is_return_address),
+ * and its copy of the module table, so that a lookup takes no lock of
+ * lagwatch's and no atomic operation on a module: lookups are frequent (a
+ * sampler resolves the same stacks again and again). Valid for one
+ * generation of the module table: flushed when it changes. Only its
+ * thread touches it. */
+typedef struct
+{
+  LwCacheEntry   entries[LW_CACHE_SIZE];
+  guint64        generation;
+  GPtrArray     *modules; /* references on the modules of generation */
+  LwModuleRange *ranges;  /* their address ranges, sorted, in one small array */
+} LwCache;
 
 typedef char *(*LwCxaDemangle) (const char *mangled,
                                 char       *buffer,
@@ -103,16 +128,11 @@ static char  **lw_symbols_debug_roots;
 static LwModule *lw_demangler_module;
 static uintptr_t lw_demangler_address;
 
-/* Recent lookups, direct-mapped on (ip, is_return_address), and a copy of
- * the module table, so that a lookup takes no lock but this one. Valid for
- * one generation of the module table: flushed when it changes. */
-static GMutex       lw_cache_lock;
-/* HOLDS: lw_cache_lock. */
-static LwCacheEntry lw_cache[LW_CACHE_SIZE];
-static guint64      lw_cache_generation;
-/* HOLDS: lw_cache_lock. References on the modules of lw_cache_generation;
- * NULL before the first lookup. */
-static GPtrArray   *lw_cache_modules;
+static void lw_cache_free (gpointer data);
+
+/* The calling thread's LwCache, created on its first lookup. */
+static GPrivate      lw_cache_key = G_PRIVATE_INIT (lw_cache_free);
+static atomic_size_t lw_stats_caches;
 
 /* What the live symbol tables take, for lw_symbols_get_stats(). */
 static atomic_size_t lw_stats_tables;
@@ -1102,16 +1122,18 @@ lw_symbols_demangle (const char *mangled)
 {
   LwModule *stdcxx = lw_modules_ref_module_by_name ("libstdc++.so.6");
   LwDemangleCall call = { NULL, mangled, NULL };
+  gboolean known;
 
   if (stdcxx == NULL)
     return NULL;
 
   g_mutex_lock (&lw_symbols_lock);
-  if (stdcxx == lw_demangler_module)
+  known = stdcxx == lw_demangler_module;
+  if (known)
     call.func = (LwCxaDemangle) lw_demangler_address;
   g_mutex_unlock (&lw_symbols_lock);
 
-  if (call.func == NULL)
+  if (!known)
     {
       const LwSymbolTable *table = lw_symbols_table_for (stdcxx);
       const LwSymbol *symbol = lw_symbol_table_find_name (table, "__cxa_demangle");
@@ -1135,10 +1157,9 @@ lw_symbols_demangle (const char *mangled)
  * demangled form of a C++ name ("_Z...") when libstdc++ is loaded, else the
  * name itself. Valid as long as @table. */
 static const char *
-lw_symbol_table_display_name (const LwSymbolTable *table,
-                              const LwSymbol      *symbol)
+lw_symbol_table_display_name (LwSymbolTable  *table,
+                              const LwSymbol *symbol)
 {
-  LwSymbolTable *mutable_table = (LwSymbolTable *) table;
   const char *name = table->names + symbol->name;
   const char *shown = NULL;
   char *demangled;
@@ -1158,13 +1179,13 @@ lw_symbol_table_display_name (const LwSymbolTable *table,
     return name;
 
   g_mutex_lock (&lw_symbols_lock);
-  if (mutable_table->demangled == NULL)
-    mutable_table->demangled = g_hash_table_new_full (NULL, NULL, NULL, free);
+  if (table->demangled == NULL)
+    table->demangled = g_hash_table_new_full (NULL, NULL, NULL, free);
   shown = g_hash_table_lookup (table->demangled, GUINT_TO_POINTER (symbol->name));
   if (shown == NULL)
     {
       g_hash_table_insert (table->demangled, GUINT_TO_POINTER (symbol->name), demangled);
-      lw_symbol_table_account (mutable_table, 0, strlen (demangled) + 1);
+      lw_symbol_table_account (table, 0, strlen (demangled) + 1);
       shown = demangled;
       demangled = NULL;
     }
@@ -1174,7 +1195,7 @@ lw_symbol_table_display_name (const LwSymbolTable *table,
   return shown;
 }
 
-/* HOLDS: lw_cache_lock. Empties @entry. */
+/* The cache's thread. Empties @entry. */
 static void
 lw_cache_entry_clear (LwCacheEntry *entry)
 {
@@ -1183,139 +1204,158 @@ lw_cache_entry_clear (LwCacheEntry *entry)
   *entry = (LwCacheEntry) { 0 };
 }
 
-/* Any thread. The cache slot of (@ip, @is_return_address). */
+/* The cache's thread, or any thread once it has exited. */
+static void
+lw_cache_free (gpointer data)
+{
+  LwCache *cache = data;
+
+  for (guint i = 0; i < LW_CACHE_SIZE; i++)
+    lw_cache_entry_clear (&cache->entries[i]);
+  if (cache->modules != NULL)
+    g_ptr_array_unref (cache->modules);
+  g_free (cache->ranges);
+  g_free (cache);
+  atomic_fetch_sub (&lw_stats_caches, 1);
+}
+
+/* Any thread. The calling thread's cache. */
+static LwCache *
+lw_cache_get (void)
+{
+  LwCache *cache = g_private_get (&lw_cache_key);
+
+  if (G_UNLIKELY (cache == NULL))
+    {
+      cache = g_new0 (LwCache, 1);
+      g_private_set (&lw_cache_key, cache);
+      atomic_fetch_add (&lw_stats_caches, 1);
+    }
+  return cache;
+}
+
+/* The cache's thread. The slot of (@ip, @is_return_address). */
 static LwCacheEntry *
-lw_cache_slot (uintptr_t ip,
+lw_cache_slot (LwCache  *cache,
+               uintptr_t ip,
                gboolean  is_return_address)
 {
   /* Fibonacci hashing: nearby return addresses spread over the slots. */
   guint64 hash = ((guint64) ip * 2 + (is_return_address ? 1 : 0)) * G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
 
-  return &lw_cache[hash >> (64 - 10)];
+  return &cache->entries[hash >> (64 - LW_CACHE_BITS)];
 }
 
-G_STATIC_ASSERT (LW_CACHE_SIZE == 1 << 10);
-
-/* HOLDS: lw_cache_lock. Flushes the cache and copies the module table
- * when @generation is newer than the cache; TRUE when the cache is of
- * @generation (an older one, seen by a thread that released the lock
- * meanwhile, must not be used nor stored). */
+/* Any thread, normal context (the cache's thread). Flushes @cache and
+ * copies the module table when @generation is newer than the cache; TRUE
+ * when the cache is of @generation (it may be of an even newer one: the
+ * table may have been rescanned between the caller's look and the copy). */
 static gboolean
-lw_cache_is_current (guint64 generation)
+lw_cache_is_current (LwCache *cache,
+                     guint64  generation)
 {
-  if (generation > lw_cache_generation)
+  if (generation > cache->generation)
     {
       for (guint i = 0; i < LW_CACHE_SIZE; i++)
-        lw_cache_entry_clear (&lw_cache[i]);
-      if (lw_cache_modules != NULL)
-        g_ptr_array_unref (lw_cache_modules);
-      lw_cache_modules = lw_modules_ref_all (&lw_cache_generation);
+        lw_cache_entry_clear (&cache->entries[i]);
+      if (cache->modules != NULL)
+        g_ptr_array_unref (cache->modules);
+      cache->modules = lw_modules_ref_all (&cache->generation);
+      cache->ranges = g_renew (LwModuleRange, cache->ranges, MAX (cache->modules->len, 1));
+      for (guint i = 0; i < cache->modules->len; i++)
+        {
+          LwModule *module = g_ptr_array_index (cache->modules, i);
+
+          cache->ranges[i] = (LwModuleRange) {
+            lw_module_get_start (module), lw_module_get_end (module), module,
+          };
+        }
     }
-  return generation == lw_cache_generation;
+  return generation == cache->generation;
 }
 
-/* HOLDS: lw_cache_lock, released and retaken while a module's table is
- * built. The entry answering (@ip, @is_return_address): its cache slot, up
- * to date, or @scratch when the answer is not cached (another thread saw a
- * newer module table meanwhile, the table was just built, or no module of
- * the cache's copy holds the address); clear @scratch after use. Neither
- * a hit nor a miss in a module whose table is built takes another lock of
- * lagwatch's nor an atomic operation on the module: lookups are frequent
- * (a sampler resolves the same stacks again and again). */
+/* The cache's thread. The module of @cache's copy of the module table that
+ * contains @addr, or NULL. */
+static LwModule *
+lw_cache_find_module (LwCache  *cache,
+                      uintptr_t addr)
+{
+  guint lo = 0;
+  guint hi = cache->modules->len;
+
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+
+      if (cache->ranges[mid].start <= addr)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo > 0 && addr < cache->ranges[lo - 1].end ? cache->ranges[lo - 1].module : NULL;
+}
+
+/* Any thread, normal context (the cache's thread). The entry answering
+ * (@ip, @is_return_address): its slot in @cache, up to date, or @scratch
+ * when the answer is not cached (the module table changed between two
+ * looks, or no module of the cache's copy holds the address); clear
+ * @scratch after use. Builds the module's symbol table on first use. */
 static LwCacheEntry *
-lw_cache_lookup_unlocked (uintptr_t     ip,
-                          gboolean      is_return_address,
-                          LwCacheEntry *scratch)
+lw_cache_lookup (LwCache      *cache,
+                 uintptr_t     ip,
+                 gboolean      is_return_address,
+                 LwCacheEntry *scratch)
 {
   uintptr_t addr = is_return_address && ip > 0 ? ip - 1 : ip;
-  LwCacheEntry *slot = lw_cache_slot (ip, is_return_address);
-  gboolean current = lw_cache_is_current (lw_modules_get_generation ());
-  const LwSymbolTable *table = NULL;
-  const LwSymbol *symbol = NULL;
+  LwCacheEntry *slot = lw_cache_slot (cache, ip, is_return_address);
+  gboolean current = lw_cache_is_current (cache, lw_modules_get_generation ());
   LwCacheEntry *entry = current ? slot : scratch;
+  LwSymbolTable *table = NULL;
+  const LwSymbol *symbol = NULL;
   gboolean owns_module = FALSE;
   LwModule *module;
 
   if (current && slot->used && slot->ip == ip && slot->is_return_address == is_return_address)
     return slot;
 
-  /* The cache's copy of the module table knows every module of this
-   * generation. An address in none is asked of the table itself, which
-   * rescans when the loader keeps no counters; the module table's lock is
-   * taken inside this one, never the other way round. */
-  module = current ? lw_modules_find_in (lw_cache_modules, addr) : NULL;
+  /* The copy knows every module of this generation. An address in none is
+   * asked of the table itself, which rescans when the loader keeps no
+   * counters. */
+  module = current ? lw_cache_find_module (cache, addr) : NULL;
   if (module == NULL)
     {
-      module = lw_modules_ref_module_full (addr, NULL);
+      module = lw_modules_ref_module (addr);
       owns_module = module != NULL;
       entry = scratch;
     }
-
   if (module != NULL)
     {
-      table = lw_module_get_symbols (module);
-      if (table == NULL)
-        {
-          /* Building a table takes milliseconds: not under the lock. The
-           * copy may be replaced meanwhile: keep the module alive. */
-          if (!owns_module)
-            {
-              module = lw_module_ref (module);
-              owns_module = TRUE;
-              entry = scratch;
-            }
-          g_mutex_unlock (&lw_cache_lock);
-          table = lw_symbols_table_for (module);
-          g_mutex_lock (&lw_cache_lock);
-        }
+      table = lw_symbols_table_for (module);
       symbol = lw_symbol_table_lookup (table, addr - lw_module_get_bias (module));
     }
 
   lw_cache_entry_clear (entry);
   *entry = (LwCacheEntry) {
     .ip = ip,
-    .is_return_address = is_return_address,
-    .used = TRUE,
-    .owns_module = owns_module,
     .module = module,
     .table = table,
     .symbol = symbol,
+    .used = TRUE,
+    .is_return_address = is_return_address,
+    .owns_module = owns_module,
   };
   return entry;
 }
 
-/* HOLDS: lw_cache_lock, released and retaken to demangle a C++ name the
- * first time. A copy of the shown name of @entry's symbol, which must not
- * be NULL. */
+/* Any thread, normal context (the cache's thread). A copy of the shown
+ * name of @entry's symbol, which must not be NULL; the first time, a C++
+ * name is demangled. */
 static char *
-lw_cache_entry_dup_name_unlocked (LwCacheEntry *entry)
+lw_cache_entry_dup_name (LwCacheEntry *entry)
 {
-  const char *raw = entry->table->names + entry->symbol->name;
-  const LwSymbolTable *table;
-  const LwSymbol *symbol;
-  const char *name;
-  LwModule *module;
-  char *copy;
-
-  if (entry->name == NULL && (raw[0] != '_' || raw[1] != 'Z'))
-    entry->name = raw;
-  if (entry->name != NULL)
-    return g_strdup (entry->name);
-
-  /* A C++ name: demangling looks for libstdc++ and calls it, not under
-   * the lock. The reference keeps the table, and the name, alive. */
-  module = lw_module_ref (entry->module);
-  table = entry->table;
-  symbol = entry->symbol;
-  g_mutex_unlock (&lw_cache_lock);
-  name = lw_symbol_table_display_name (table, symbol);
-  copy = g_strdup (name);
-  g_mutex_lock (&lw_cache_lock);
-  if (entry->module == module && entry->symbol == symbol)
-    entry->name = name;
-  lw_module_unref (module);
-
-  return copy;
+  if (entry->name == NULL)
+    entry->name = lw_symbol_table_display_name (entry->table, entry->symbol);
+  return g_strdup (entry->name);
 }
 
 /* Any thread, normal context. */
@@ -1331,8 +1371,7 @@ lw_symbols_resolve (uintptr_t ip,
 
   *frame = (LwFrame) { .ip = ip };
 
-  g_mutex_lock (&lw_cache_lock);
-  entry = lw_cache_lookup_unlocked (ip, is_return_address, &scratch);
+  entry = lw_cache_lookup (lw_cache_get (), ip, is_return_address, &scratch);
   if (entry->module != NULL)
     {
       uintptr_t bias = lw_module_get_bias (entry->module);
@@ -1342,12 +1381,11 @@ lw_symbols_resolve (uintptr_t ip,
       frame->module_offset = ip - bias;
       if (entry->symbol != NULL)
         {
+          frame->symbol = lw_cache_entry_dup_name (entry);
           frame->symbol_offset = ip - (bias + entry->symbol->value);
-          frame->symbol = lw_cache_entry_dup_name_unlocked (entry);
         }
     }
   lw_cache_entry_clear (&scratch);
-  g_mutex_unlock (&lw_cache_lock);
 }
 
 /* Any thread, normal context. */
@@ -1362,13 +1400,11 @@ lw_symbols_function_start (uintptr_t  ip,
 
   g_return_val_if_fail (start != NULL, FALSE);
 
-  g_mutex_lock (&lw_cache_lock);
-  entry = lw_cache_lookup_unlocked (ip, is_return_address, &scratch);
+  entry = lw_cache_lookup (lw_cache_get (), ip, is_return_address, &scratch);
   found = entry->symbol != NULL;
   if (found)
     *start = lw_module_get_bias (entry->module) + entry->symbol->value;
   lw_cache_entry_clear (&scratch);
-  g_mutex_unlock (&lw_cache_lock);
 
   return found;
 }
@@ -1416,5 +1452,6 @@ lw_symbols_get_stats (LwSymbolsStats *stats)
   stats->n_tables = atomic_load (&lw_stats_tables);
   stats->n_symbols = atomic_load (&lw_stats_symbols);
   stats->table_bytes = atomic_load (&lw_stats_bytes);
-  stats->cache_bytes = sizeof lw_cache;
+  stats->n_caches = atomic_load (&lw_stats_caches);
+  stats->cache_bytes = stats->n_caches * sizeof (LwCache);
 }

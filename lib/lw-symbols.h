@@ -20,10 +20,12 @@
  * symbol table, never with dlsym(): the stopped thread may hold the loader
  * lock); without it they stay mangled.
  *
- * Lookups go through a direct-mapped cache of the last 1024 distinct
- * (address, is-return-address) pairs, flushed whenever the module table
- * changes (dlopen, dlclose), so the frames a sampler sees again and again
- * cost a lock and a compare.
+ * Lookups go through a cache per thread (direct-mapped, 1024 entries keyed
+ * by address and is-return-address, about 48 KiB, freed when the thread
+ * exits), flushed whenever the module table changes (dlopen, dlclose), so
+ * the frames a sampler sees again and again cost a compare, a look at the
+ * loader's load/unload counters and the copies of the strings. A lookup
+ * takes no lock of lagwatch's unless the module table changed.
  *
  * Thread safety: any thread, normal context (the watcher thread in practice;
  * never the watched thread, never a signal handler). Internally locked.
@@ -92,8 +94,10 @@ typedef struct
 {
   gsize n_tables;    /* symbol tables of modules still referenced */
   gsize n_symbols;   /* their symbols, one per address */
-  gsize table_bytes; /* their arrays, names, debug file paths, demangled names */
-  gsize cache_bytes; /* the lookup cache (static) */
+  gsize table_bytes; /* their arrays, page indexes, names, debug file paths,
+                      * demangled names */
+  gsize n_caches;    /* lookup caches: one per thread that resolved */
+  gsize cache_bytes; /* their size (without their copies of the module table) */
 } LwSymbolsStats;
 
 /* Any thread. A snapshot of the counters above. */

@@ -569,7 +569,7 @@ lw_watcher_main (gpointer data)
                    (double) (now_ns - asked_deadline_ns) / LW_NSEC_PER_MSEC);
           watch->retimed_since_ns = now_ns;
         }
-      since_ns = MAX (atomic_load (&slot->busy_since_ns), watch->retimed_since_ns);
+      since_ns = MAX (lw_clock_ticks_to_ns (atomic_load (&slot->busy_since)), watch->retimed_since_ns);
       deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
       if (now_ns < deadline_ns)
         {
