@@ -505,11 +505,9 @@ static double
 lw_bench_dwfl (GArray *addresses,
                guint   stride)
 {
-  static char *debuginfo_path;
   const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
     .find_debuginfo = lw_dwfl_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
   };
   Dwfl *dwfl = dwfl_begin (&callbacks);
   gint64 start = 0;

@@ -241,6 +241,7 @@ demo_add_slow_timer (guint ms)
   g_source_unref (timer);
 }
 
+/* Freezes the main thread the way @kind says, for @ms (the timer: later). */
 static __attribute__ ((noipa)) void
 demo_freeze (DemoFreezeKind kind, guint ms)
 {
@@ -313,8 +314,8 @@ demo_lag_init (DemoLag *self)
 
 /* ---- Reports as text ---------------------------------------------------- */
 
-/* Frames of these modules are the platform the program runs on; the list
- * shows the program's own frames. */
+/* Frames of these modules are under every lag (libc, GLib, lagwatch); the
+ * list shows the innermost frames outside them. */
 static gboolean
 demo_module_is_platform (const char *module)
 {
@@ -364,13 +365,13 @@ demo_thread_text (LagWatchReport *report)
   if (g_strcmp0 (state, "running") == 0)
     return g_strdup_printf ("running %.0f%% (the CPU was busy elsewhere)", share);
   if (g_strcmp0 (state, "disk") == 0)
-    state = "in disk I/O";
+    state = "disk I/O";
   return g_strdup_printf ("waiting: %s%s%s", state != NULL ? state : "blocked",
                           syscall_name != NULL ? " in " : "", syscall_name != NULL ? syscall_name : "");
 }
 
-/* The innermost three frames of the program (not libc, GLib, lagwatch),
- * outermost last: "demo_freeze_busy ← demo_on_freeze_kind ← ...". */
+/* The innermost three frames outside libc, GLib and lagwatch, outermost
+ * last: "demo_freeze_busy ← demo_freeze ← demo_on_freeze_kind". */
 static char *
 demo_where_text (LagWatchReport *report)
 {
@@ -482,7 +483,7 @@ demo_show_report (gpointer data)
   g_autofree char *text = NULL;
   guint selected;
 
-  if (demo.window == NULL)
+  if (demo.window == NULL)  /* closed: the application is quitting */
     return G_SOURCE_REMOVE;
   selected = gtk_single_selection_get_selected (demo.selection);
   lag = g_object_new (DEMO_TYPE_LAG, NULL);
@@ -501,7 +502,7 @@ demo_show_report (gpointer data)
       fflush (stdout);
       /* Once the frame that shows the new row is painted, list the rows: a
        * script sees the report is in the list, and can take its screenshot. */
-      if (demo.after_paint_handler == 0)
+      if (demo.after_paint_handler == 0 && gtk_widget_get_frame_clock (GTK_WIDGET (demo.window)) != NULL)
         {
           demo.painting_clock = gtk_widget_get_frame_clock (GTK_WIDGET (demo.window));
           demo.after_paint_handler = g_signal_connect (demo.painting_clock, "after-paint",
@@ -535,17 +536,17 @@ typedef enum
   DEMO_COLUMN_WHERE,
 } DemoColumn;
 
-/* A width of -1: as wide as the content; the last column takes the rest. */
+/* Widths in pixels; the last column takes the rest. */
 static const struct
 {
   const char *title;
   float       xalign;
   int         width;
 } demo_columns[] = {
-  [DEMO_COLUMN_TIME] = { "Began", 0, -1 },
-  [DEMO_COLUMN_DURATION] = { "Duration", 1, -1 },
-  [DEMO_COLUMN_SOURCE] = { "GSource", 0, 220 },
-  [DEMO_COLUMN_THREAD] = { "Thread", 0, 280 },
+  [DEMO_COLUMN_TIME] = { "Began", 0, 105 },
+  [DEMO_COLUMN_DURATION] = { "Duration", 1, 85 },
+  [DEMO_COLUMN_SOURCE] = { "GSource", 0, 200 },
+  [DEMO_COLUMN_THREAD] = { "Thread", 0, 240 },
   [DEMO_COLUMN_WHERE] = { "Where (innermost frames outside libc and GLib)", 0, -1 },
 };
 
@@ -661,7 +662,7 @@ demo_controls_new (void)
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
   const char *labels[G_N_ELEMENTS (demo_kinds) + 1] = { NULL };
   GtkWidget *freeze = gtk_button_new_with_mnemonic ("_Freeze");
-  GtkWidget *threshold = gtk_spin_button_new_with_range (1, 10000, 10);
+  GtkWidget *threshold = gtk_spin_button_new_with_range (1, DEMO_MAX_THRESHOLD_MS, 10);
   GtkWidget *spacer = gtk_label_new (NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
@@ -757,16 +758,25 @@ demo_activate (GApplication *app, gpointer user_data)
 
 /* ---- Actions and the application ------------------------------------------- */
 
+/* The duration in the window, including digits typed but not yet entered. */
+static guint
+demo_duration_ms (void)
+{
+  gtk_spin_button_update (demo.duration);
+  return (guint) gtk_spin_button_get_value_as_int (demo.duration);
+}
+
+/* app.freeze (Ctrl+F, the Freeze button): freezes the way chosen. */
 static void
 demo_on_freeze (GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
   if (demo.window == NULL)
     return;
-  demo_freeze ((DemoFreezeKind) gtk_drop_down_get_selected (demo.kind_choice),
-               (guint) gtk_spin_button_get_value_as_int (demo.duration));
+  demo_freeze ((DemoFreezeKind) gtk_drop_down_get_selected (demo.kind_choice), demo_duration_ms ());
   DEMO_KEEP_FRAME ();
 }
 
+/* app.freeze-kind::ID (Ctrl+1 ... Ctrl+6): chooses the way, freezes. */
 static void
 demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
@@ -775,7 +785,7 @@ demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_d
   if (demo.window == NULL || !demo_kind_from_id (g_variant_get_string (parameter, NULL), &kind))
     return;
   gtk_drop_down_set_selected (demo.kind_choice, kind);
-  demo_freeze (kind, (guint) gtk_spin_button_get_value_as_int (demo.duration));
+  demo_freeze (kind, demo_duration_ms ());
   DEMO_KEEP_FRAME ();
 }
 
@@ -859,6 +869,10 @@ main (int argc, char **argv)
   int status;
 
   g_application_add_main_option_entries (G_APPLICATION (app), demo_options);
+  g_application_set_option_context_summary (G_APPLICATION (app),
+                                            "Freezes its own main thread on demand and lists lagwatch's reports.\n"
+                                            "Ctrl+F: freeze; Ctrl+1 … Ctrl+6: busy, sleep, io, mutex, recursion, "
+                                            "timer; Ctrl+Q: quit.");
   g_signal_connect (app, "handle-local-options", G_CALLBACK (demo_handle_local_options), NULL);
   g_signal_connect (app, "startup", G_CALLBACK (demo_startup), NULL);
   g_signal_connect (app, "activate", G_CALLBACK (demo_activate), NULL);

@@ -342,25 +342,10 @@ lw_snapshot_free (LwSnapshot *snapshot)
   g_free (snapshot);
 }
 
-/* Watcher thread. FALSE when the thread is gone. */
-static gboolean
-lw_capture_read_syscall (pid_t tid, LwProcSyscall *out)
+/* Watcher thread. Parses the text of /proc/self/task/TID/syscall. */
+static void
+lw_capture_parse_syscall (LwProcSyscall *out)
 {
-  char path[64];
-  int fd;
-  ssize_t n;
-
-  memset (out, 0, sizeof *out);
-  snprintf (path, sizeof path, "/proc/self/task/%d/syscall", (int) tid);
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return FALSE;
-  n = read (fd, out->text, sizeof out->text - 1);
-  close (fd);
-  if (n <= 0)
-    return FALSE;
-  out->text[n] = '\0';
-
   if (g_str_has_prefix (out->text, "running"))
     out->running = TRUE;
   else
@@ -378,13 +363,63 @@ lw_capture_read_syscall (pid_t tid, LwProcSyscall *out)
       if (count != 9 && count != 3)
         {
           out->running = TRUE;  /* unknown format: take it by signal */
-          return TRUE;
+          return;
         }
       out->nr = strtol (fields[0], NULL, 10);
       out->sp = (uintptr_t) strtoull (fields[count - 2], NULL, 16);
       out->pc = (uintptr_t) strtoull (fields[count - 1], NULL, 16);
     }
+}
+
+/* Watcher thread. Reads the syscall file of @tid: through the slot's open
+ * file for the loop thread (one pread), opening it otherwise. FALSE when
+ * the thread is gone. */
+static gboolean
+lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
+{
+  gboolean cached = tid == atomic_load (&slot->loop_tid);
+  int fd = -1;
+  ssize_t n;
+
+  memset (out, 0, sizeof *out);
+  if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
+    fd = slot->proc_syscall_fd;
+  else
+    {
+      char path[64];
+
+      snprintf (path, sizeof path, "/proc/self/task/%d/syscall", (int) tid);
+      fd = open (path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        return FALSE;
+      if (cached)
+        {
+          lw_capture_forget_thread (slot);
+          slot->proc_syscall_fd = fd;
+          slot->proc_syscall_tid = tid;
+        }
+    }
+  n = pread (fd, out->text, sizeof out->text - 1, 0);
+  if (!cached)
+    close (fd);
+  if (n <= 0)
+    {
+      if (cached)
+        lw_capture_forget_thread (slot);  /* the thread is gone (ESRCH) */
+      return FALSE;
+    }
+  out->text[n] = '\0';
+  lw_capture_parse_syscall (out);
   return TRUE;
+}
+
+void
+lw_capture_forget_thread (LwSlot *slot)
+{
+  if (slot->proc_syscall_fd >= 0)
+    close (slot->proc_syscall_fd);
+  slot->proc_syscall_fd = -1;
+  slot->proc_syscall_tid = 0;
 }
 
 /* Watcher thread. The thread sleeps in the kernel: copy its stack from
@@ -405,7 +440,7 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
   lw_capture_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
-  return lw_capture_read_syscall (tid, &after)
+  return lw_capture_read_syscall (slot, tid, &after)
          && strcmp (after.text, before->text) == 0
          && (busy_seq == 0 || atomic_load (&slot->seq) == busy_seq);
 }
@@ -494,7 +529,7 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
 
       if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
         return LW_CAPTURE_STALE;
-      if (tid == 0 || !lw_capture_read_syscall (tid, &now))
+      if (tid == 0 || !lw_capture_read_syscall (slot, tid, &now))
         return LW_CAPTURE_THREAD_GONE;
       if (now.running)
         break;

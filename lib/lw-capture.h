@@ -61,6 +61,10 @@ LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
                                         LwSnapshot *snapshot,
                                         int64_t     timeout_ns);
 
+/* Watcher thread of @slot. Closes what the capture keeps open for the loop
+ * thread (its /proc syscall file). */
+void lw_capture_forget_thread (LwSlot *slot);
+
 /* Watcher thread. TRUE when the thread @tid blocks signal @signo (read from
  * /proc/self/task/TID/status). */
 gboolean lw_capture_thread_blocks_signal (pid_t tid,

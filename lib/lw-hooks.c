@@ -200,6 +200,7 @@ lw_hooks_attach (GMainContext *context,
       slot->trampoline = lw_trampolines[slot->index];
       sem_init (&slot->wake, 0, 0);
       sem_init (&slot->capture.done, 0, 0);
+      slot->proc_syscall_fd = -1;
     }
   atomic_store (&slot->seq, 0);
   atomic_store (&slot->busy_since, 0);

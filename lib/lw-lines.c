@@ -88,10 +88,13 @@ lw_lines_evict_unlocked (void)
 }
 
 /* HOLDS: lw_lines_lock. TRUE when @dwarf's file carries @module's build-id,
- * or when the module has none to compare. */
+ * when the module has none to compare, or, if @must_have_build_id is
+ * FALSE, when the file has none (a .gnu_debuglink file, whose CRC
+ * lw-symbols.c checked). */
 static gboolean
 lw_dwarf_matches_module (Dwarf    *dwarf,
-                         LwModule *module)
+                         LwModule *module,
+                         gboolean  must_have_build_id)
 {
   gsize module_len;
   const guint8 *module_id = lw_module_get_build_id (module, &module_len);
@@ -101,16 +104,20 @@ lw_dwarf_matches_module (Dwarf    *dwarf,
   if (module_id == NULL)
     return TRUE;
   len = dwelf_elf_gnu_build_id (dwarf_getelf (dwarf), &id);
+  if (len == 0)
+    return !must_have_build_id;
   return len > 0 && (gsize) len == module_len && memcmp (id, module_id, len) == 0;
 }
 
 /* HOLDS: lw_lines_lock. Opens the DWARF of @fd (taken: closed on failure)
- * into @entry when it has some and belongs to @module. */
+ * into @entry when it has some and belongs to @module (see
+ * lw_dwarf_matches_module()). */
 static gboolean
 lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
                         LwModule     *module,
                         int           fd,
-                        const char   *path)
+                        const char   *path,
+                        gboolean      must_have_build_id)
 {
   struct stat st;
   Dwarf *dwarf;
@@ -122,7 +129,7 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
       close (fd);
       return FALSE;
     }
-  if (!lw_dwarf_matches_module (dwarf, module))
+  if (!lw_dwarf_matches_module (dwarf, module, must_have_build_id))
     {
       g_debug ("DWARF of %s not used: build-id differs from the loaded module's %s",
                path, lw_module_get_build_id_hex (module));
@@ -140,7 +147,8 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
 static gboolean
 lw_dwarf_entry_open_path (LwDwarfEntry *entry,
                           LwModule     *module,
-                          const char   *path)
+                          const char   *path,
+                          gboolean      must_have_build_id)
 {
   int fd = open (path, O_RDONLY | O_CLOEXEC);
 
@@ -149,7 +157,7 @@ lw_dwarf_entry_open_path (LwDwarfEntry *entry,
       g_debug ("No DWARF in %s: %s", path, g_strerror (errno));
       return FALSE;
     }
-  return lw_dwarf_entry_open_fd (entry, module, fd, path);
+  return lw_dwarf_entry_open_fd (entry, module, fd, path, must_have_build_id);
 }
 
 /* HOLDS: lw_lines_lock. Asks debuginfod for @module's debug file, if the
@@ -176,7 +184,7 @@ lw_dwarf_entry_open_debuginfod (LwDwarfEntry *entry,
                lw_module_get_build_id_hex (module), g_strerror (-fd));
       return FALSE;
     }
-  opened = lw_dwarf_entry_open_fd (entry, module, fd, path != NULL ? path : "(debuginfod)");
+  opened = lw_dwarf_entry_open_fd (entry, module, fd, path != NULL ? path : "(debuginfod)", TRUE);
   free (path);
   return opened;
 }
@@ -208,8 +216,8 @@ lw_lines_entry_for (LwModule *module)
   entry->key = key;
   entry->fd = -1;
   debug_file = lw_symbols_get_debug_file (module);
-  if ((debug_file != NULL && lw_dwarf_entry_open_path (entry, module, debug_file)) ||
-      lw_dwarf_entry_open_path (entry, module, lw_module_get_path (module)) ||
+  if ((debug_file != NULL && lw_dwarf_entry_open_path (entry, module, debug_file, FALSE)) ||
+      lw_dwarf_entry_open_path (entry, module, lw_module_get_path (module), TRUE) ||
       lw_dwarf_entry_open_debuginfod (entry, module))
     {
       lw_lines_bytes += entry->cost;

@@ -641,8 +641,7 @@ lw_modules_ref_module_by_name (const char *basename)
 
 /* Any thread, normal context. */
 LwModule *
-lw_modules_ref_module_full (uintptr_t addr,
-                            guint64  *generation)
+lw_modules_ref_module (uintptr_t addr)
 {
   LwModule *module;
 
@@ -650,18 +649,9 @@ lw_modules_ref_module_full (uintptr_t addr,
   module = lw_modules_find_unlocked (addr);
   if (module != NULL)
     lw_module_ref (module);
-  if (generation != NULL)
-    *generation = atomic_load (&lw_modules_seq);
   g_mutex_unlock (&lw_modules_lock);
 
   return module;
-}
-
-/* Any thread, normal context. */
-LwModule *
-lw_modules_ref_module (uintptr_t addr)
-{
-  return lw_modules_ref_module_full (addr, NULL);
 }
 
 const char *

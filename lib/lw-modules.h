@@ -5,7 +5,8 @@
  * address, and where is its unwind table" (for the unwinder) and "what is this
  * module's path, bias and build-id" (for the symbolizer and the reports).
  *
- * Thread safety: every function takes the table's own lock; call them from any
+ * Thread safety: every function takes the table's own lock (but
+ * lw_modules_get_generation(), when nothing changed); call them from any
  * thread in normal context (the watcher thread in practice). Not
  * async-signal-safe.
  */
@@ -62,7 +63,9 @@ gboolean lw_modules_readable_range      (uintptr_t  addr,
  * unloaded since the last scan (like every lookup), then returns the
  * table's generation: a number, never 0, that changes at every rescan.
  * Whatever a caller derived from the table (a cache of lookups) is still
- * right while the generation it was derived under is current. */
+ * right while the generation it was derived under is current. When nothing
+ * changed it costs one dl_iterate_phdr() call to read the loader's
+ * counters and takes no lock of the table's. */
 guint64  lw_modules_get_generation      (void);
 
 /* The symbolizer's view of one module.
@@ -78,12 +81,6 @@ guint64  lw_modules_get_generation      (void);
  * @addr (after the same rescan as lw_modules_find_unwind_table()), or NULL
  * when no loaded object holds @addr. */
 LwModule      *lw_modules_ref_module        (uintptr_t addr);
-
-/* Any thread, normal context. lw_modules_ref_module(), also storing in
- * @generation (if not NULL) the generation of the table the module was
- * found in (see lw_modules_get_generation()). */
-LwModule      *lw_modules_ref_module_full   (uintptr_t addr,
-                                             guint64  *generation);
 
 /* Any thread, normal context. After the same rescan as the lookups, a new
  * array holding a reference on every module of the table, sorted by start

@@ -94,6 +94,11 @@ struct _LwSlot
   /* The busy period the program declared long (lagwatch_begin_long_work). */
   _Atomic uint64_t  expected_seq;
 
+  /* Watcher thread only: /proc/self/task/TID/syscall of the loop thread,
+   * kept open (pread at 0 regenerates it), -1 when not open. */
+  int               proc_syscall_fd;
+  pid_t             proc_syscall_tid;
+
   /* Prepares seen by the starvation sentinel while a lag is followed. */
   _Atomic unsigned  sentinel_prepares;
 

@@ -1,6 +1,12 @@
 /* lw-summary.c: per-fingerprint counts, Fibonacci back-off, summary table */
 #include "lw-summary.h"
 
+/* Fingerprints tracked one by one; the rest share one row, so that a
+ * program with endlessly new stacks keeps a bounded table (about 150 bytes
+ * a row). */
+#define LW_SUMMARY_MAX_ROWS 1024
+#define LW_SUMMARY_OTHER    "(other)"
+
 typedef struct
 {
   char   *fingerprint;
@@ -81,6 +87,16 @@ lw_summary_record (LwSummary *summary, LagWatchReport *report, guint *skipped)
 
   g_mutex_lock (&summary->lock);
   entry = g_hash_table_lookup (summary->entries, report->fingerprint);
+  if (entry == NULL && g_hash_table_size (summary->entries) >= LW_SUMMARY_MAX_ROWS)
+    entry = g_hash_table_lookup (summary->entries, LW_SUMMARY_OTHER);
+  if (entry == NULL && g_hash_table_size (summary->entries) >= LW_SUMMARY_MAX_ROWS - 1)
+    {
+      entry = g_new0 (LwSummaryEntry, 1);
+      entry->fingerprint = g_strdup (LW_SUMMARY_OTHER);
+      entry->label = g_strdup ("(every other stack)");
+      entry->order = g_hash_table_size (summary->entries);
+      g_hash_table_insert (summary->entries, entry->fingerprint, entry);
+    }
   if (entry == NULL)
     {
       entry = g_new0 (LwSummaryEntry, 1);

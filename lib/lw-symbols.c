@@ -83,6 +83,10 @@ typedef struct
   LwSymbolTable       *table;       /* the module's, or NULL */
   const LwSymbol      *symbol;      /* in table, or NULL */
   const char          *name;        /* the symbol's name as shown; NULL until needed */
+  /* Lengths of name and of the module's path, so that a hit copies the
+   * strings without measuring them. */
+  guint32              name_len;
+  guint32              path_len;
   guint8               used;
   guint8               is_return_address;
   guint8               owns_module; /* the entry holds a reference on module */
@@ -1204,7 +1208,7 @@ lw_cache_entry_clear (LwCacheEntry *entry)
   *entry = (LwCacheEntry) { 0 };
 }
 
-/* The cache's thread, or any thread once it has exited. */
+/* The cache's thread, as it exits (GPrivate's destroy notify). */
 static void
 lw_cache_free (gpointer data)
 {
@@ -1340,11 +1344,25 @@ lw_cache_lookup (LwCache      *cache,
     .module = module,
     .table = table,
     .symbol = symbol,
+    .path_len = module != NULL ? strlen (lw_module_get_path (module)) : 0,
     .used = TRUE,
     .is_return_address = is_return_address,
     .owns_module = owns_module,
   };
   return entry;
+}
+
+/* Any thread. A copy of the @len bytes of @text, NUL-terminated; freed
+ * with g_free(). */
+static char *
+lw_strdup_len (const char *text,
+               gsize       len)
+{
+  char *copy = g_malloc (len + 1);
+
+  memcpy (copy, text, len);
+  copy[len] = '\0';
+  return copy;
 }
 
 /* Any thread, normal context (the cache's thread). A copy of the shown
@@ -1354,8 +1372,11 @@ static char *
 lw_cache_entry_dup_name (LwCacheEntry *entry)
 {
   if (entry->name == NULL)
-    entry->name = lw_symbol_table_display_name (entry->table, entry->symbol);
-  return g_strdup (entry->name);
+    {
+      entry->name = lw_symbol_table_display_name (entry->table, entry->symbol);
+      entry->name_len = strlen (entry->name);
+    }
+  return lw_strdup_len (entry->name, entry->name_len);
 }
 
 /* Any thread, normal context. */
@@ -1375,9 +1396,12 @@ lw_symbols_resolve (uintptr_t ip,
   if (entry->module != NULL)
     {
       uintptr_t bias = lw_module_get_bias (entry->module);
+      const char *build_id = lw_module_get_build_id_hex (entry->module);
+      gsize build_id_len;
 
-      frame->module = g_strdup (lw_module_get_path (entry->module));
-      frame->build_id = g_strdup (lw_module_get_build_id_hex (entry->module));
+      lw_module_get_build_id (entry->module, &build_id_len);
+      frame->module = lw_strdup_len (lw_module_get_path (entry->module), entry->path_len);
+      frame->build_id = build_id != NULL ? lw_strdup_len (build_id, 2 * build_id_len) : NULL;
       frame->module_offset = ip - bias;
       if (entry->symbol != NULL)
         {

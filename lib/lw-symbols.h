@@ -1,7 +1,8 @@
 /* lw-symbols.h: naming code addresses (module, build-id, offset, symbol)
  *
  * Per-module sorted symbol tables read with libelf, built lazily the first
- * time an address in the module is resolved, searched by bisection. Sources,
+ * time an address in the module is resolved, searched through an index of
+ * 4 KiB pages and a bisection of the page's few symbols. Sources,
  * best first: the .symtab of the debug file found by build-id under the debug
  * roots; the .symtab of the debug file named by the module's
  * .gnu_debuglink, looked for in the module's directory, its .debug/
@@ -21,11 +22,12 @@
  * lock); without it they stay mangled.
  *
  * Lookups go through a cache per thread (direct-mapped, 1024 entries keyed
- * by address and is-return-address, about 48 KiB, freed when the thread
+ * by address and is-return-address, about 56 KiB, freed when the thread
  * exits), flushed whenever the module table changes (dlopen, dlclose), so
  * the frames a sampler sees again and again cost a compare, a look at the
- * loader's load/unload counters and the copies of the strings. A lookup
- * takes no lock of lagwatch's unless the module table changed.
+ * loader's load/unload counters and the copies of the strings. A lookup in
+ * a module whose table is built takes no lock of lagwatch's unless the
+ * module table changed.
  *
  * Thread safety: any thread, normal context (the watcher thread in practice;
  * never the watched thread, never a signal handler). Internally locked.

@@ -42,6 +42,8 @@ struct _LwUnwinder
 typedef struct
 {
   const LwSnapshot *snapshot;
+  uintptr_t         readable_lo;  /* the last readable segment found: most */
+  uintptr_t         readable_hi;  /* reads of a step fall in the same one */
 } LwWalk;
 
 /* DWARF pointer encodings used by .eh_frame_hdr (DW_EH_PE_*). */
@@ -140,27 +142,31 @@ lw_unwind_get_dyn_info_list_addr (unw_addr_space_t as, unw_word_t *addr, void *a
 }
 
 /* Watcher thread (libunwind accessor). Stack words come from the copy;
- * anything else (CFI, code) from a mapped segment of a loaded module. */
+ * anything else (CFI, code) from a mapped segment of a loaded module. The
+ * segment stays mapped while read: the unwinder only reads modules in the
+ * stuck thread's active call chain. */
 static int
 lw_unwind_access_mem (unw_addr_space_t as, unw_word_t addr, unw_word_t *value,
                       int write, void *arg)
 {
-  const LwSnapshot *snap = ((LwWalk *) arg)->snapshot;
+  LwWalk *walk = arg;
+  const LwSnapshot *snap = walk->snapshot;
 
   if (write)
     return -UNW_EREADONLYREG;
-  if (addr >= snap->stack_base && addr + sizeof *value <= snap->stack_base + snap->stack_len
-      && addr + sizeof *value > addr)
+  if (addr + sizeof *value < addr)
+    return -UNW_EINVAL;
+  if (addr >= snap->stack_base && addr + sizeof *value <= snap->stack_base + snap->stack_len)
     {
       memcpy (value, snap->stack + (addr - snap->stack_base), sizeof *value);
       return 0;
     }
-  if (lw_modules_is_readable (addr, sizeof *value))
-    {
-      memcpy (value, (const void *) addr, sizeof *value);
-      return 0;
-    }
-  return -UNW_EINVAL;
+  if (!(addr >= walk->readable_lo && addr + sizeof *value <= walk->readable_hi)
+      && !(lw_modules_readable_range (addr, &walk->readable_lo, &walk->readable_hi)
+           && addr + sizeof *value <= walk->readable_hi))
+    return -UNW_EINVAL;
+  memcpy (value, (const void *) addr, sizeof *value);
+  return 0;
 }
 
 /* Watcher thread (libunwind accessor). Registers of the innermost frame. */
@@ -292,7 +298,7 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
                   guint             max_frames,
                   gboolean         *truncated)
 {
-  LwWalk walk = { snapshot };
+  LwWalk walk = { snapshot, 0, 0 };
   unw_cursor_t cursor;
   guint n = 0;
 

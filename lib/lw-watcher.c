@@ -384,12 +384,23 @@ lw_watcher_write_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   lag->hang_written = TRUE;
 }
 
-/* Watcher thread. TRUE when this busy period must not be reported: paused,
- * declared long, under a debugger, or the thread is stopped. */
+/* Watcher thread. TRUE when this busy period must not be reported because
+ * the program said so: paused, or declared long. Cheap: checked at every
+ * sample. */
+static gboolean
+lw_watcher_declined (LagWatch *watch, LwLag *lag)
+{
+  return atomic_load (&watch->paused) || atomic_load (&watch->slot->expected_seq) == lag->busy_seq;
+}
+
+/* Watcher thread. TRUE when this busy period is not the program's doing:
+ * a debugger is attached, or the thread is stopped (SIGSTOP, a debugger
+ * stop). Reads /proc: checked when the lag is caught and when it ends; a
+ * stop of the whole process in between shows as a watcher oversleep. */
 static gboolean
 lw_watcher_excused (LagWatch *watch, LwLag *lag)
 {
-  if (atomic_load (&watch->paused) || atomic_load (&watch->slot->expected_seq) == lag->busy_seq)
+  if (lw_watcher_declined (watch, lag))
     return TRUE;
   if (!watch->config->under_debugger && lw_threadinfo_tracer_pid () != 0)
     {
@@ -481,7 +492,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
               break;
             }
         }
-      if (lw_watcher_excused (watch, &lag))
+      if (lw_watcher_declined (watch, &lag))
         {
           dropped = TRUE;
           break;
@@ -504,7 +515,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
   complete = end_ns != 0;
   if (!complete)
     end_ns = lw_clock_now_ns ();
-  if (!dropped && atomic_load (&slot->expected_seq) != busy_seq && !atomic_load (&watch->paused))
+  if (!dropped && !lw_watcher_excused (watch, &lag))
     {
       report = lw_watcher_build_report (watch, &lag, "lag", end_ns, complete,
                                         lw_watcher_lag_cpu (watch, &lag, end_ns));
@@ -593,6 +604,7 @@ lw_watcher_main (gpointer data)
 
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
+  lw_capture_forget_thread (slot);
   if (atomic_load (&watch->self_free))
     lw_watch_finish (watch);
   return NULL;

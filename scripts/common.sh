@@ -6,9 +6,12 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # Build: compilers, meson, the three libraries of the design card (+ libdw,
 # used from the symbolization work on). Tests: json-glib to read JSON Lines,
 # binutils for nm/objcopy/readelf, libc6-dbg for glibc's static functions.
+# The GTK 4 demo; its test and run-demo without a display: Xvfb, xauth,
+# xdotool, ImageMagick (screenshots), jq (JSON Lines).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev
-  libjson-glib-dev libc6-dbg"
+  libjson-glib-dev libc6-dbg
+  libgtk-4-dev xvfb xauth xdotool imagemagick jq"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.

@@ -62,19 +62,18 @@ LD_PRELOAD="$user_preload$slowlib" LW_TEST_SLOW_MS=300 DISPLAY="$display" GDK_BA
 code=$?
 [ $code -eq 0 ] || { fail "widget factory under the launcher: exit status $code"; tail -20 "$tmp/factory.log"; }
 
-python3 - "$json" <<'PY' || status=1
-import json, sys
-reports = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-slow = [r for r in reports if r.get("source") == "launcher-test: slow callback"]
-if len(slow) != 1:
-    print("FAIL expected one report for the slow callback, got", len(slow), "of", len(reports)); sys.exit(1)
-r = slow[0]
-names = [f["symbol"] for f in r["stack"]]
-if "launcher_test_slow_callback" not in names:
-    print("FAIL the stack does not name the slow callback:", names); sys.exit(1)
-if abs(r["duration_ms"] - 300) > 50:
-    print("FAIL duration", r["duration_ms"], "not near 300 ms"); sys.exit(1)
-print("ok gtk4-widget-factory: the slow callback named, %.1f ms, phase %s, %d samples, %d reports in all"
-      % (r["duration_ms"], r["phase"], r["samples"], len(reports)))
-PY
+slow='select(.source == "launcher-test: slow callback")'
+count=$(jq -c "$slow" "$json" | wc -l)
+if [ "$count" -ne 1 ]; then
+  fail "expected one report for the slow callback, got $count of $(wc -l < "$json")"
+elif ! jq -e "$slow | .stack | map(.symbol) | index(\"launcher_test_slow_callback\") != null" "$json" > /dev/null; then
+  fail "the stack does not name the slow callback: $(jq -c "$slow | .stack | map(.symbol)" "$json")"
+else
+  duration=$(jq "$slow | .duration_ms" "$json")
+  if ! jq -e "$slow | (.duration_ms - 300) | fabs <= 50" "$json" > /dev/null; then
+    fail "duration $duration ms, not near 300 ms"
+  else
+    echo "ok gtk4-widget-factory: the slow callback named, $duration ms, phase $(jq -r "$slow | .phase" "$json"), $(jq "$slow | .samples" "$json") samples, $(wc -l < "$json") reports in all"
+  fi
+fi
 exit $status

@@ -1,0 +1,694 @@
+/* bench-overhead: what lagwatch costs a program, side by side in one run
+ *
+ *   bench-overhead [--short]
+ *
+ * 1. Hot path: instructions per no-op main-loop iteration (a default-priority
+ *    idle, g_main_context_iteration (ctx, FALSE) in a loop), counted with
+ *    callgrind as the slope between two run lengths (startup cancels out),
+ *    for: the bare loop; the same with one parked thread (every GTK program
+ *    has threads, which makes glibc's poll() pay for cancellation); lagwatch
+ *    attached; a sentinel GSource alone (the alternative hook); and the
+ *    seeds' design (a semaphore post at every phase). Also a realistic loop
+ *    (each iteration dispatches ~20 µs of fixed work), and wall-clock ratios.
+ * 2. Idle: context switches of lagwatch's thread while the loop sleeps.
+ * 3. Detection latency: caught_ms - threshold over many lags; and the cost
+ *    of one sample (signal + stack copy, then unwinding ~30 frames).
+ * 4. Memory: RSS added by attach before any lag; growth over many lags.
+ * 5. Sampling: CPU of lagwatch's thread during a long hang.
+ *
+ * Deterministic results (instruction counts, wake-up counts, memory) are
+ * checked against the targets in both modes; timing results (latency,
+ * sample cost, CPU share) only in the full mode, where runs are long enough
+ * to mean something on a noisy machine. Exit status 1 on a missed target.
+ */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lagwatch.h"
+#include "lw-capture.h"
+#include "lw-clock.h"
+#include "lw-threadinfo.h"
+#include "lw-unwind.h"
+#include "lw-watcher.h"
+
+#define LAGGY __attribute__ ((noipa))
+
+static gboolean short_mode;
+static int failures;
+
+static void
+verdict (gboolean met, gboolean checked, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static void
+verdict (gboolean met, gboolean checked, const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  printf ("  %-9s ", !checked ? "(info)" : met ? "[ok]" : "[MISSED]");
+  vprintf (format, args);
+  printf ("\n");
+  va_end (args);
+  if (checked && !met)
+    failures++;
+}
+
+/* ---- the loops measured (run in child processes, under callgrind) ---- */
+
+static volatile guint64 work_sink;
+
+/* Fixed work: the same instruction count natively and under valgrind. */
+static LAGGY void
+fixed_work (guint64 units)
+{
+  guint64 x = 88172645463325252ULL;
+
+  for (guint64 i = 0; i < units; i++)
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  work_sink = x;
+}
+
+static guint64 work_units;
+
+static gboolean
+idle_callback (gpointer data)
+{
+  if (work_units > 0)
+    fixed_work (work_units);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The seeds' design: a semaphore posted at every phase (prepare, check,
+ * before and after poll) for a watcher thread that waits on it. */
+static sem_t phase_sem;
+static GPollFunc phase_prev_poll;
+
+static gint
+phase_poll (GPollFD *fds, guint nfds, gint timeout)
+{
+  gint ret;
+
+  sem_post (&phase_sem);
+  ret = phase_prev_poll (fds, nfds, timeout);
+  sem_post (&phase_sem);
+  return ret;
+}
+
+static gboolean
+phase_prepare (GSource *source, gint *timeout)
+{
+  sem_post (&phase_sem);
+  *timeout = -1;
+  return FALSE;
+}
+
+static gboolean
+phase_check (GSource *source)
+{
+  sem_post (&phase_sem);
+  return FALSE;
+}
+
+static gboolean
+empty_prepare (GSource *source, gint *timeout)
+{
+  *timeout = -1;
+  return FALSE;
+}
+
+static gboolean
+empty_check (GSource *source)
+{
+  return FALSE;
+}
+
+static gboolean
+never_dispatch (GSource *source, GSourceFunc callback, gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+static gpointer
+phase_consumer (gpointer data)
+{
+  for (;;)
+    while (sem_wait (&phase_sem) != 0 && errno == EINTR)
+      ;
+  return NULL;
+}
+
+static gpointer
+parked_thread (gpointer data)
+{
+  for (;;)
+    pause ();
+  return NULL;
+}
+
+static GSource *
+attach_hook_source (GMainContext *context, gboolean posting)
+{
+  static GSourceFuncs empty_funcs = { .prepare = empty_prepare, .check = empty_check, .dispatch = never_dispatch };
+  static GSourceFuncs phase_funcs = { .prepare = phase_prepare, .check = phase_check, .dispatch = never_dispatch };
+  GSource *source = g_source_new (posting ? &phase_funcs : &empty_funcs, sizeof (GSource));
+
+  g_source_set_priority (source, G_MININT);
+  g_source_attach (source, context);
+  return source;
+}
+
+/* Runs @n no-op iterations in one of the modes. */
+static void
+run_loop (const char *mode, guint64 n)
+{
+  GMainContext *context = g_main_context_new ();
+  GSource *idle = g_idle_source_new ();
+
+  g_source_set_callback (idle, idle_callback, NULL, NULL);
+  g_source_attach (idle, context);
+  if (g_str_equal (mode, "thread"))
+    g_thread_new ("parked", parked_thread, NULL);
+  else if (g_str_equal (mode, "lagwatch"))
+    {
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+
+      lagwatch_config_set_output (config, "none", NULL);
+      g_assert_nonnull (lagwatch_attach_with_config (context, config));
+    }
+  else if (g_str_equal (mode, "sentinel"))
+    attach_hook_source (context, FALSE);
+  else if (g_str_equal (mode, "semaphore"))
+    {
+      sem_init (&phase_sem, 0, 0);
+      g_thread_new ("consumer", phase_consumer, NULL);
+      phase_prev_poll = g_main_context_get_poll_func (context);
+      g_main_context_set_poll_func (context, phase_poll);
+      attach_hook_source (context, TRUE);
+    }
+  for (guint64 i = 0; i < n; i++)
+    g_main_context_iteration (context, FALSE);
+}
+
+/* ---- section 1: hot path ---- */
+
+/* Instructions callgrind counts for `self --loop MODE N UNITS`. */
+static double
+callgrind_count (const char *self, const char *mode, guint64 n, guint64 units)
+{
+  g_autofree char *n_text = g_strdup_printf ("%" G_GUINT64_FORMAT, n);
+  g_autofree char *units_text = g_strdup_printf ("%" G_GUINT64_FORMAT, units);
+  const char *argv[] = { "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                         self, "--loop", mode, n_text, units_text, NULL };
+  g_autofree char *err = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *collected;
+  int status;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
+                     NULL, NULL, NULL, &err, &status, &error)
+      || (collected = strstr (err, "Collected : ")) == NULL)
+    {
+      fprintf (stderr, "callgrind failed for %s: %s\n%s", mode, error ? error->message : "", err ? err : "");
+      exit (2);
+    }
+  return g_ascii_strtod (collected + strlen ("Collected : "), NULL);
+}
+
+/* Instructions per iteration: the slope between two run lengths. */
+static double
+instructions_per_iteration (const char *self, const char *mode, guint64 units)
+{
+  guint64 n1 = short_mode ? 2000 : 10000;
+  double a = callgrind_count (self, mode, n1, units);
+  double b = callgrind_count (self, mode, 2 * n1, units);
+
+  return (b - a) / (double) n1;
+}
+
+/* ns per iteration, natively, median of @rounds interleaved runs (each run
+ * in its own process: modes must not leak into one another). */
+static double
+wall_ns_per_iteration (const char *self, const char *mode, guint64 n)
+{
+  g_autofree char *n_text = g_strdup_printf ("%" G_GUINT64_FORMAT, n);
+  const char *argv[] = { self, "--loop", mode, n_text, "0", NULL };
+  gint64 start = g_get_monotonic_time ();
+  int status;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                &status, NULL);
+  return (double) (g_get_monotonic_time () - start) * 1000.0 / (double) n;
+}
+
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* The realistic loop's work: a fixed instruction count (deterministic
+ * under callgrind), about 60,000 instructions: 20 µs at 3 instructions per
+ * nanosecond. Its native time is printed for reference. */
+#define LW_BENCH_WORK_UNITS 12000
+
+static double
+native_work_us (void)
+{
+  gint64 start = g_get_monotonic_time ();
+
+  for (int i = 0; i < 100; i++)
+    fixed_work (LW_BENCH_WORK_UNITS);
+  return (double) (g_get_monotonic_time () - start) / 100.0;
+}
+
+static void
+bench_hot_path (const char *self)
+{
+  static const char *modes[] = { "bare", "thread", "lagwatch", "sentinel", "semaphore" };
+  double per[G_N_ELEMENTS (modes)];
+  double wall[G_N_ELEMENTS (modes)][5];
+  guint rounds = short_mode ? 3 : 5;
+  guint64 wall_n = short_mode ? 20000 : 200000;
+  guint64 units = LW_BENCH_WORK_UNITS;
+  double real_bare, real_lagwatch;
+
+  printf ("\n1. Hot path: instructions per no-op iteration (callgrind, slope of two run lengths)\n");
+  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+    per[m] = instructions_per_iteration (self, modes[m], 0);
+  for (guint r = 0; r < rounds; r++)
+    for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+      wall[m][r] = wall_ns_per_iteration (self, modes[m], wall_n);
+  printf ("  %-10s %14s %12s %12s %16s\n", "mode", "instr/iter", "vs bare", "vs thread", "wall ns/iter");
+  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      qsort (wall[m], rounds, sizeof (double), compare_doubles);
+      printf ("  %-10s %14.1f %+11.1f%% %+11.1f%% %16.0f (x%.2f)\n", modes[m], per[m],
+              100.0 * (per[m] - per[0]) / per[0], 100.0 * (per[m] - per[1]) / per[1],
+              wall[m][rounds / 2], wall[m][rounds / 2] / wall[0][rounds / 2]);
+    }
+  verdict ((per[2] - per[1]) / per[1] <= 0.03, TRUE,
+           "lagwatch adds %.1f instructions (%.1f%%) to a no-op iteration of a program with threads "
+           "(target <= 3%%)", per[2] - per[1], 100.0 * (per[2] - per[1]) / per[1]);
+  verdict (TRUE, FALSE, "over a bare single-threaded loop: +%.1f instructions (%.1f%%), of which %.1f "
+           "are glibc's poll() cancellation handling that any second thread costs",
+           per[2] - per[0], 100.0 * (per[2] - per[0]) / per[0], per[1] - per[0]);
+
+  real_bare = instructions_per_iteration (self, "thread", units);
+  real_lagwatch = instructions_per_iteration (self, "lagwatch", units);
+  printf ("  realistic loop (%.0f instructions per iteration, %.1f us natively here):\n",
+          real_bare, native_work_us ());
+  verdict ((real_lagwatch - real_bare) / real_bare <= 0.001, TRUE,
+           "lagwatch adds %.3f%% to an iteration of a program with threads (target <= 0.1%%)",
+           100.0 * (real_lagwatch - real_bare) / real_bare);
+}
+
+/* ---- helpers for the in-process sections ---- */
+
+/* lagwatch's thread. GLib names a thread from inside it, once it runs:
+ * wait for the name (a TID of 0 would mean the caller's own CPU clock). */
+static pid_t
+lagwatch_thread_tid (void)
+{
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline)
+    {
+      g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+      const char *entry;
+
+      while ((entry = g_dir_read_name (dir)) != NULL)
+        {
+          pid_t tid = atoi (entry);
+          g_autofree char *name = lw_threadinfo_name (tid);
+
+          if (g_strcmp0 (name, "lagwatch") == 0)
+            return tid;
+        }
+      g_usleep (1000);
+    }
+  g_error ("lagwatch's thread did not appear");
+}
+
+static guint64
+context_switches (pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
+  g_autofree char *text = NULL;
+  const char *v, *nv;
+
+  g_file_get_contents (path, &text, NULL, NULL);
+  v = strstr (text, "\nvoluntary_ctxt_switches:");
+  nv = strstr (text, "\nnonvoluntary_ctxt_switches:");
+  return g_ascii_strtoull (v + 25, NULL, 10) + g_ascii_strtoull (nv + 28, NULL, 10);
+}
+
+static gint64
+rss_bytes (void)
+{
+  g_autofree char *text = NULL;
+  gint64 size, resident;
+
+  g_file_get_contents ("/proc/self/statm", &text, NULL, NULL);
+  sscanf (text, "%" G_GINT64_FORMAT " %" G_GINT64_FORMAT, &size, &resident);
+  return resident * sysconf (_SC_PAGESIZE);
+}
+
+typedef struct
+{
+  GMutex  lock;
+  GArray *caught;   /* caught_ms - threshold, per lag */
+  guint   reports;
+} Collected;
+
+static void
+collect_report (LagWatchReport *report, gpointer data)
+{
+  Collected *c = data;
+  g_autofree char *json = lagwatch_report_to_json (report);
+  const char *caught = strstr (json, "\"caught_ms\":");
+  double value;
+
+  g_mutex_lock (&c->lock);
+  c->reports++;
+  if (caught != NULL && caught[12] != 'n')
+    {
+      value = g_ascii_strtod (caught + 12, NULL) - lagwatch_report_get_threshold_ms (report);
+      g_array_append_val (c->caught, value);
+    }
+  g_mutex_unlock (&c->lock);
+}
+
+static LAGGY void
+spin_us (gint64 us)
+{
+  gint64 end = g_get_monotonic_time () + us;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+static LAGGY int
+recurse_then_spin (int depth, gint64 us)
+{
+  int below;
+
+  if (depth <= 1)
+    {
+      spin_us (us);
+      return 1;
+    }
+  below = recurse_then_spin (depth - 1, us);
+  __asm__ volatile ("" ::: "memory");
+  return below + 1;
+}
+
+static gboolean
+lag_once (gpointer data)
+{
+  recurse_then_spin (1 + GPOINTER_TO_INT (data) % 50, 8 * 1000);
+  return G_SOURCE_REMOVE;
+}
+
+/* Runs @n lags of ~@us each in @context, waiting for every report. */
+static void
+run_lags (GMainContext *context, Collected *c, guint n, gint64 us, gboolean vary)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      guint before;
+
+      g_mutex_lock (&c->lock);
+      before = c->reports;
+      g_mutex_unlock (&c->lock);
+      if (vary)
+        g_main_context_invoke (context, lag_once, GINT_TO_POINTER (i));
+      else
+        {
+          g_main_context_iteration (context, FALSE);  /* out of poll just before */
+          spin_us (us);
+        }
+      for (;;)
+        {
+          guint now;
+
+          g_main_context_iteration (context, FALSE);
+          g_mutex_lock (&c->lock);
+          now = c->reports;
+          g_mutex_unlock (&c->lock);
+          if (now > before)
+            break;
+          g_usleep (200);
+        }
+    }
+}
+
+/* ---- section 2: idle ---- */
+
+static gpointer
+idle_loop (gpointer data)
+{
+  GMainContext *context = data;
+
+  g_main_context_push_thread_default (context);
+  g_main_context_iteration (context, TRUE);  /* sleeps in poll until woken */
+  g_main_context_pop_thread_default (context);
+  return NULL;
+}
+
+static void
+bench_idle (void)
+{
+  GMainContext *context = g_main_context_new ();
+  LagWatch *watch = lagwatch_attach (context);
+  GThread *loop;
+  guint64 before, after;
+  pid_t tid;
+  guint seconds = short_mode ? 2 : 10;
+
+  printf ("\n2. Idle: wake-ups of lagwatch's thread while the loop sleeps in poll\n");
+  loop = g_thread_new ("idle loop", idle_loop, context);
+  g_usleep (200 * 1000);  /* the loop reaches poll, the watcher parks */
+  tid = lagwatch_thread_tid ();
+  before = context_switches (tid);
+  g_usleep (seconds * G_USEC_PER_SEC);
+  after = context_switches (tid);
+  g_main_context_wakeup (context);
+  g_thread_join (loop);
+  lagwatch_detach (watch);
+  g_main_context_unref (context);
+  verdict (after == before, TRUE, "%" G_GUINT64_FORMAT " wake-ups in %u s (target 0)", after - before, seconds);
+}
+
+/* ---- section 3: detection latency and the cost of one sample ---- */
+
+static double
+percentile (GArray *values, double p)
+{
+  g_array_sort (values, compare_doubles);
+  return g_array_index (values, double, MIN (values->len - 1, (guint) (p * values->len)));
+}
+
+typedef struct
+{
+  volatile gboolean stop;
+  pid_t             tid;
+} Spinner;
+
+static LAGGY int
+spinner_recurse (Spinner *s, int depth)
+{
+  int below;
+
+  if (depth <= 1)
+    {
+      while (!s->stop)
+        ;
+      return 1;
+    }
+  below = spinner_recurse (s, depth - 1);
+  __asm__ volatile ("" ::: "memory");
+  return below + 1;
+}
+
+static gpointer
+spinner_thread (gpointer data)
+{
+  Spinner *s = data;
+
+  s->tid = gettid ();
+  spinner_recurse (s, 26);
+  return NULL;
+}
+
+static void
+bench_latency (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *context = g_main_context_new ();
+  Collected c = { 0 };
+  guint lags = short_mode ? 20 : 200, samples = short_mode ? 100 : 1000;
+  GArray *capture_us = g_array_new (FALSE, FALSE, sizeof (double));
+  GArray *unwind_us = g_array_new (FALSE, FALSE, sizeof (double));
+  LwSnapshot *snap = lw_snapshot_new (128 * 1024);
+  LwUnwinder *unwinder = lw_unwinder_new ();
+  uintptr_t ips[128];
+  Spinner spinner = { 0 };
+  GThread *thread;
+  LagWatch *watch;
+  guint frames = 0;
+
+  printf ("\n3. Detection latency (threshold 20 ms, %u lags of 25 ms) and one sample\n", lags);
+  g_mutex_init (&c.lock);
+  c.caught = g_array_new (FALSE, FALSE, sizeof (double));
+  lagwatch_config_set_threshold_ms (config, 20);
+  lagwatch_config_set_output (config, "none", NULL);
+  g_main_context_push_thread_default (context);
+  watch = lagwatch_attach_with_config (context, config);
+  lagwatch_set_report_func (watch, collect_report, &c, NULL);
+  run_lags (context, &c, lags, 25 * 1000, FALSE);
+  verdict (percentile (c.caught, 0.99) <= 2.0, !short_mode,
+           "from threshold to first stack: p50 %.3f ms, p99 %.3f ms (target p99 <= 2 ms)",
+           percentile (c.caught, 0.50), percentile (c.caught, 0.99));
+
+  /* One sample of a running thread 30 frames deep: signal + stack copy,
+   * then the unwind, timed apart, through the watch's own slot (its watcher
+   * paused, so the slot's capture request is ours). */
+  lagwatch_pause (watch);
+  thread = g_thread_new ("spinner", spinner_thread, &spinner);
+  while (spinner.tid == 0)
+    g_usleep (1000);
+  g_usleep (10 * 1000);
+  for (guint i = 0; i < samples; i++)
+    {
+      gboolean truncated;
+      gint64 t0 = g_get_monotonic_time (), t1, t2;
+      double value;
+
+      if (lw_capture_take_thread (watch->slot, spinner.tid, 0, 0, 0, snap, 50 * LW_NSEC_PER_MSEC) != LW_CAPTURE_OK)
+        continue;
+      t1 = g_get_monotonic_time ();
+      frames = lw_unwinder_walk (unwinder, snap, ips, G_N_ELEMENTS (ips), &truncated);
+      t2 = g_get_monotonic_time ();
+      value = (double) (t1 - t0);
+      g_array_append_val (capture_us, value);
+      value = (double) (t2 - t1);
+      g_array_append_val (unwind_us, value);
+    }
+  spinner.stop = TRUE;
+  g_thread_join (thread);
+  verdict (capture_us->len > 0 && percentile (capture_us, 0.5) + percentile (unwind_us, 0.5) <= 20.0, !short_mode,
+           "one sample, warm: signal + copy %.1f us, unwind of %u frames %.1f us (p50; target total <= 20 us)",
+           capture_us->len ? percentile (capture_us, 0.5) : -1.0, frames,
+           unwind_us->len ? percentile (unwind_us, 0.5) : -1.0);
+
+  lagwatch_detach (watch);
+  g_main_context_pop_thread_default (context);
+  g_main_context_unref (context);
+  lw_unwinder_free (unwinder);
+  lw_snapshot_free (snap);
+}
+
+/* ---- section 4: memory ---- */
+
+static void
+bench_memory (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *context = g_main_context_new ();
+  Collected c = { 0 };
+  guint lags = short_mode ? 150 : 1000;
+  gint64 before, attached, warm, after;
+  LagWatch *watch;
+
+  printf ("\n4. Memory\n");
+  g_mutex_init (&c.lock);
+  c.caught = g_array_new (FALSE, FALSE, sizeof (double));
+  lagwatch_config_set_threshold_ms (config, 5);
+  lagwatch_config_set_output (config, "none", NULL);
+  g_main_context_push_thread_default (context);
+  g_main_context_iteration (context, FALSE);
+  before = rss_bytes ();
+  watch = lagwatch_attach_with_config (context, config);
+  lagwatch_set_report_func (watch, collect_report, &c, NULL);
+  g_main_context_iteration (context, FALSE);  /* the first poll: probe, thread adopted */
+  g_main_context_iteration (context, FALSE);
+  attached = rss_bytes ();
+  verdict (attached - before <= 1024 * 1024, TRUE,
+           "attach, before any lag: +%.0f KiB RSS (target <= 1024 KiB)", (attached - before) / 1024.0);
+  run_lags (context, &c, 100, 0, TRUE);
+  warm = rss_bytes ();
+  run_lags (context, &c, lags - 100, 0, TRUE);
+  after = rss_bytes ();
+  verdict (after - warm <= 512 * 1024, TRUE,
+           "after %u lags with varied stacks: +%.0f KiB since the first 100 (+%.0f KiB for those; "
+           "bound: symbol tables of loaded modules + 1024 summary rows, target growth <= 512 KiB)",
+           lags, (after - warm) / 1024.0, (warm - attached) / 1024.0);
+  lagwatch_detach (watch);
+  g_main_context_pop_thread_default (context);
+  g_main_context_unref (context);
+}
+
+/* ---- section 5: sampling cost during a hang ---- */
+
+static void
+bench_sampling (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *context = g_main_context_new ();
+  gint64 hang_us = short_mode ? 500 * 1000 : 2 * G_USEC_PER_SEC;
+  int64_t cpu_before, cpu_after;
+  LagWatch *watch;
+  pid_t tid;
+
+  printf ("\n5. Sampling during a %.1f s hang at the default interval\n", hang_us / 1e6);
+  lagwatch_config_set_output (config, "none", NULL);
+  lagwatch_config_set_hang_ms (config, 3600000);
+  g_main_context_push_thread_default (context);
+  watch = lagwatch_attach_with_config (context, config);
+  g_main_context_iteration (context, FALSE);
+  g_main_context_iteration (context, FALSE);
+  tid = lagwatch_thread_tid ();
+  cpu_before = lw_threadinfo_cpu_ns (tid);
+  recurse_then_spin (30, hang_us);
+  g_main_context_iteration (context, FALSE);
+  cpu_after = lw_threadinfo_cpu_ns (tid);
+  verdict ((double) (cpu_after - cpu_before) / (hang_us * 1000.0) <= 0.01, !short_mode,
+           "lagwatch's thread used %.2f ms of CPU: %.2f%% of a core (target <= 1%%)",
+           (cpu_after - cpu_before) / 1e6, 100.0 * (cpu_after - cpu_before) / (hang_us * 1000.0));
+  lagwatch_detach (watch);
+  g_main_context_pop_thread_default (context);
+  g_main_context_unref (context);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+
+  if (argc == 5 && g_str_equal (argv[1], "--loop"))
+    {
+      work_units = g_ascii_strtoull (argv[4], NULL, 10);
+      run_loop (argv[2], g_ascii_strtoull (argv[3], NULL, 10));
+      return 0;
+    }
+  short_mode = argc > 1 && g_str_equal (argv[1], "--short");
+  g_setenv ("LAGWATCH_OUTPUT", "none", TRUE);
+  lw_clock_init ();
+
+  printf ("lagwatch overhead benchmark (%s mode; clock: %s)\n", short_mode ? "short" : "full",
+          lw_clock_tsc ? "TSC" : "clock_gettime");
+  bench_hot_path (self);
+  bench_idle ();
+  bench_latency ();
+  bench_memory ();
+  bench_sampling ();
+  printf ("\n%s: %d target%s missed\n", failures ? "FAILED" : "passed", failures, failures == 1 ? "" : "s");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,231 @@
+/* test-side-effects.c: lagwatch never changes what the watched thread sees
+ *
+ * A lag spent in a blocking call must last its full time and return what
+ * it would have returned without lagwatch: never EINTR (these calls are
+ * never restarted, whatever SA_RESTART says). Lags inside dlopen (a
+ * constructor that spins) and inside heavy malloc/free traffic are reported
+ * without deadlock, many times over. A thread that blocks lagwatch's
+ * signal gets a clear warning, and lagwatch does not hang.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+
+#define LAGGY __attribute__ ((noipa))
+#define BLOCK_MS 250
+
+typedef struct
+{
+  int    ret;
+  int    error;
+  gint64 elapsed_us;
+} CallResult;
+
+static LAGGY void
+block_usleep (gpointer data)
+{
+  CallResult *r = data;
+
+  r->ret = usleep (BLOCK_MS * 1000);
+  r->error = errno;
+}
+
+static LAGGY void
+block_nanosleep (gpointer data)
+{
+  CallResult *r = data;
+  struct timespec ts = { 0, BLOCK_MS * 1000 * 1000 };
+
+  r->ret = nanosleep (&ts, NULL);
+  r->error = errno;
+}
+
+static LAGGY void
+block_clock_nanosleep (gpointer data)
+{
+  CallResult *r = data;
+  struct timespec ts = { 0, BLOCK_MS * 1000 * 1000 };
+
+  /* Returns the error number itself rather than setting errno. */
+  r->ret = clock_nanosleep (CLOCK_MONOTONIC, 0, &ts, NULL);
+  r->error = r->ret;
+}
+
+static LAGGY void
+block_poll (gpointer data)
+{
+  CallResult *r = data;
+
+  r->ret = poll (NULL, 0, BLOCK_MS);
+  r->error = errno;
+}
+
+static LAGGY void
+block_select (gpointer data)
+{
+  CallResult *r = data;
+  struct timeval tv = { 0, BLOCK_MS * 1000 };
+
+  r->ret = select (0, NULL, NULL, NULL, &tv);
+  r->error = errno;
+}
+
+static LAGGY void
+block_epoll_wait (gpointer data)
+{
+  CallResult *r = data;
+  struct epoll_event event;
+  int fd = epoll_create1 (EPOLL_CLOEXEC);
+
+  r->ret = epoll_wait (fd, &event, 1, BLOCK_MS);
+  r->error = errno;
+  close (fd);
+}
+
+static void
+test_blocking_call (gconstpointer data)
+{
+  HarnessLagFunc func = (HarnessLagFunc) data;
+  CallResult result = { -2, 0, 0 };
+  Harness h;
+
+  harness_init (&h, 100);
+  result.elapsed_us = harness_run_lag (&h, func, &result);
+  harness_wait_reports (&h, 1);
+  g_test_message ("returned %d (errno %d) after %.1f ms", result.ret, result.error,
+                  result.elapsed_us / 1000.0);
+  g_assert_cmpint (result.ret, ==, 0);
+  g_assert_cmpint (result.elapsed_us, >=, BLOCK_MS * 1000);
+  g_assert_cmpstr (lagwatch_report_get_thread_state (harness_report (&h, 0)), ==, "sleeping");
+  harness_clear (&h);
+}
+
+/* A constructor that spins 300 ms: the lag happens inside dlopen, with
+ * the loader's lock held. (Closed after the report: the names of a library
+ * unloaded before its lag is symbolized are not kept.) */
+static void *slow_library;
+
+static LAGGY void
+open_slow_library (gpointer data)
+{
+  slow_library = dlopen (data, RTLD_NOW | RTLD_LOCAL);
+  g_assert_nonnull (slow_library);
+}
+
+static void
+test_lag_in_dlopen (void)
+{
+  const char *path = g_getenv ("LW_SLOW_CONSTRUCTOR_LIB");
+  guint rounds = 8;
+  Harness h;
+
+  g_assert_nonnull (path);
+  harness_init (&h, 100);
+  for (guint i = 0; i < rounds; i++)
+    {
+      harness_run_lag (&h, open_slow_library, (gpointer) path);
+      harness_wait_reports (&h, i + 1);
+      g_assert_true (harness_stack_has (harness_report (&h, i), "slow_constructor", NULL));
+      g_assert_true (harness_stack_has (harness_report (&h, i), "open_slow_library", NULL));
+      dlclose (slow_library);
+    }
+  harness_clear (&h);
+}
+
+static LAGGY void
+churn_malloc (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + 300 * 1000;
+  void *blocks[64] = { 0 };
+  guint i = 0;
+
+  while (g_get_monotonic_time () < end)
+    {
+      free (blocks[i % 64]);
+      blocks[i % 64] = malloc (16 + (i * 7919) % 4096);
+      i++;
+    }
+  for (i = 0; i < 64; i++)
+    free (blocks[i]);
+}
+
+static void
+test_lag_in_malloc (void)
+{
+  guint rounds = 8;
+  Harness h;
+
+  harness_init (&h, 100);
+  for (guint i = 0; i < rounds; i++)
+    {
+      harness_run_lag (&h, churn_malloc, NULL);
+      harness_wait_reports (&h, i + 1);
+      g_assert_true (harness_stack_has (harness_report (&h, i), "churn_malloc", NULL));
+    }
+  harness_clear (&h);
+}
+
+static LAGGY void
+spin_with_signal_blocked (gpointer data)
+{
+  sigset_t set, old;
+  gint64 end = g_get_monotonic_time () + 300 * 1000;
+
+  sigemptyset (&set);
+  sigaddset (&set, GPOINTER_TO_INT (data));
+  pthread_sigmask (SIG_BLOCK, &set, &old);
+  while (g_get_monotonic_time () < end)
+    ;
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+}
+
+/* The signal blocked while the thread runs: no stack can be taken by
+ * signal, a warning says why, the lag is still reported, nothing hangs. */
+static void
+test_signal_blocked (void)
+{
+  if (g_test_subprocess ())
+    {
+      Harness h;
+
+      g_log_set_always_fatal (G_LOG_FATAL_MASK);
+      g_log_set_fatal_mask ("lagwatch", G_LOG_FATAL_MASK);
+      g_setenv ("LAGWATCH_SIGNAL", "SIGRTMIN+9", TRUE);
+      harness_init (&h, 100);
+      harness_run_lag (&h, spin_with_signal_blocked, GINT_TO_POINTER (SIGRTMIN + 9));
+      harness_wait_reports (&h, 1);
+      g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, 0)), ==, 0);
+      /* The queued signal arrives once unblocked; lagwatch absorbs it. */
+      harness_run_lag (&h, (HarnessLagFunc) (void (*) (void)) g_usleep, GINT_TO_POINTER (150 * 1000));
+      harness_wait_reports (&h, 2);
+      harness_clear (&h);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 30 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*blocks signal*lags are reported without a stack while it runs*");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_data_func ("/side-effects/no-eintr/usleep", block_usleep, test_blocking_call);
+  g_test_add_data_func ("/side-effects/no-eintr/nanosleep", block_nanosleep, test_blocking_call);
+  g_test_add_data_func ("/side-effects/no-eintr/clock_nanosleep", block_clock_nanosleep, test_blocking_call);
+  g_test_add_data_func ("/side-effects/no-eintr/poll", block_poll, test_blocking_call);
+  g_test_add_data_func ("/side-effects/no-eintr/select", block_select, test_blocking_call);
+  g_test_add_data_func ("/side-effects/no-eintr/epoll_wait", block_epoll_wait, test_blocking_call);
+  g_test_add_func ("/side-effects/lag-in-dlopen", test_lag_in_dlopen);
+  g_test_add_func ("/side-effects/lag-in-malloc", test_lag_in_malloc);
+  g_test_add_func ("/side-effects/signal-blocked", test_signal_blocked);
+  return g_test_run ();
+}
