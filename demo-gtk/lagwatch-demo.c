@@ -545,8 +545,8 @@ static const struct
 } demo_columns[] = {
   [DEMO_COLUMN_TIME] = { "Began", 0, 105 },
   [DEMO_COLUMN_DURATION] = { "Duration", 1, 85 },
-  [DEMO_COLUMN_SOURCE] = { "GSource", 0, 200 },
-  [DEMO_COLUMN_THREAD] = { "Thread", 0, 240 },
+  [DEMO_COLUMN_SOURCE] = { "GSource", 0, 195 },
+  [DEMO_COLUMN_THREAD] = { "Thread", 0, 265 },
   [DEMO_COLUMN_WHERE] = { "Where (innermost frames outside libc and GLib)", 0, -1 },
 };
 

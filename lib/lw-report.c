@@ -511,6 +511,9 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
       if (share >= 50)
         g_string_append_printf (out, "  computing: %.1f ms on CPU (%.0f%% of the lag)\n",
                                 report->cpu_ms, MIN (share, 100.0));
+      else if (g_strcmp0 (report->thread_state, "running") == 0)
+        g_string_append_printf (out, "  runnable: %.1f ms on CPU (%.0f%%), the CPU was busy elsewhere\n",
+                                report->cpu_ms, share);
       else
         {
           g_string_append_printf (out, "  waiting: %.1f ms on CPU (%.0f%%)", report->cpu_ms, share);

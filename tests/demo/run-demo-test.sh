@@ -116,12 +116,10 @@ title_counts_rows() {
   esac
 }
 
-# demo_exited: the demo is gone or a zombie waiting for our wait.
+# demo_exited: the demo is gone, or a zombie waiting for our wait.
 demo_exited() {
-  case "$(ps -o stat= -p "$demo_pid" || true)" in
-    "" | Z*) return 0 ;;
-    *) return 1 ;;
-  esac
+  state=$(sed -E 's/.*\) (.).*/\1/' "/proc/$demo_pid/stat" 2> /dev/null) || return 0
+  [ "$state" = Z ]
 }
 
 # check_freeze KEY SYMBOL SAYS JSON: presses KEY, then checks (see top) that
@@ -169,10 +167,12 @@ export DISPLAY XAUTHORITY
 # GTK on this display only; the cairo renderer, because Xvfb has no GPU and
 # GL through llvmpipe compiles shaders on the main thread: real lags, which
 # the demo would list, but not the ones under test.
-unset WAYLAND_DISPLAY LAGWATCH_DISABLE LAGWATCH_THRESHOLD_MS LAGWATCH_SAMPLE_MS
+unset WAYLAND_DISPLAY LAGWATCH_DISABLE LAGWATCH_THRESHOLD_MS LAGWATCH_HANG_MS LAGWATCH_SAMPLE_MS \
+  LAGWATCH_MAX_FRAMES
 export GDK_BACKEND=x11 GSK_RENDERER=cairo
 # Under a sanitizer build, leaks are checked at exit, GTK's own caches aside.
-export LSAN_OPTIONS="${LSAN_OPTIONS:-}:suppressions=$(cd "$(dirname "$0")" && pwd)/lsan-demo.supp"
+here=$(cd "$(dirname "$0")" && pwd)
+export LSAN_OPTIONS="${LSAN_OPTIONS:-}:suppressions=$here/lsan-demo.supp"
 LAGWATCH_OUTPUT="json:$tmp/lags.json" LAGWATCH_STATE_DIR="$tmp/state" \
   "$demo" --print-reports --threshold=100 > "$tmp/stdout" 2> "$tmp/stderr" &
 demo_pid=$!
@@ -201,6 +201,6 @@ wait_until demo_exited || fail "Ctrl+Q ends the demo"
 status=0
 wait "$demo_pid" || status=$?
 demo_pid=""
-[ "$status" -eq 0 ] && ! grep -Eq "lagwatch-(WARNING|CRITICAL)|CRITICAL" "$tmp/stderr" \
+[ "$status" -eq 0 ] && ! grep -Eq "lagwatch-WARNING|CRITICAL" "$tmp/stderr" \
   || fail "the demo exited with status 0 (got $status) and no lagwatch warning"
 ok "Ctrl+Q: the demo exited with status 0, no lagwatch warning"
