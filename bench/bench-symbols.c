@@ -663,6 +663,7 @@ main (int    argc,
   LwCheck check = { 0 };
   double cold_ns, gtk_table_ms, warm_ns = G_MAXDOUBLE, stack_ns = G_MAXDOUBLE;
   double start_ns = G_MAXDOUBLE, dladdr_ns = G_MAXDOUBLE, dwfl_ns;
+  gboolean failed;
 
   /* A benchmark, not the library: dlopen() is fine here. */
   if (dlopen ("libgtk-4.so.1", RTLD_NOW | RTLD_LOCAL) == NULL)
@@ -728,5 +729,7 @@ main (int    argc,
           "%u by nm only\n", check.both, check.disagreements, check.lagwatch_only, check.nm_only);
   printf ("speedup over dladdr: %.1fx\n", dladdr_ns / warm_ns);
 
-  return check.disagreements > 0 || addresses->len < 10000 ? 1 : 0;
+  failed = check.disagreements > 0 || addresses->len < 10000;
+  g_array_unref (addresses);
+  return failed ? 1 : 0;
 }

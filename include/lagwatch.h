@@ -67,10 +67,11 @@ typedef struct _LagWatchReport LagWatchReport;
  *   keep it past the call
  * @user_data: the data given to lagwatch_set_report_func()
  *
- * Called once per finished lag, on lagwatch's watcher thread (never on the
- * watched thread: a UI must hand the report over, e.g. with
- * g_main_context_invoke()). It should return quickly: while it runs, the
- * watcher does not watch. It may call lagwatch_detach() on its own watch.
+ * Called once per finished lag, on the watch's reporting thread (never on
+ * the watched thread: a UI must hand the report over, e.g. with
+ * g_idle_add_full() and a reference). Watching goes on while it runs; later
+ * reports wait for it to return. It may call lagwatch_detach() on its own
+ * watch (reports not yet delivered are then dropped).
  *
  * Since: 0.1
  */
@@ -205,9 +206,10 @@ LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
  * @config: (nullable): settings, or %NULL for the defaults; the environment
  *   overrides them. Copied: the caller keeps ownership.
  *
- * Starts watching @context: wraps its poll function and starts one watcher
- * thread. Nothing runs per iteration but the poll wrapper; the watcher sleeps
- * while the loop does. The watch holds a reference on @context: a context the
+ * Starts watching @context: wraps its poll function and starts two threads,
+ * the watcher (catches and samples lags) and the reporting thread (names,
+ * writes and hands over reports). Nothing runs per iteration but the poll
+ * wrapper; both threads sleep while the loop does. The watch holds a reference on @context: a context the
  * program drops while watched is finalized at lagwatch_detach().
  *
  * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
@@ -267,7 +269,7 @@ LAGWATCH_API guint lagwatch_get_threshold_ms (LagWatch *watch);
 /**
  * lagwatch_set_report_func:
  * @watch: a watch
- * @func: (nullable): called for every finished lag, on the watcher thread
+ * @func: (nullable): called for every finished lag, on the reporting thread
  * @user_data: passed to @func
  * @destroy: (nullable): frees @user_data when replaced or at detach
  *
@@ -448,6 +450,22 @@ LAGWATCH_API guint lagwatch_report_get_n_samples (LagWatchReport *report);
  * Since: 0.1
  */
 LAGWATCH_API const char *lagwatch_report_get_fingerprint (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_frame_location:
+ * @report: a report
+ * @index: 0 (innermost) to n_frames - 1
+ * @line: (out) (optional): the line, 0 when unknown
+ *
+ * The source position of a frame of the reported stack, from DWARF debug
+ * info when the module has some (built with libdw).
+ *
+ * Returns: (nullable): the source file path as the debug info states it
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_frame_location (LagWatchReport *report,
+                                                             guint           index,
+                                                             guint          *line);
 
 /**
  * lagwatch_report_to_json:

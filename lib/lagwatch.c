@@ -7,6 +7,7 @@
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-hang.h"
+#include "lw-lines.h"
 #include "lw-hooks.h"
 #include "lw-modules.h"
 #include "lw-private.h"
@@ -79,6 +80,8 @@ lw_report_previous_hangs (LagWatch *watch)
 static void
 lw_attach_abort (LagWatch *watch)
 {
+  if (watch->reporter != NULL)
+    lw_reporter_stop (watch->reporter);
   if (watch->slot != NULL)
     lw_hooks_detach (watch->slot);
   if (watch->signo != 0)
@@ -114,6 +117,8 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       g_clear_error (&error);
     }
   lw_modules_init ();
+  lw_config_apply_debug_dirs ();
+  lw_lines_init ();  /* may dlopen libdebuginfod: here, never on the watcher during a lag */
   lw_clock_init ();
 
   g_mutex_lock (&lw_lock);
@@ -144,7 +149,8 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
   if (watch->hangs != NULL)
     lw_report_previous_hangs (watch);
-  if (!lw_watcher_start (watch, &error))
+  watch->reporter = lw_reporter_start (watch, &error);
+  if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
       g_warning ("cannot start the watcher thread: %s", error->message);
       lw_attach_abort (watch);
@@ -202,8 +208,8 @@ lw_watch_finish (LagWatch *watch)
   if (destroy != NULL)
     destroy (data);
 
-  if (watch->thread != NULL)
-    g_thread_unref (watch->thread);  /* detached from its own thread: never joined */
+  if (watch->reporter != NULL)
+    lw_reporter_abandon (g_steal_pointer (&watch->reporter));  /* finishing on it */
   lw_print_summary (watch);
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
@@ -227,15 +233,15 @@ lagwatch_detach (LagWatch *watch)
   g_mutex_unlock (&lw_lock);
   g_return_if_fail (known);
 
-  if (watch->thread == g_thread_self ())
+  lw_watcher_stop (watch);
+  if (lw_reporter_is_current (watch->reporter))
     {
-      /* Called from the report callback: the watcher finishes the job once
-       * the callback has returned. */
+      /* Called from the report callback: the reporting thread finishes the
+       * job once the callback has returned. */
       atomic_store (&watch->self_free, TRUE);
-      atomic_store (&watch->stopping, TRUE);
       return;
     }
-  lw_watcher_stop (watch);
+  lw_reporter_stop (g_steal_pointer (&watch->reporter));
   lw_watch_finish (watch);
 }
 

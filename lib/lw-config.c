@@ -7,6 +7,7 @@
 
 #include "lw-private.h"
 #include "lw-sink.h"
+#include "lw-symbols.h"
 
 G_DEFINE_QUARK (lagwatch-error-quark, lw_error)
 
@@ -252,6 +253,32 @@ lw_config_apply_environment (LagWatchConfig *config)
         g_warning ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
                    "stderr, json:PATH or none; using \"%s\"", text, error->message, config->output);
     }
+}
+
+void
+lw_config_apply_debug_dirs (void)
+{
+  const char *text = g_getenv ("LAGWATCH_DEBUG_DIRS");
+  g_autoptr(GPtrArray) roots = g_ptr_array_new ();
+  g_auto(GStrv) dirs = NULL;
+
+  if (text == NULL)
+    return;
+  dirs = g_strsplit (text, ":", -1);
+  for (guint i = 0; dirs[i] != NULL; i++)
+    {
+      if (dirs[i][0] == '\0')
+        continue;
+      if (!g_path_is_absolute (dirs[i]))
+        {
+          g_warning ("LAGWATCH_DEBUG_DIRS: \"%s\" is not an absolute directory; skipped", dirs[i]);
+          continue;
+        }
+      g_ptr_array_add (roots, dirs[i]);
+    }
+  g_ptr_array_add (roots, (gpointer) "/usr/lib/debug");
+  g_ptr_array_add (roots, NULL);
+  lw_symbols_set_debug_roots ((const char * const *) roots->pdata);
 }
 
 gboolean

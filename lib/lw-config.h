@@ -38,6 +38,11 @@ LagWatchConfig *lw_config_copy              (const LagWatchConfig *config);
 /* Any thread. Overrides @config with the LAGWATCH_* variables. */
 void            lw_config_apply_environment (LagWatchConfig       *config);
 
+/* Any thread, normal context. LAGWATCH_DEBUG_DIRS: colon-separated
+ * absolute directories searched for debug files before /usr/lib/debug
+ * (a relative one is named in a warning and skipped). */
+void            lw_config_apply_debug_dirs  (void);
+
 /* Any thread. TRUE when LAGWATCH_DISABLE=1. */
 gboolean        lw_config_disabled          (void);
 

@@ -14,19 +14,6 @@ struct _LwProfile
   GPtrArray  *sorted;      /* cache for lw_profile_stacks() */
 };
 
-static gboolean
-lw_profile_function_start (uintptr_t ip, uintptr_t *start)
-{
-  LwFrame frame;
-  gboolean found;
-
-  lw_symbols_resolve (ip, FALSE, &frame);
-  found = frame.symbol != NULL;
-  *start = ip - frame.symbol_offset;
-  lw_frame_clear (&frame);
-  return found;
-}
-
 /* The innermost frame counts by its function's start when a symbol covers
  * it. */
 static uintptr_t
@@ -34,7 +21,7 @@ lw_profile_key_ip (const LwProfileStack *stack, guint i)
 {
   uintptr_t start;
 
-  if (i == 0 && lw_profile_function_start (stack->ips[0], &start))
+  if (i == 0 && lw_symbols_function_start (stack->ips[0], FALSE, &start))
     return start;
   return stack->ips[i];
 }

@@ -204,6 +204,15 @@ lagwatch_report_get_frame (LagWatchReport *report,
 }
 
 const char *
+lagwatch_report_get_frame_location (LagWatchReport *report, guint index, guint *line)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  if (line != NULL)
+    *line = index < report->n_frames ? report->frames[index].line : 0;
+  return index < report->n_frames ? report->frames[index].file : NULL;
+}
+
+const char *
 lagwatch_report_get_source (LagWatchReport *report)
 {
   g_return_val_if_fail (report != NULL, NULL);
@@ -320,7 +329,12 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
       lw_json_string (out, frame->build_id);
       g_string_append_printf (out, ",\"module_offset\":\"0x%" PRIxPTR "\",\"symbol\":", frame->module_offset);
       lw_json_string (out, frame->symbol);
-      g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR "}", frame->symbol_offset);
+      g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR ",\"file\":", frame->symbol_offset);
+      lw_json_string (out, frame->file);
+      if (frame->file != NULL && frame->line > 0)
+        g_string_append_printf (out, ",\"line\":%u}", frame->line);
+      else
+        g_string_append (out, ",\"line\":null}");
     }
   g_string_append_c (out, ']');
 }
@@ -435,7 +449,14 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
         g_string_append_printf (out, "%s+0x%" PRIxPTR, frame->symbol, frame->symbol_offset);
       else
         g_string_append (out, "??");
-      g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")\n", base, frame->module_offset);
+      g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", base, frame->module_offset);
+      if (frame->file != NULL)
+        {
+          g_autofree char *file = g_path_get_basename (frame->file);
+
+          g_string_append_printf (out, "  at %s:%u", file, frame->line);
+        }
+      g_string_append_c (out, '\n');
     }
 }
 

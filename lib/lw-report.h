@@ -58,6 +58,10 @@ struct _LagWatchReport
   LwReportStack *threads;    /* hang: every other thread of the process */
   guint     n_threads;
   char     *previous_exe;    /* "hang-killed" records: the program of the killed run */
+
+  /* Set by the watcher for the reporting thread, which derives phase. */
+  gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
+  guint     prepares;        /* starvation sentinel prepares during the lag */
 };
 
 /* Watcher thread. Frees the frames of @stack. */

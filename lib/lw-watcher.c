@@ -11,7 +11,7 @@
 #include "lw-config.h"
 #include "lw-dispatch.h"
 #include "lw-report.h"
-#include "lw-symbols.h"
+#include "lw-reporter.h"
 #include "lw-threadinfo.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
@@ -31,6 +31,7 @@
  * meanwhile is not trusted. Far above any scheduling delay of a live
  * process, far below a human-noticeable stop. */
 #define LW_OVERSLEEP_NS         (250 * LW_NSEC_PER_MSEC)
+#define LW_WAKE_AT_BUSY_START   (-2)
 
 /* The lag being followed. Watcher thread only. */
 typedef struct
@@ -130,14 +131,15 @@ lw_watcher_capture_error (LwCaptureResult result)
   return "unknown";
 }
 
-/* Watcher thread. Names the frames of @ips into a new array. */
+/* Watcher thread. Frames holding only their addresses: the reporting
+ * thread names them. */
 static LwFrame *
-lw_watcher_symbolize (const uintptr_t *ips, guint n_ips)
+lw_watcher_frames (const uintptr_t *ips, guint n_ips)
 {
   LwFrame *frames = g_new0 (LwFrame, MAX (n_ips, 1));
 
   for (guint i = 0; i < n_ips; i++)
-    lw_symbols_resolve (ips[i], i > 0, &frames[i]);
+    frames[i].ip = ips[i];
   return frames;
 }
 
@@ -210,39 +212,6 @@ lw_watcher_attach_sentinel (LagWatch *watch, LwLag *lag)
   lag->sentinel = source;
 }
 
-/* A frame of @frames named @symbol, or -1. */
-static int
-lw_watcher_find_frame (const LwFrame *frames, guint n, const char *symbol)
-{
-  for (guint i = 0; i < n; i++)
-    if (g_strcmp0 (frames[i].symbol, symbol) == 0)
-      return (int) i;
-  return -1;
-}
-
-/* Watcher thread. Which part of the loop held the thread. */
-static const char *
-lw_watcher_phase (const LwLag *lag, const LagWatchReport *report, unsigned prepares)
-{
-  int dispatch, prepare, check;
-
-  if (prepares >= 2)
-    return "starved";
-  if (lag->dispatch_known && lag->dispatch.dispatching)
-    return "dispatch";
-  dispatch = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_dispatch");
-  prepare = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_prepare");
-  check = lw_watcher_find_frame (report->frames, report->n_frames, "g_main_context_check");
-  /* The innermost of them is the phase in progress. */
-  if (prepare >= 0 && (dispatch < 0 || prepare < dispatch) && (check < 0 || prepare < check))
-    return "prepare";
-  if (check >= 0 && (dispatch < 0 || check < dispatch))
-    return "check";
-  if (dispatch >= 0)
-    return "dispatch";
-  return report->n_frames > 0 ? "loop" : NULL;
-}
-
 /* Watcher thread. Stacks of every other thread of the process (a hang's
  * lock holder shows up there). lagwatch's own threads are left out. */
 static void
@@ -262,7 +231,7 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
       if (tid == lag->tid || tid == gettid ())
         continue;
       thread.thread_name = lw_threadinfo_name (tid);
-      if (g_strcmp0 (thread.thread_name, "lagwatch") == 0)
+      if (thread.thread_name != NULL && g_str_has_prefix (thread.thread_name, "lagwatch"))
         {
           g_free (thread.thread_name);
           continue;
@@ -273,7 +242,7 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
                                   LW_CAPTURE_TIMEOUT_NS) == LW_CAPTURE_OK)
         n = lw_unwinder_walk (watch->unwinder, watch->snapshot, watch->ips,
                               watch->config->max_frames, &truncated);
-      thread.frames = lw_watcher_symbolize (watch->ips, n);
+      thread.frames = lw_watcher_frames (watch->ips, n);
       thread.n_frames = n;
       g_array_append_val (threads, thread);
     }
@@ -281,7 +250,8 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
   report->threads = (LwReportStack *) g_array_free (threads, FALSE);
 }
 
-/* Watcher thread. The report of @lag as it stands at @end_ns. */
+/* Watcher thread. The report of @lag as it stands at @end_ns, its frames
+ * holding addresses only (the reporting thread does the rest). */
 static LagWatchReport *
 lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t end_ns,
                          gboolean complete, int64_t cpu_ns)
@@ -312,14 +282,14 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
 
       report->stacks[i].samples = stack->count;
       report->stacks[i].truncated = stack->truncated;
-      report->stacks[i].frames = lw_watcher_symbolize (stack->ips, stack->n_ips);
+      report->stacks[i].frames = lw_watcher_frames (stack->ips, stack->n_ips);
       report->stacks[i].n_frames = stack->n_ips;
     }
   if (report->n_stacks > 0)
     {
       const LwProfileStack *heaviest = stacks->pdata[0];
 
-      report->frames = lw_watcher_symbolize (heaviest->ips, heaviest->n_ips);
+      report->frames = lw_watcher_frames (heaviest->ips, heaviest->n_ips);
       report->n_frames = heaviest->n_ips;
       report->stack_truncated = heaviest->truncated;
     }
@@ -330,7 +300,8 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       if (lag->dispatch.named)
         report->source = g_strdup (lag->dispatch.name);
     }
-  report->phase = lw_watcher_phase (lag, report, lag->prepares);
+  report->dispatching = lag->dispatch_known && lag->dispatch.dispatching;
+  report->prepares = lag->prepares;
   report->cpu_ms = cpu_ns >= 0 ? (double) cpu_ns / LW_NSEC_PER_MSEC : -1;
   if (lag->caught_ns >= 0)
     {
@@ -338,7 +309,6 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       report->syscall = lag->syscall_nr >= 0 ? lw_threadinfo_syscall_name (lag->syscall_nr) : NULL;
       report->wchan = g_strdup (lag->wchan);
     }
-  lw_report_compute_fingerprints (report);
   return report;
 }
 
@@ -360,27 +330,16 @@ lw_watcher_lag_cpu (LagWatch *watch, LwLag *lag, int64_t now_ns)
   return (int64_t) (used * (double) (now_ns - lag->since_ns) / (double) (now_ns - seen_at));
 }
 
-/* Watcher thread. Writes the hang record of @lag: durable, with every
- * thread's stack, and a copy in the state directory. */
+/* Watcher thread. The hang record of @lag, with every other thread's
+ * stack, handed to the reporting thread (durable write, state copy). */
 static void
-lw_watcher_write_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
+lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
 {
   LagWatchReport *report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
                                                     lw_watcher_lag_cpu (watch, lag, now_ns));
-  g_autofree char *json = NULL;
-  g_autofree char *text = NULL;
 
   lw_watcher_snapshot_threads (watch, lag, report);
-  /* The copy for the next run first: whoever sees the record in a sink may
-   * kill the process at once (a watchdog, a test). */
-  if (watch->hangs != NULL)
-    {
-      json = lagwatch_report_to_json (report);
-      text = lagwatch_report_to_text (report);
-      lw_hang_store_save (watch->hangs, lag->id, json, text);
-    }
-  lw_sinks_write (watch->sinks, report, TRUE, 0, TRUE);
-  lagwatch_report_unref (report);
+  lw_reporter_submit (watch->reporter, report, LW_REPORT_HANG);
   lag->hang_written = TRUE;
 }
 
@@ -412,21 +371,6 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
   if (lw_threadinfo_state (lag->tid) == LW_THREAD_STOPPED)
     lag->stopped_seen = TRUE;
   return lag->stopped_seen;
-}
-
-/* Watcher thread. Hands the finished @report to the sinks (with back-off on
- * stderr) and to the program's callback. */
-static void
-lw_watcher_deliver (LagWatch *watch, LagWatchReport *report)
-{
-  guint skipped = 0;
-  gboolean show = lw_summary_record (watch->summary, report, &skipped);
-
-  lw_sinks_write (watch->sinks, report, show, skipped, FALSE);
-  g_rec_mutex_lock (&watch->report_lock);
-  if (watch->report_func != NULL)
-    watch->report_func (report, watch->report_data);
-  g_rec_mutex_unlock (&watch->report_lock);
 }
 
 /* Watcher thread. The loop has been in the busy period @busy_seq since
@@ -479,7 +423,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
       now_ns = lw_clock_now_ns ();
       if (!lag.hang_written && now_ns - since_ns >= hang_ns && atomic_load (&slot->seq) == busy_seq)
         {
-          lw_watcher_write_hang (watch, &lag, now_ns);
+          lw_watcher_report_hang (watch, &lag, now_ns);
           now_ns = lw_clock_now_ns ();
         }
       if (now_ns >= next_check_ns)
@@ -519,11 +463,15 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
     {
       report = lw_watcher_build_report (watch, &lag, "lag", end_ns, complete,
                                         lw_watcher_lag_cpu (watch, &lag, end_ns));
-      lw_watcher_deliver (watch, report);
-      lagwatch_report_unref (report);
+      lw_reporter_submit (watch->reporter, report,
+                          lag.hang_written ? LW_REPORT_LAG_AFTER_HANG : LW_REPORT_LAG);
     }
-  if (lag.hang_written && watch->hangs != NULL)
-    lw_hang_store_forget (watch->hangs, lag.id);
+  else if (lag.hang_written)
+    {
+      report = lw_report_new ();
+      report->id = g_strdup (lag.id);
+      lw_reporter_submit (watch->reporter, report, LW_REPORT_DROPPED_AFTER_HANG);
+    }
   g_free (lag.wchan);
   g_free (lag.id);
 }
@@ -548,7 +496,12 @@ lw_watcher_main (gpointer data)
   LagWatch *watch = data;
   LwSlot *slot = watch->slot;
   uint64_t settled_seq = 0;  /* a busy period already dealt with */
-  int64_t asked_deadline_ns = -1;
+  /* When the watcher should have been running at the latest: the deadline
+   * it slept to; (LW_WAKE_AT_BUSY_START) the start of the busy period that
+   * the loop's poll transition posted it for; or when it last ran (its own
+   * creation: it may first get the CPU late, after the process was
+   * stopped). */
+  int64_t expected_wake_ns = watch->started_ns;
 
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
@@ -560,35 +513,37 @@ lw_watcher_main (gpointer data)
       if (seq == 0 || !(seq & 1) || atomic_load (&watch->paused))
         {
           lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
-          asked_deadline_ns = -1;
+          expected_wake_ns = LW_WAKE_AT_BUSY_START;
           continue;
         }
       if (seq == settled_seq)
         {
           lw_watcher_park (watch, seq, LW_WAKE_ON_IDLE);
-          asked_deadline_ns = -1;
+          expected_wake_ns = LW_WAKE_AT_BUSY_START;
           continue;
         }
 
       now_ns = lw_clock_now_ns ();
       lw_watcher_observe (watch, seq, now_ns);
-      /* Woken far later than asked: the process was stopped or the watcher
-       * starved. Time this busy period again from now. */
-      if (asked_deadline_ns >= 0 && now_ns - asked_deadline_ns > LW_OVERSLEEP_NS)
+      since_ns = lw_clock_ticks_to_ns (atomic_load (&slot->busy_since));
+      if (expected_wake_ns == LW_WAKE_AT_BUSY_START)
+        expected_wake_ns = since_ns;
+      /* Woken far later than it should have: the process was stopped or
+       * the watcher starved. Time this busy period again from now. */
+      if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS)
         {
           g_debug ("the watcher woke %.0f ms late; timing the busy period again",
-                   (double) (now_ns - asked_deadline_ns) / LW_NSEC_PER_MSEC);
+                   (double) (now_ns - expected_wake_ns) / LW_NSEC_PER_MSEC);
           watch->retimed_since_ns = now_ns;
         }
-      since_ns = MAX (lw_clock_ticks_to_ns (atomic_load (&slot->busy_since)), watch->retimed_since_ns);
+      since_ns = MAX (since_ns, watch->retimed_since_ns);
       deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
       if (now_ns < deadline_ns)
         {
-          asked_deadline_ns = deadline_ns;
+          expected_wake_ns = deadline_ns;
           lw_watcher_sleep (slot, deadline_ns);
           continue;
         }
-      asked_deadline_ns = -1;
 
       /* Ask to be woken at the next poll entry, then confirm the loop is
        * still in the same busy period: from here on its end cannot be missed. */
@@ -596,17 +551,14 @@ lw_watcher_main (gpointer data)
       atomic_fetch_or (&slot->wake_flags, LW_WAKE_ON_IDLE);
       if (atomic_load (&slot->seq) == seq)
         lw_watcher_follow_lag (watch, seq, since_ns);
-      if (atomic_load (&watch->self_free))
-        break;  /* detached from the report callback: the slot is no longer ours to touch */
       atomic_fetch_and (&slot->wake_flags, ~(unsigned) LW_WAKE_ON_IDLE);
       settled_seq = seq;
+      expected_wake_ns = lw_clock_now_ns ();
     }
 
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
   lw_capture_forget_thread (slot);
-  if (atomic_load (&watch->self_free))
-    lw_watch_finish (watch);
   return NULL;
 }
 
@@ -617,6 +569,7 @@ lw_watcher_start (LagWatch *watch, GError **error)
 
   watch->snapshot = lw_snapshot_new (LW_STACK_COPY_BYTES);
   watch->ips = g_new0 (uintptr_t, watch->config->max_frames);
+  watch->started_ns = lw_clock_now_ns ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
   watch->thread = g_thread_try_new ("lagwatch", lw_watcher_main, watch, error);

@@ -13,6 +13,7 @@
 #include "lagwatch.h"
 #include "lw-hang.h"
 #include "lw-profile.h"
+#include "lw-reporter.h"
 #include "lw-sink.h"
 #include "lw-summary.h"
 #include "lw-slot.h"
@@ -31,6 +32,7 @@ struct _LagWatch
   GThread         *thread;
   _Atomic gboolean stopping;
   _Atomic gboolean self_free;        /* detached from its own report callback */
+  LwReporter      *reporter;         /* the reporting thread */
   _Atomic gboolean paused;           /* lagwatch_pause() */
   LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
@@ -39,6 +41,8 @@ struct _LagWatch
   LagWatchReportFunc report_func;
   gpointer           report_data;
   GDestroyNotify     report_destroy;
+
+  int64_t          started_ns;       /* when the watcher thread was created */
 
   /* Watcher thread only. */
   LwSnapshot      *snapshot;
@@ -55,17 +59,19 @@ struct _LagWatch
 };
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in
- * it, so the program's process-wide signals never land there). */
+ * it, so the program's process-wide signals never land there). The
+ * reporting thread must be running. */
 gboolean lw_watcher_start (LagWatch *watch,
                            GError  **error);
 
-/* Any thread but the watcher's own. Asks the watcher to stop, and waits. A
- * lag in progress is reported as incomplete. */
+/* Any thread but the watcher's own (the watcher never runs program code).
+ * Asks the watcher to stop, and waits. A lag in progress is handed to the
+ * reporting thread as incomplete. */
 void     lw_watcher_stop (LagWatch *watch);
 
 /* Provided by lagwatch.c: releases everything of a stopped watch. Called by
- * lagwatch_detach(), or by the watcher thread itself when it was detached
- * from its own report callback. */
+ * lagwatch_detach(), or by the reporting thread itself when the watch was
+ * detached from one of its callbacks. */
 void     lw_watch_finish (LagWatch *watch);
 
 G_END_DECLS

@@ -111,6 +111,11 @@ static const EnvCase env_cases[] = {
     "*cannot open \"/nonexistent-dir/x.jsonl\"*writing reports to stderr instead*" },
   { "LAGWATCH_SIGNAL", "SIGFOO", "threshold=100\n", "*LAGWATCH_SIGNAL=\"SIGFOO\" is not valid*SIGRTMIN+N*" },
   { "LAGWATCH_SIGNAL", "SIGRTMIN+999", "threshold=100\n", "*LAGWATCH_SIGNAL=\"SIGRTMIN+999\" is not valid*" },
+  { "LAGWATCH_DEBUG_DIRS", "relative/debug:/usr/lib/debug", "threshold=100\n",
+    "*LAGWATCH_DEBUG_DIRS: \"relative/debug\" is not an absolute directory; skipped*" },
+  { "LAGWATCH_SAMPLE_MS", "0", "threshold=100\n", "*LAGWATCH_SAMPLE_MS=\"0\" is not valid*from 1 to 1000*using 10*" },
+  { "LAGWATCH_STATE_DIR", "state", "threshold=100\n", "*LAGWATCH_STATE_DIR=\"state\" is not valid: expected an absolute directory path*" },
+  { "LAGWATCH_UNDER_DEBUGGER", "yes", "threshold=100\n", "*LAGWATCH_UNDER_DEBUGGER=\"yes\" is not valid*" },
   { "LAGWATCH_DISABLE", "1", "watch=none\n", NULL },
   { "LAGWATCH_DISABLE", "maybe", "threshold=100\n", "*LAGWATCH_DISABLE=\"maybe\" is not valid*" },
 };
@@ -135,6 +140,7 @@ test_environment (gconstpointer data)
       g_test_trap_assert_stderr (c->stderr_pattern);
       /* One warning, not one per field or per retry. */
       g_test_trap_assert_stderr_unmatched ("*is not valid*is not valid*");
+      g_test_trap_assert_stderr_unmatched ("*not an absolute directory*not an absolute directory*");
     }
   else
     g_test_trap_assert_stderr ("");

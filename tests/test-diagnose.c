@@ -401,6 +401,7 @@ test_hang_survives_sigkill (void)
   g_autofree char *state = g_build_filename (dir, "state", NULL);
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *out1 = NULL, *out2 = NULL, *hang_id = NULL;
+  g_autofree char *output1 = NULL, *output2 = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(GError) error = NULL;
   JsonObject *hang, *killed;
@@ -413,7 +414,8 @@ test_hang_survives_sigkill (void)
 
   env = g_environ_setenv (env, "LAGWATCH_STATE_DIR", state, TRUE);
   env = g_environ_setenv (env, "LAGWATCH_HANG_MS", "300", TRUE);
-  env = g_environ_setenv (env, "LAGWATCH_OUTPUT", g_strdup_printf ("json:%s", first), TRUE);
+  output1 = g_strdup_printf ("json:%s", first);
+  env = g_environ_setenv (env, "LAGWATCH_OUTPUT", output1, TRUE);
   g_assert_true (g_spawn_async (NULL, argv_hang, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
   g_assert_no_error (error);
   out1 = read_until (first, "\"event\":\"hang\"", HARNESS_DEADLINE_US);
@@ -425,7 +427,8 @@ test_hang_survives_sigkill (void)
   g_assert_nonnull (hang);  /* a complete, parseable line: written at once, durable */
   hang_id = g_strdup (json_object_get_string_member (hang, "id"));
 
-  env = g_environ_setenv (env, "LAGWATCH_OUTPUT", g_strdup_printf ("json:%s,stderr", second), TRUE);
+  output2 = g_strdup_printf ("json:%s,stderr", second);
+  env = g_environ_setenv (env, "LAGWATCH_OUTPUT", output2, TRUE);
   g_assert_true (g_spawn_sync (NULL, argv_again, env, 0, NULL, NULL, NULL, &err2, &status, &error));
   g_assert_no_error (error);
   g_assert_true (g_spawn_check_wait_status (status, NULL));
@@ -536,7 +539,8 @@ test_debugger_attached (void)
       if (tracer == 0)
         {
           /* Seize (no stop) every thread of the parent, say so, wait. */
-          g_autoptr(GDir) dir = g_dir_open (g_strdup_printf ("/proc/%d/task", self), 0, NULL);
+          g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", self);
+          g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
           const char *entry;
           char result = 1;
 
@@ -615,6 +619,12 @@ test_sigstop (void)
       waitpid (stopper, NULL, 0);
       harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
       harness_wait_reports (&h, 1);
+      if (!harness_stack_has (harness_report (&h, 0), "spin_ms", NULL))
+        {
+          g_autofree char *text = lagwatch_report_to_text (harness_report (&h, 0));
+
+          g_printerr ("unexpected report:\n%s", text);
+        }
       g_assert_cmpuint (harness_n_reports (&h), ==, 1);
       g_assert_true (harness_stack_has (harness_report (&h, 0), "spin_ms", NULL));
       g_assert_false (harness_stack_has (harness_report (&h, 0), "spin_while_stopped", NULL));
