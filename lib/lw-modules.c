@@ -29,7 +29,7 @@ typedef struct
 struct _LwModule
 {
   gatomicrefcount   ref_count;
-  char             *path;
+  const char       *path;          /* interned: reports keep it past dlclose */
   gboolean          is_vdso;
   uintptr_t         bias;
   /* Where the loader keeps the program headers: with the bias, what
@@ -46,7 +46,7 @@ struct _LwModule
   uintptr_t         dt_pltgot;
   guint8           *build_id;
   gsize             build_id_len;
-  char             *build_id_hex;
+  const char       *build_id_hex;  /* interned, or NULL */
   /* Written under lw_modules_lock, read with g_atomic_pointer_get(). */
   gpointer          symbols;
   GDestroyNotify    symbols_free;
@@ -71,10 +71,8 @@ lw_module_free (LwModule *module)
 {
   if (module->symbols_free != NULL)
     module->symbols_free (module->symbols);
-  g_free (module->path);
   g_free (module->segments);
   g_free (module->build_id);
-  g_free (module->build_id_hex);
   g_free (module);
 }
 
@@ -131,7 +129,8 @@ lw_module_read_build_id (LwModule         *module,
           module->build_id_len = note->n_descsz;
           for (gsize i = 0; i < module->build_id_len; i++)
             g_string_append_printf (hex, "%02x", module->build_id[i]);
-          module->build_id_hex = g_string_free (hex, FALSE);
+          module->build_id_hex = g_intern_string (hex->str);
+          g_string_free (hex, TRUE);
           return;
         }
       offset = next;
@@ -236,7 +235,12 @@ lw_module_new_from_info (const struct dl_phdr_info *info)
   module = g_new0 (LwModule, 1);
   g_atomic_ref_count_init (&module->ref_count);
   module->is_vdso = lw_info_is_vdso (info);
-  module->path = lw_info_dup_path (info);
+  {
+    char *path = lw_info_dup_path (info);
+
+    module->path = g_intern_string (path);
+    g_free (path);
+  }
   module->bias = info->dlpi_addr;
   module->phdr = info->dlpi_phdr;
   module->segments = g_new (LwSegment, n_loads);

@@ -102,7 +102,8 @@ LwModule      *lw_module_ref                (LwModule *module);
 void           lw_module_unref              (LwModule *module);
 
 /* Any thread. The absolute path of the file the loader mapped (the main
- * executable's realpath), or "[vdso]". */
+ * executable's realpath), or "[vdso]". Interned (g_intern_string()): valid
+ * for the life of the process, also after the module is gone. */
 const char    *lw_module_get_path           (LwModule *module);
 
 /* Any thread. TRUE for the kernel's vDSO, which has no file on disk. */
@@ -121,6 +122,7 @@ uintptr_t      lw_module_get_end            (LwModule *module);
  * in @len) and lowercase hex, or NULL (and 0) when the module has none. */
 const guint8  *lw_module_get_build_id       (LwModule *module,
                                              gsize    *len);
+/* Interned like the path; NULL when the module has no build-id. */
 const char    *lw_module_get_build_id_hex   (LwModule *module);
 
 /* Any thread. Runtime address of PT_DYNAMIC and its p_memsz in @len; 0 when

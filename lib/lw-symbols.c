@@ -83,10 +83,7 @@ typedef struct
   LwSymbolTable       *table;       /* the module's, or NULL */
   const LwSymbol      *symbol;      /* in table, or NULL */
   const char          *name;        /* the symbol's name as shown; NULL until needed */
-  /* Lengths of name and of the module's path, so that a hit copies the
-   * strings without measuring them. */
-  guint32              name_len;
-  guint32              path_len;
+  guint32              name_len;    /* so that a hit copies name unmeasured */
   guint8               used;
   guint8               is_return_address;
   guint8               owns_module; /* the entry holds a reference on module */
@@ -1344,7 +1341,6 @@ lw_cache_lookup (LwCache      *cache,
     .module = module,
     .table = table,
     .symbol = symbol,
-    .path_len = module != NULL ? strlen (lw_module_get_path (module)) : 0,
     .used = TRUE,
     .is_return_address = is_return_address,
     .owns_module = owns_module,
@@ -1396,12 +1392,9 @@ lw_symbols_resolve (uintptr_t ip,
   if (entry->module != NULL)
     {
       uintptr_t bias = lw_module_get_bias (entry->module);
-      const char *build_id = lw_module_get_build_id_hex (entry->module);
-      gsize build_id_len;
 
-      lw_module_get_build_id (entry->module, &build_id_len);
-      frame->module = lw_strdup_len (lw_module_get_path (entry->module), entry->path_len);
-      frame->build_id = build_id != NULL ? lw_strdup_len (build_id, 2 * build_id_len) : NULL;
+      frame->module = lw_module_get_path (entry->module);
+      frame->build_id = lw_module_get_build_id_hex (entry->module);
       frame->module_offset = ip - bias;
       if (entry->symbol != NULL)
         {
@@ -1448,8 +1441,6 @@ lw_frame_clear (LwFrame *frame)
 {
   g_return_if_fail (frame != NULL);
 
-  g_free (frame->module);
-  g_free (frame->build_id);
   g_free (frame->symbol);
   g_free (frame->file);
   *frame = (LwFrame) { 0 };

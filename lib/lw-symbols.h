@@ -41,13 +41,15 @@
 
 G_BEGIN_DECLS
 
-/* One symbolized frame. Every string is owned by the frame (g_free'd by
- * lw_frame_clear()), so a frame outlives the module it names. */
+/* One symbolized frame; it outlives the module it names. @module and
+ * @build_id are interned (g_intern_string(): one copy per module for the
+ * life of the process, so the frames of a sampled stack cost no copies);
+ * @symbol and @file are owned by the frame, g_free'd by lw_frame_clear(). */
 typedef struct
 {
   uintptr_t ip;            /* the address as captured */
-  char     *module;        /* absolute path of the module, "[vdso]", or NULL if none */
-  char     *build_id;      /* lowercase hex, or NULL when the module has none */
+  const char *module;      /* absolute path of the module, "[vdso]", or NULL if none */
+  const char *build_id;    /* lowercase hex, or NULL when the module has none */
   uintptr_t module_offset; /* ip - load bias: the ELF virtual address in the module */
   char     *symbol;        /* function name, or NULL when no symbol covers the address */
   uintptr_t symbol_offset; /* ip - symbol start (0 when symbol is NULL) */
