@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
@@ -115,6 +116,24 @@ deep_recursion (gpointer data)
   g_assert_cmpint (recurse_then_spin (40, GPOINTER_TO_INT (data)), ==, 40);
 }
 
+static LAGGY int
+compare_slowly (const void *a, const void *b)
+{
+  spin_ms (GINT_TO_POINTER (4));
+  return *(const int *) a - *(const int *) b;
+}
+
+static LAGGY void
+sort_slowly (gpointer data)
+{
+  int values[48];
+
+  for (guint i = 0; i < G_N_ELEMENTS (values); i++)
+    values[i] = (int) ((i * 7919) % G_N_ELEMENTS (values));
+  qsort (values, G_N_ELEMENTS (values), sizeof values[0], compare_slowly);
+  __asm__ volatile ("" ::: "memory");
+}
+
 /* Runs one lag and checks its single report. */
 static LagWatchReport *
 check_one_lag (Harness *h, HarnessLagFunc func, gpointer data, const char *culprit)
@@ -215,6 +234,62 @@ test_deep_300 (void)
   harness_stack_has (report, "recurse_then_spin", &depth);
   g_assert_cmpuint (depth, ==, 40);
   g_assert_true (harness_stack_has (report, "deep_recursion", NULL));
+  harness_clear (&h);
+}
+
+/* A frame of @report whose symbol starts with @prefix, or -1. */
+static int
+frame_with_prefix (LagWatchReport *report, const char *prefix)
+{
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
+    {
+      const char *name = NULL;
+
+      lagwatch_report_get_frame (report, i, NULL, NULL, NULL, &name, NULL);
+      if (name != NULL && g_str_has_prefix (name, prefix))
+        return (int) i;
+    }
+  return -1;
+}
+
+/* One stack names the comparator (static, in this executable),
+ * msort_with_tmp (static in libc: only libc6-dbg's debug file has it), the
+ * qsort frame (glibc 2.36's qsort is a tail jump into qsort_r, so the frame
+ * on the stack is qsort_r's) and g_main_context_dispatch, and every frame
+ * carries its build-id and module offset. */
+static void
+test_qsort_stack (void)
+{
+  Harness h;
+  LagWatchReport *report;
+  int comparator, msort, sort, dispatch;
+
+  harness_init (&h, THRESHOLD_MS);
+  report = check_one_lag (&h, sort_slowly, NULL, "compare_slowly");
+  comparator = frame_with_prefix (report, "compare_slowly");
+  msort = frame_with_prefix (report, "msort_with_tmp");
+  sort = frame_with_prefix (report, "qsort");
+  dispatch = frame_with_prefix (report, "g_main_context_dispatch");
+  g_assert_cmpint (comparator, >=, 0);
+  g_assert_cmpint (sort, >, comparator);
+  g_assert_cmpint (dispatch, >, sort);
+  if (g_file_test ("/usr/lib/debug/.build-id", G_FILE_TEST_IS_DIR))
+    {
+      g_assert_cmpint (msort, >, comparator);
+      g_assert_cmpint (msort, <, sort);
+    }
+  else
+    g_test_message ("no /usr/lib/debug (libc6-dbg): msort_with_tmp cannot be named");
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
+    {
+      const char *module = NULL, *build_id = NULL;
+      guint64 offset = 0;
+
+      lagwatch_report_get_frame (report, i, &module, &build_id, &offset, NULL, NULL);
+      g_assert_nonnull (module);
+      g_assert_nonnull (build_id);
+      g_assert_cmpuint (offset, >, 0);
+    }
   harness_clear (&h);
 }
 
@@ -429,6 +504,7 @@ main (int argc, char **argv)
   g_test_add_func ("/lag/poll-200ms", test_poll_200);
   g_test_add_func ("/lag/mutex-180ms", test_mutex_180);
   g_test_add_func ("/lag/deep-40-frames-300ms", test_deep_300);
+  g_test_add_func ("/lag/qsort-stack", test_qsort_stack);
   g_test_add_func ("/lag/short-40-and-80ms-not-reported", test_short_lags_not_reported);
   g_test_add_func ("/lag/nested-loop-not-reported", test_nested_loop_not_reported);
   g_test_add_func ("/lag/ends-at-nested-poll", test_lag_ends_at_nested_poll);
