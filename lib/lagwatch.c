@@ -76,6 +76,20 @@ lw_report_previous_hangs (LagWatch *watch)
     }
 }
 
+/* Any thread. Frees what a watch owns, once its threads are gone. */
+static void
+lw_watch_free (LagWatch *watch)
+{
+  lw_snapshot_free (watch->snapshot);
+  g_free (watch->ips);
+  lw_sinks_free (watch->sinks);
+  lw_summary_free (watch->summary);
+  lw_hang_store_close (watch->hangs);
+  lagwatch_config_free (watch->config);
+  g_rec_mutex_clear (&watch->report_lock);
+  g_free (watch);
+}
+
 /* Any thread, lw_lock held. Undoes a partial attach. */
 static void
 lw_attach_abort (LagWatch *watch)
@@ -86,12 +100,7 @@ lw_attach_abort (LagWatch *watch)
     lw_hooks_detach (watch->slot);
   if (watch->signo != 0)
     lw_capture_release_signal ();
-  lw_sinks_free (watch->sinks);
-  lw_summary_free (watch->summary);
-  lw_hang_store_close (watch->hangs);
-  lagwatch_config_free (watch->config);
-  g_rec_mutex_clear (&watch->report_lock);
-  g_free (watch);
+  lw_watch_free (watch);
 }
 
 LagWatch *
@@ -211,14 +220,7 @@ lw_watch_finish (LagWatch *watch)
   if (watch->reporter != NULL)
     lw_reporter_abandon (g_steal_pointer (&watch->reporter));  /* finishing on it */
   lw_print_summary (watch);
-  lw_snapshot_free (watch->snapshot);
-  g_free (watch->ips);
-  lw_sinks_free (watch->sinks);
-  lw_summary_free (watch->summary);
-  lw_hang_store_close (watch->hangs);
-  lagwatch_config_free (watch->config);
-  g_rec_mutex_clear (&watch->report_lock);
-  g_free (watch);
+  lw_watch_free (watch);
 }
 
 void

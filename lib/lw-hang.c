@@ -1,6 +1,8 @@
 /* lw-hang.c: the state directory of hang records */
 #include "lw-hang.h"
 
+#include "lw-sink.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "lw-sink.h"
 
 #define LW_HANG_MAX_AGE_S   (7 * 24 * 3600)
 #define LW_HANG_MAGIC       "lagwatch-hang 1\n"
@@ -89,28 +93,17 @@ lw_hang_store_save (LwHangStore *store, const char *id, const char *json, const 
   g_autofree char *contents = g_strdup_printf (LW_HANG_MAGIC "exe=%s\npid=%d\njson=%s\ntext:\n%s",
                                                store->exe ? store->exe : "", (int) getpid (),
                                                json, text);
-  gsize len = strlen (contents);
-  const char *p = contents;
+  gboolean written;
   int fd;
 
   fd = openat (store->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return FALSE;
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      p += n;
-      len -= (gsize) n;
-    }
+  written = lw_write_all (fd, contents, strlen (contents));
   fsync (fd);
   close (fd);
   fsync (store->dirfd);  /* the new name itself must survive */
-  return len == 0;
+  return written;
 }
 
 void

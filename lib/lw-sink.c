@@ -96,10 +96,10 @@ lw_sinks_open (const char *spec)
   return sinks;
 }
 
-/* Watcher thread. The whole record in one write() where the kernel takes it
+/* Any thread. The whole record in one write() where the kernel takes it
  * (O_APPEND: records from several processes never interleave). */
-static void
-lw_sink_write_all (int fd, const char *data, gsize len)
+gboolean
+lw_write_all (int fd, const char *data, gsize len)
 {
   while (len > 0)
     {
@@ -108,10 +108,11 @@ lw_sink_write_all (int fd, const char *data, gsize len)
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        return;
+        return FALSE;
       data += n;
       len -= (gsize) n;
     }
+  return TRUE;
 }
 
 void
@@ -133,7 +134,7 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
 
               json = g_strconcat (line, "\n", NULL);
             }
-          lw_sink_write_all (sink->fd, json, strlen (json));
+          lw_write_all (sink->fd, json, strlen (json));
           if (durable)
             fsync (sink->fd);
         }
@@ -141,7 +142,7 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
         {
           if (text == NULL)
             text = lw_report_to_text_full (report, skipped);
-          lw_sink_write_all (sink->fd, text, strlen (text));
+          lw_write_all (sink->fd, text, strlen (text));
         }
     }
 }
@@ -156,16 +157,16 @@ lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
       const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
       if (sink->json)
-        lw_sink_write_all (sink->fd, line, strlen (line));
+        lw_write_all (sink->fd, line, strlen (line));
       else
-        lw_sink_write_all (sink->fd, text, strlen (text));
+        lw_write_all (sink->fd, text, strlen (text));
     }
 }
 
 void
 lw_sinks_write_raw_stderr (const char *text)
 {
-  lw_sink_write_all (STDERR_FILENO, text, strlen (text));
+  lw_write_all (STDERR_FILENO, text, strlen (text));
 }
 
 gboolean

@@ -35,6 +35,12 @@ void      lw_sinks_write_raw    (LwSinks        *sinks,
                                  const char     *json,
                                  const char     *text);
 
+/* Any thread. Writes all of @data to @fd, retrying on EINTR and partial
+ * writes. FALSE on an error. */
+gboolean  lw_write_all          (int         fd,
+                                 const char *data,
+                                 gsize       len);
+
 /* Any thread. Writes @text to stderr as one write(). */
 void      lw_sinks_write_raw_stderr (const char *text);
 

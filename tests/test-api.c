@@ -6,12 +6,12 @@
  * runs in a subprocess (g_test_trap_subprocess), whose output is checked.
  */
 #include <glib/gstdio.h>
-#include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "report-json.h"
 
 #define LAGGY __attribute__ ((noipa))
 
@@ -343,17 +343,7 @@ parse_json_object (JsonParser *parser, const char *line)
 static gboolean
 json_stack_has (JsonObject *object, const char *symbol)
 {
-  JsonArray *stack = json_object_get_array_member (object, "stack");
-
-  for (guint i = 0; i < json_array_get_length (stack); i++)
-    {
-      JsonObject *frame = json_array_get_object_element (stack, i);
-
-      if (!json_object_get_null_member (frame, "symbol")
-          && g_strcmp0 (json_object_get_string_member (frame, "symbol"), symbol) == 0)
-        return TRUE;
-    }
-  return FALSE;
+  return json_frames_have (json_object_get_array_member (object, "stack"), symbol);
 }
 
 static void

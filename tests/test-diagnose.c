@@ -9,7 +9,6 @@
  */
 #include <fcntl.h>
 #include <glib/gstdio.h>
-#include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "report-json.h"
 
 #define LAGGY __attribute__ ((noipa))
 #define KEEP_FRAME() __asm__ volatile ("" ::: "memory")  /* no tail call: keep the caller's frame */
@@ -251,20 +251,6 @@ find_event (JsonParser *parser, const char *contents, const char *event)
         return object;
     }
   return NULL;
-}
-
-static gboolean
-json_frames_have (JsonArray *stack, const char *symbol)
-{
-  for (guint i = 0; i < json_array_get_length (stack); i++)
-    {
-      JsonObject *frame = json_array_get_object_element (stack, i);
-
-      if (!json_object_get_null_member (frame, "symbol")
-          && g_strcmp0 (json_object_get_string_member (frame, "symbol"), symbol) == 0)
-        return TRUE;
-    }
-  return FALSE;
 }
 
 static void
