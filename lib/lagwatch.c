@@ -144,7 +144,7 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       g_clear_error (&error);
     }
 
-  watch->slot = lw_hooks_attach (context, watch, &error);
+  watch->slot = lw_hooks_attach (context, &error);
   if (watch->slot == NULL)
     {
       g_warning ("cannot watch: %s", error->message);

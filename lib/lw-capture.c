@@ -541,19 +541,3 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
     return LW_CAPTURE_FAILED;
   return lw_capture_by_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap, timeout_ns);
 }
-
-/* Watcher thread. */
-gboolean
-lw_capture_thread_blocks_signal (pid_t tid, int signo)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
-  g_autofree char *text = NULL;
-  const char *line;
-
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return FALSE;
-  line = strstr (text, "\nSigBlk:");
-  if (line == NULL)
-    return FALSE;
-  return (strtoull (line + strlen ("\nSigBlk:"), NULL, 16) >> (signo - 1)) & 1;
-}

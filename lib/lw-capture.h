@@ -65,11 +65,6 @@ LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
  * thread (its /proc syscall file). */
 void lw_capture_forget_thread (LwSlot *slot);
 
-/* Watcher thread. TRUE when the thread @tid blocks signal @signo (read from
- * /proc/self/task/TID/status). */
-gboolean lw_capture_thread_blocks_signal (pid_t tid,
-                                          int   signo);
-
 /* Any thread. The signal in use, 0 when none is installed. */
 int  lw_capture_get_signal (void);
 

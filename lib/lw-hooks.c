@@ -159,7 +159,6 @@ lw_hooks_get_slot (unsigned index)
 /* Any thread. */
 LwSlot *
 lw_hooks_attach (GMainContext *context,
-                 void         *owner,
                  GError      **error)
 {
   LwSlot *slot = NULL;
@@ -213,7 +212,6 @@ lw_hooks_attach (GMainContext *context,
     ;
   slot->in_use = TRUE;
   slot->context = g_main_context_ref (context);
-  slot->owner = owner;
   slot->prev_poll = g_main_context_get_poll_func (context);
   g_main_context_set_poll_func (context, slot->trampoline);
   g_mutex_unlock (&lw_registry_lock);
@@ -237,7 +235,6 @@ lw_hooks_detach (LwSlot *slot)
                  (void *) context);
       slot->leaked = TRUE;
     }
-  slot->owner = NULL;
   atomic_store (&slot->wake_flags, 0);
   slot->in_use = FALSE;
   g_mutex_unlock (&lw_registry_lock);

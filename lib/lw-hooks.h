@@ -24,7 +24,6 @@ G_BEGIN_DECLS
 /* Any thread. Wraps @context's poll function in a free slot and returns it,
  * or NULL with @error set (already watched, no free slot). */
 LwSlot *lw_hooks_attach   (GMainContext     *context,
-                           void             *owner,
                            GError          **error);
 
 /* Any thread, also the loop thread and while a poll is in progress.

@@ -74,8 +74,8 @@ gboolean lw_report_frame_is_platform (const LwFrame *frame);
 /* Watcher thread. Computes fingerprint and fingerprint2 from the frames. */
 void lw_report_compute_fingerprints (LagWatchReport *report);
 
-/* Watcher thread. The report as text with @shown/@skipped back-off counts
- * (0, 0 when not relevant). */
+/* Reporting thread. The report as text; @skipped_since_shown: lags like it
+ * the back-off kept off stderr since the last one shown (0: none). */
 char *lw_report_to_text_full (LagWatchReport *report,
                               guint           skipped_since_shown);
 

@@ -82,7 +82,6 @@ struct _LwSlot
   gboolean          in_use;
   gboolean          leaked;        /* someone chained onto our poll func: never reuse */
   GMainContext     *context;       /* a reference, held until detach */
-  void             *owner;         /* the LagWatch using this slot */
   unsigned          index;
   GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
 

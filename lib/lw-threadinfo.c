@@ -87,16 +87,36 @@ lw_threadinfo_name (pid_t tid)
   return name != NULL ? g_strchomp (name) : NULL;
 }
 
+/* The value of the line "FIELD:" in the status file at @path, parsed in
+ * @base; FALSE when the file or the line is missing. */
+static gboolean
+lw_threadinfo_status_field (const char *path, const char *field, int base, guint64 *value)
+{
+  g_autofree char *status = NULL;
+  g_autofree char *key = g_strdup_printf ("\n%s:", field);
+  const char *line;
+
+  if (!g_file_get_contents (path, &status, NULL, NULL) || (line = strstr (status, key)) == NULL)
+    return FALSE;
+  *value = g_ascii_strtoull (line + strlen (key), NULL, base);
+  return TRUE;
+}
+
 pid_t
 lw_threadinfo_tracer_pid (void)
 {
-  g_autofree char *status = NULL;
-  const char *line;
+  guint64 pid;
 
-  if (!g_file_get_contents ("/proc/self/status", &status, NULL, NULL))
-    return 0;
-  line = strstr (status, "\nTracerPid:");
-  return line != NULL ? (pid_t) atoi (line + strlen ("\nTracerPid:")) : 0;
+  return lw_threadinfo_status_field ("/proc/self/status", "TracerPid", 10, &pid) ? (pid_t) pid : 0;
+}
+
+gboolean
+lw_threadinfo_blocks_signal (pid_t tid, int signo)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
+  guint64 mask;
+
+  return lw_threadinfo_status_field (path, "SigBlk", 16, &mask) && ((mask >> (signo - 1)) & 1);
 }
 
 const char *

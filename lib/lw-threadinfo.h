@@ -43,6 +43,10 @@ char         *lw_threadinfo_name         (pid_t tid);
  * number not in the table. */
 const char   *lw_threadinfo_syscall_name (long nr);
 
+/* TRUE when the thread @tid blocks signal @signo (its SigBlk mask). */
+gboolean      lw_threadinfo_blocks_signal (pid_t tid,
+                                           int   signo);
+
 /* The pid of the process tracing us (a debugger), 0 when none. */
 pid_t         lw_threadinfo_tracer_pid   (void);
 

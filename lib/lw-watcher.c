@@ -157,7 +157,7 @@ lw_watcher_sample (LagWatch *watch, LwLag *lag, int64_t *interval_ns)
   if (lag->caught_ns < 0)
     lag->first_result = result;
   if (result == LW_CAPTURE_TIMEOUT && !watch->warned_signal_blocked
-      && lw_capture_thread_blocks_signal (lag->tid, watch->signo))
+      && lw_threadinfo_blocks_signal (lag->tid, watch->signo))
     {
       g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
                  "of a running thread; its lags are reported without a stack while it runs",
