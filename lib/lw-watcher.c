@@ -496,6 +496,7 @@ lw_watcher_main (gpointer data)
   LagWatch *watch = data;
   LwSlot *slot = watch->slot;
   uint64_t settled_seq = 0;  /* a busy period already dealt with */
+  uint64_t quiet_seq = 0;    /* a poll seen at the last look, to park on if it lasts */
   /* When the watcher should have been running at the latest: the deadline
    * it slept to; (LW_WAKE_AT_BUSY_START) the start of the busy period that
    * the loop's poll transition posted it for; or when it last ran (its own
@@ -512,8 +513,24 @@ lw_watcher_main (gpointer data)
 
       if (seq == 0 || !(seq & 1) || atomic_load (&watch->paused))
         {
-          lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
-          expected_wake_ns = LW_WAKE_AT_BUSY_START;
+          /* In poll. Park until the next poll exit only once the loop has
+           * sat in this same poll since the last look: a loop that keeps
+           * polling briefly would otherwise post a re-parked watcher at
+           * nearly every iteration. Else look again after a threshold; a
+           * busy period that starts meanwhile is still caught at its own
+           * start + threshold (the watcher then sleeps until that). */
+          if (seq == quiet_seq || seq == 0 || atomic_load (&watch->paused))
+            {
+              lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
+              expected_wake_ns = LW_WAKE_AT_BUSY_START;
+            }
+          else
+            {
+              quiet_seq = seq;
+              expected_wake_ns = lw_clock_now_ns ()
+                                 + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
+              lw_watcher_sleep (slot, expected_wake_ns);
+            }
           continue;
         }
       if (seq == settled_seq)
