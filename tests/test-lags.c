@@ -262,17 +262,25 @@ test_qsort_stack (void)
 {
   Harness h;
   LagWatchReport *report;
-  int comparator, msort, sort, dispatch;
+  int comparator, sort, dispatch;
 
   harness_init (&h, THRESHOLD_MS);
   report = check_one_lag (&h, sort_slowly, NULL, "compare_slowly");
   comparator = frame_with_prefix (report, "compare_slowly");
-  msort = frame_with_prefix (report, "msort_with_tmp");
+#if defined(__SANITIZE_ADDRESS__)
+  /* AddressSanitizer replaces qsort_r with its own interceptor and
+   * comparator wrapper: glibc's sorting frames are not on this stack. */
+  sort = frame_with_prefix (report, "__interceptor_qsort");
+#else
   sort = frame_with_prefix (report, "qsort");
+#endif
   dispatch = frame_with_prefix (report, "g_main_context_dispatch");
   g_assert_cmpint (comparator, >=, 0);
   g_assert_cmpint (sort, >, comparator);
   g_assert_cmpint (dispatch, >, sort);
+#if !defined(__SANITIZE_ADDRESS__)
+  int msort = frame_with_prefix (report, "msort_with_tmp");
+
   if (g_file_test ("/usr/lib/debug/.build-id", G_FILE_TEST_IS_DIR))
     {
       g_assert_cmpint (msort, >, comparator);
@@ -280,6 +288,7 @@ test_qsort_stack (void)
     }
   else
     g_test_message ("no /usr/lib/debug (libc6-dbg): msort_with_tmp cannot be named");
+#endif
   for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
     {
       const char *module = NULL, *build_id = NULL;
