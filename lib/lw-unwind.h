@@ -1,9 +1,10 @@
 /* lw-unwind.h: from a snapshot (registers + stack copy) to return addresses
  *
- * libunwind's remote API walks the copy with DWARF CFI from .eh_frame, on
- * the watcher thread: accessors read the stack from the snapshot, code and
- * unwind tables from the live (read-only, mapped) modules, and find the
- * unwind table through lw-modules. libunwind itself is dlopen()ed with
+ * The copy is walked with DWARF CFI from .eh_frame, on the watcher thread:
+ * frames with ordinary rules by lw-cfi's rows (cached), the others by
+ * libunwind's remote API, whose accessors read the stack from the snapshot,
+ * code and unwind tables from the live (read-only, mapped) modules, and
+ * find the unwind table through lw-modules. libunwind itself is dlopen()ed with
  * RTLD_LOCAL so that its _Unwind_* exports never enter the global scope,
  * where the program's C++ runtime would bind its exception unwinding to them.
  */
@@ -26,6 +27,11 @@ typedef struct _LwUnwinder LwUnwinder;
 /* Watcher thread. NULL when libunwind is not available. */
 LwUnwinder *lw_unwinder_new  (void);
 void        lw_unwinder_free (LwUnwinder *unwinder);
+
+/* Tests and benchmarks. An unwinder that walks every frame with one
+ * libunwind cursor, as lagwatch did before lw-cfi: the reference the
+ * cached rows are checked against, and the cost they are compared with. */
+LwUnwinder *lw_unwinder_new_reference (void);
 
 /* Watcher thread. Writes up to @max_frames instruction addresses, innermost
  * first, into @ips; returns how many. ips[0] is the interrupted pc (exact);

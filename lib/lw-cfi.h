@@ -1,0 +1,61 @@
+/* lw-cfi.h: the unwind rules of one code address, read from .eh_frame
+ *
+ * A small DWARF call-frame-information interpreter for x86-64: it finds the
+ * FDE of an address through the module's .eh_frame_hdr search table and
+ * runs the CIE's and FDE's instructions up to that address, giving one row
+ * of the CFI table: how to compute the CFA and where each register of the
+ * caller was saved. It handles the rules compilers emit for ordinary code
+ * (CFA = register + offset, registers saved at CFA + offset, remember and
+ * restore state); a frame that needs anything else (DWARF expressions,
+ * registers saved in other registers) is reported as such, and the
+ * unwinder hands that one frame to libunwind.
+ *
+ * Every read of module memory is bounded by the readable PT_LOAD segment
+ * that holds it: corrupt CFI gives LW_CFI_UNSUPPORTED, never a fault.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "lw-modules.h"
+#include "lw-snapshot.h"
+
+G_BEGIN_DECLS
+
+/* A register's rule besides "saved at CFA + n". */
+#define LW_CFI_SAME      INT32_MIN        /* the caller's value is this frame's */
+#define LW_CFI_UNDEFINED (INT32_MIN + 1)  /* unrecoverable: for the return address, the outermost frame */
+
+typedef enum
+{
+  LW_CFI_FOUND,        /* @row holds the rules */
+  LW_CFI_NO_FDE,       /* no module, no .eh_frame_hdr, or no FDE covers the address */
+  LW_CFI_UNSUPPORTED,  /* an FDE covers it, with rules this interpreter leaves to libunwind */
+} LwCfiStatus;
+
+/* One row of the CFI table, registers numbered as in lw-snapshot.h (which
+ * is DWARF's x86-64 numbering; column LW_REG_RIP is the return address). */
+typedef struct
+{
+  int32_t cfa_offset;
+  uint8_t cfa_reg;
+  uint8_t signal_frame;         /* the CIE says 'S': a signal trampoline */
+  int32_t saved[LW_N_REGS];     /* CFA-relative offset, LW_CFI_SAME or LW_CFI_UNDEFINED */
+} LwCfiRow;
+
+/* Any thread, normal context. The rules in effect at @pc. signal_frame is
+ * filled for LW_CFI_UNSUPPORTED too (the CIE is read before the rules). */
+LwCfiStatus lw_cfi_find_row (uintptr_t pc,
+                             LwCfiRow *row);
+
+/* Any thread, normal context. The binary-search table of @table's
+ * .eh_frame_hdr: its address in @data and its number of entries in @count
+ * (each entry: two 4-byte values, initial location and FDE address,
+ * relative to the header). FALSE when the header is missing or has a
+ * layout other than the one every linker writes (sdata4, datarel). */
+gboolean    lw_cfi_search_table (const LwUnwindTable *table,
+                                 uintptr_t           *data,
+                                 uint64_t            *count);
+
+G_END_DECLS

@@ -1,0 +1,364 @@
+/* test-unwind: lagwatch's unwinder (lw-cfi rows, libunwind for the rest)
+ * against libunwind walking every frame, the reference it replaced.
+ *
+ * Real stacks: threads caught running (signal, all registers) and asleep
+ * (from /proc, pc and sp only), in libc, GLib, the vDSO and a signal
+ * handler, each sampled many times and walked both ways: the same frames,
+ * or the test fails and prints both. Synthetic stacks: a walk starting at
+ * every 29th address of libc, GLib, the vDSO and this program, over a
+ * stack of random words (code addresses, stack addresses, small numbers),
+ * so that every kind of CFI row these modules hold is interpreted both ways
+ * (compared up to the first frame outside every module: see walks_agree).
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lagwatch.h"
+#include "lw-capture.h"
+#include "lw-clock.h"
+#include "lw-modules.h"
+#include "lw-unwind.h"
+#include "lw-watcher.h"
+
+#define NOIPA __attribute__ ((noipa))
+#define MAX_FRAMES 64
+
+typedef struct _Target Target;
+struct _Target
+{
+  const char   *name;
+  void        (*body) (Target *target);
+  guint         min_frames;  /* a walk of a correct stack gets at least this deep */
+  volatile int  stop;
+  volatile int  ready;
+  pid_t         tid;
+  GMainContext *context;
+};
+
+static volatile guint64 sink;
+
+static NOIPA int
+recurse_then_spin (Target *t, int depth)
+{
+  int below;
+
+  if (depth == 0)
+    {
+      t->ready = 1;
+      while (!t->stop)
+        sink += (guint64) g_get_monotonic_time ();  /* now and then in the vDSO */
+      return 0;
+    }
+  below = recurse_then_spin (t, depth - 1);
+  __asm__ volatile ("" ::: "memory");
+  return below + 1;
+}
+
+static void
+body_recursion (Target *t)
+{
+  recurse_then_spin (t, 20);
+}
+
+static Target *qsort_target;
+
+static int
+slow_compare (const void *a, const void *b)
+{
+  for (int i = 0; i < 2000 && !qsort_target->stop; i++)
+    sink++;
+  qsort_target->ready = 1;
+  return *(const int *) a - *(const int *) b;
+}
+
+static void
+body_qsort (Target *t)
+{
+  int values[64];
+
+  qsort_target = t;
+  while (!t->stop)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (values); i++)
+        values[i] = (int) ((i * 7919u) % 64u);
+      qsort (values, G_N_ELEMENTS (values), sizeof values[0], slow_compare);
+    }
+}
+
+static void
+body_nanosleep (Target *t)
+{
+  struct timespec ms = { 0, 1000 * 1000 };
+
+  t->ready = 1;
+  while (!t->stop)
+    nanosleep (&ms, NULL);
+}
+
+static void
+body_cond_wait (Target *t)
+{
+  GMutex mutex;
+  GCond cond;
+
+  g_mutex_init (&mutex);
+  g_cond_init (&cond);
+  g_mutex_lock (&mutex);
+  t->ready = 1;
+  while (!t->stop)
+    g_cond_wait_until (&cond, &mutex, g_get_monotonic_time () + 5000);
+  g_mutex_unlock (&mutex);
+  g_cond_clear (&cond);
+  g_mutex_clear (&mutex);
+}
+
+static void
+body_main_loop (Target *t)
+{
+  t->ready = 1;
+  while (!t->stop)
+    g_main_context_iteration (t->context, TRUE);
+}
+
+static Target *signal_target;
+
+static NOIPA int
+handler_recurse (int depth)
+{
+  int below;
+
+  if (depth == 0)
+    {
+      signal_target->ready = 1;
+      while (!signal_target->stop)
+        sink++;
+      return 0;
+    }
+  below = handler_recurse (depth - 1);
+  __asm__ volatile ("" ::: "memory");
+  return below + 1;
+}
+
+static void
+on_sigusr2 (int signo)
+{
+  handler_recurse (5);
+}
+
+static NOIPA void
+body_in_signal_handler (Target *t)
+{
+  struct sigaction action = { 0 };
+
+  signal_target = t;
+  action.sa_handler = on_sigusr2;
+  sigemptyset (&action.sa_mask);
+  sigaction (SIGUSR2, &action, NULL);
+  pthread_kill (pthread_self (), SIGUSR2);  /* runs until stopped */
+  __asm__ volatile ("" ::: "memory");
+}
+
+static gpointer
+target_thread (gpointer data)
+{
+  Target *t = data;
+
+  t->tid = gettid ();
+  t->body (t);
+  return NULL;
+}
+
+static void
+print_stack (const char *label, const uintptr_t *ips, guint n, gboolean truncated)
+{
+  GString *text = g_string_new (NULL);
+
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (text, " %#" G_GINTPTR_MODIFIER "x", (guintptr) ips[i]);
+  g_test_message ("%s (%u frames%s):%s", label, n, truncated ? ", truncated" : "", text->str);
+  g_string_free (text, TRUE);
+}
+
+/* Walks @snap both ways; TRUE when they agree (else prints both). With
+ * @up_to_foreign, only as far as the first frame outside every module: a
+ * walk of random words reaches addresses such as 0xf0, from which libunwind
+ * guesses the caller by frame-pointer heuristics that depend on its
+ * cursor's history (lagwatch hands it one frame at a time). */
+static gboolean
+walks_agree (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap, guint max_frames,
+             gboolean up_to_foreign, guint *depth)
+{
+  uintptr_t a[MAX_FRAMES], b[MAX_FRAMES];
+  gboolean a_truncated, b_truncated;
+  guint na = lw_unwinder_walk (ours, snap, a, max_frames, &a_truncated);
+  guint nb = lw_unwinder_walk (reference, snap, b, max_frames, &b_truncated);
+
+  *depth = na;
+  for (guint i = 0; i < MIN (na, nb) && a[i] == b[i]; i++)
+    if (up_to_foreign && !lw_modules_is_readable (a[i], 1))
+      return TRUE;
+  if (na == nb && a_truncated == b_truncated && memcmp (a, b, na * sizeof a[0]) == 0)
+    return TRUE;
+  print_stack ("lagwatch's unwinder", a, na, a_truncated);
+  print_stack ("libunwind alone", b, nb, b_truncated);
+  return FALSE;
+}
+
+static void
+test_real_stacks (gconstpointer data)
+{
+  const Target *model = data;
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *context = g_main_context_new ();
+  GMainContext *target_context = g_main_context_new ();
+  LwSnapshot *snap = lw_snapshot_new (256 * 1024);
+  LwUnwinder *ours = lw_unwinder_new (), *reference = lw_unwinder_new_reference ();
+  Target target = *model;
+  guint taken = 0, deepest = 0, via_signal = 0;
+  GThread *thread;
+  LagWatch *watch;
+
+  g_assert_nonnull (ours);
+  g_assert_nonnull (reference);
+  lagwatch_config_set_output (config, "none", NULL);
+  watch = lagwatch_attach_with_config (context, config);
+  g_assert_nonnull (watch);
+  lagwatch_pause (watch);  /* its capture slot is ours */
+
+  target.context = target_context;
+  thread = g_thread_new (target.name, target_thread, &target);
+  while (!target.ready)
+    g_usleep (100);
+
+  for (guint i = 0; i < 200; i++)
+    {
+      guint depth;
+
+      if (lw_capture_take_thread (watch->slot, target.tid, 0, 0, 0, snap, 50 * LW_NSEC_PER_MSEC)
+          != LW_CAPTURE_OK)
+        continue;
+      taken++;
+      via_signal += snap->via_signal != 0;
+      if (!walks_agree (ours, reference, snap, MAX_FRAMES, FALSE, &depth))
+        g_error ("%s: sample %u: the walks differ", target.name, i);
+      deepest = MAX (deepest, depth);
+    }
+  target.stop = 1;
+  g_main_context_wakeup (target_context);
+  g_thread_join (thread);
+
+  g_test_message ("%s: %u samples (%u by signal), deepest walk %u frames", target.name, taken,
+                  via_signal, deepest);
+  g_assert_cmpuint (taken, >=, 150);
+  g_assert_cmpuint (deepest, >=, target.min_frames);
+
+  lagwatch_detach (watch);
+  g_main_context_unref (context);
+  g_main_context_unref (target_context);
+  lw_unwinder_free (ours);
+  lw_unwinder_free (reference);
+  lw_snapshot_free (snap);
+}
+
+static const Target targets[] = {
+  { "recursion", body_recursion, 22 },          /* 20 levels + thread start */
+  { "qsort", body_qsort, 5 },                   /* comparator, msort, qsort_r, body, start */
+  { "nanosleep", body_nanosleep, 4 },           /* /proc: pc and sp only */
+  { "cond-wait", body_cond_wait, 4 },
+  { "main-loop-poll", body_main_loop, 5 },
+  { "signal-handler", body_in_signal_handler, 10 },  /* handler frames, __restore_rt, below */
+};
+
+/* Synthetic stacks over every 29th address of the module holding @anchor. */
+static void
+test_synthetic (gconstpointer anchor)
+{
+  LwModule *module = lw_modules_ref_module ((uintptr_t) anchor);
+  uintptr_t code[] = {
+    (uintptr_t) qsort, (uintptr_t) malloc, (uintptr_t) nanosleep, (uintptr_t) g_main_context_iteration,
+    (uintptr_t) g_hash_table_insert, (uintptr_t) g_strdup_printf, (uintptr_t) recurse_then_spin,
+    (uintptr_t) test_synthetic, (uintptr_t) anchor,
+  };
+  LwSnapshot *snap = lw_snapshot_new (4096 * sizeof (uint64_t));
+  LwUnwinder *ours = lw_unwinder_new (), *reference = lw_unwinder_new_reference ();
+  GRand *rand = g_rand_new_with_seed (20261121);
+  uint64_t *words = (uint64_t *) (void *) snap->stack;
+  uintptr_t base = (uintptr_t) snap->stack, start, end, step;
+  guint walks = 0, deep = 0, mismatches = 0;
+
+  g_assert_nonnull (module);
+  start = lw_module_get_start (module);
+  end = lw_module_get_end (module);
+  step = 29;
+
+  snap->stack_base = base;
+  snap->stack_len = snap->stack_capacity;
+  for (guint i = 0; i < 4096; i++)
+    {
+      guint kind = g_rand_int_range (rand, 0, 10);
+
+      if (kind < 4)
+        words[i] = code[g_rand_int_range (rand, 0, G_N_ELEMENTS (code))] + g_rand_int_range (rand, 1, 300);
+      else if (kind < 7)
+        words[i] = base + 8 * (guint64) g_rand_int_range (rand, (gint32) i, 4096);
+      else
+        words[i] = (uint64_t) g_rand_int_range (rand, 0, 4096);
+    }
+
+  for (uintptr_t pc = start; pc < end; pc += step)
+    {
+      guint depth;
+
+      for (guint r = 0; r < LW_N_REGS; r++)
+        snap->regs[r] = g_rand_boolean (rand) ? base + 8 * (guint64) g_rand_int_range (rand, 0, 4096)
+                                              : (uint64_t) g_rand_int_range (rand, 0, 4096);
+      snap->regs[LW_REG_RSP] = base + 8 * (guint64) g_rand_int_range (rand, 0, 1024);
+      snap->regs[LW_REG_RIP] = pc;
+      /* Alternately caught by signal (all registers) and from /proc. */
+      snap->regs_valid = (walks & 1) ? (1u << LW_REG_RIP) | (1u << LW_REG_RSP)
+                                     : (1u << LW_N_REGS) - 1;
+      if (!walks_agree (ours, reference, snap, 8, TRUE, &depth))
+        {
+          g_test_message ("walks from %#" G_GINTPTR_MODIFIER "x (module %s + %#" G_GINTPTR_MODIFIER "x) differ",
+                          (guintptr) pc, lw_module_get_path (module), (guintptr) (pc - start));
+          mismatches++;
+        }
+      walks++;
+      deep += depth >= 3;
+    }
+  g_test_message ("%s: %u walks, %u of them 3 frames or more, %u differ",
+                  lw_module_get_path (module), walks, deep, mismatches);
+  g_assert_cmpuint (mismatches, ==, 0);
+  g_assert_cmpuint (walks, >, 100);
+  g_assert_cmpuint (deep, >, walks / 20);
+
+  g_rand_free (rand);
+  lw_unwinder_free (ours);
+  lw_unwinder_free (reference);
+  lw_snapshot_free (snap);
+  lw_module_unref (module);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_setenv ("LAGWATCH_OUTPUT", "none", TRUE);
+  lw_modules_init ();
+
+  for (guint i = 0; i < G_N_ELEMENTS (targets); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/unwind/real/%s", targets[i].name);
+
+      g_test_add_data_func (path, &targets[i], test_real_stacks);
+    }
+  g_test_add_data_func ("/unwind/synthetic/libc", (gconstpointer) qsort, test_synthetic);
+  g_test_add_data_func ("/unwind/synthetic/libglib", (gconstpointer) g_main_context_iteration, test_synthetic);
+  g_test_add_data_func ("/unwind/synthetic/vdso", (gconstpointer) getauxval (AT_SYSINFO_EHDR), test_synthetic);
+  g_test_add_data_func ("/unwind/synthetic/executable", (gconstpointer) test_synthetic, test_synthetic);
+  return g_test_run ();
+}
