@@ -2,8 +2,12 @@
 #include "lw-watcher.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lw-capture.h"
@@ -32,6 +36,8 @@
  * process, far below a human-noticeable stop. */
 #define LW_OVERSLEEP_NS         (250 * LW_NSEC_PER_MSEC)
 #define LW_WAKE_AT_BUSY_START   (-2)
+/* The watcher's scheduler slice (lw_watcher_tune_wakeups): the kernel's least. */
+#define LW_WATCHER_SLICE_NS     (100 * 1000)
 
 /* The lag being followed. Watcher thread only. */
 typedef struct
@@ -489,6 +495,44 @@ lw_watcher_observe (LagWatch *watch, uint64_t seq, int64_t now_ns)
   watch->retimed_since_ns = 0;
 }
 
+/* Watcher thread. Makes its wake-ups prompt. No timer slack: it sleeps to
+ * a deadline at most once per busy period (and never while the loop
+ * sleeps), so precision costs nothing. A short scheduler slice: on EEVDF
+ * kernels (Linux 6.12 and later) a thread woken onto the CPU of a busy one
+ * then preempts it at once, rather than after the busy thread's protected
+ * slice. Measured with both threads on one CPU (taskset -c 0, 100 lags):
+ * detection latency p90 3.5-3.9 ms without, 0.3-0.4 ms with. Only under
+ * SCHED_OTHER (a real-time policy inherited from the program is better
+ * still, and kept); best effort: older kernels refuse a slice for
+ * SCHED_OTHER, and then nothing changes. */
+static void
+lw_watcher_tune_wakeups (void)
+{
+  /* The kernel's struct sched_attr (its header clashes with <sched.h>). */
+  struct
+  {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t  sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+  } attr;
+
+  prctl (PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  if (sched_getscheduler (0) != SCHED_OTHER)
+    return;
+  memset (&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.sched_policy = SCHED_OTHER;
+  errno = 0;
+  attr.sched_nice = getpriority (PRIO_PROCESS, 0);  /* this thread's: kept */
+  if (errno != 0)
+    return;
+  attr.sched_runtime = LW_WATCHER_SLICE_NS;
+  if (syscall (SYS_sched_setattr, 0, &attr, 0U) != 0)
+    g_debug ("the kernel keeps the watcher's default scheduler slice: %s", g_strerror (errno));
+}
+
 /* The watcher thread. */
 static gpointer
 lw_watcher_main (gpointer data)
@@ -504,6 +548,7 @@ lw_watcher_main (gpointer data)
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
 
+  lw_watcher_tune_wakeups ();
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   while (!atomic_load (&watch->stopping))
