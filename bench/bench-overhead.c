@@ -439,12 +439,19 @@ lag_once (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Runs @n lags of ~@us each in @context, waiting for every report. */
-static void
+/* Runs @n lags of ~@us each in @context, waiting up to a second for each
+ * one's report. Returns how many got none: a lag that ends before the
+ * watcher wakes at its deadline goes unseen (the wrapper stamps no time at
+ * poll entry), which a late wake-up of an idle CPU can cause when a lag
+ * outlasts the threshold by only a few milliseconds. */
+static guint
 run_lags (GMainContext *context, Collected *c, guint n, gint64 us, gboolean vary)
 {
+  guint missed = 0;
+
   for (guint i = 0; i < n; i++)
     {
+      gint64 give_up;
       guint before;
 
       g_mutex_lock (&c->lock);
@@ -457,6 +464,7 @@ run_lags (GMainContext *context, Collected *c, guint n, gint64 us, gboolean vary
           g_main_context_iteration (context, FALSE);  /* out of poll just before */
           spin_us (us);
         }
+      give_up = g_get_monotonic_time () + G_USEC_PER_SEC;
       for (;;)
         {
           guint now;
@@ -467,9 +475,15 @@ run_lags (GMainContext *context, Collected *c, guint n, gint64 us, gboolean vary
           g_mutex_unlock (&c->lock);
           if (now > before)
             break;
+          if (g_get_monotonic_time () > give_up)
+            {
+              missed++;
+              break;
+            }
           g_usleep (200);
         }
     }
+  return missed;
 }
 
 /* ---- section 2: idle ---- */
@@ -581,7 +595,7 @@ bench_latency (void)
   Spinner spinner = { 0 };
   GThread *thread;
   LagWatch *watch;
-  guint frames = 0, reference_frames = 0;
+  guint frames = 0, reference_frames = 0, missed;
 
   printf ("\n3. Detection latency (threshold 20 ms, %u lags of 25 ms) and one sample\n", lags);
   g_mutex_init (&c.lock);
@@ -591,10 +605,14 @@ bench_latency (void)
   g_main_context_push_thread_default (context);
   watch = lagwatch_attach_with_config (context, config);
   lagwatch_set_report_func (watch, collect_report, &c, NULL);
-  run_lags (context, &c, lags, 25 * 1000, FALSE);
-  verdict (percentile (c.caught, 0.99) <= 2.0, !short_mode,
-           "from threshold to first stack: p50 %.3f ms, p99 %.3f ms (target p99 <= 2 ms)",
-           percentile (c.caught, 0.50), percentile (c.caught, 0.99));
+  missed = run_lags (context, &c, lags, 25 * 1000, FALSE);
+  verdict (missed == 0, TRUE, "%u of %u lags reported", lags - missed, lags);
+  if (c.caught->len == 0)
+    verdict (FALSE, TRUE, "no lag was caught");
+  else
+    verdict (percentile (c.caught, 0.99) <= 2.0, !short_mode,
+             "from threshold to first stack: p50 %.3f ms, p99 %.3f ms, max %.3f ms (target p99 <= 2 ms)",
+             percentile (c.caught, 0.50), percentile (c.caught, 0.99), percentile (c.caught, 1.0));
 
   /* One sample of a running thread 30 frames deep: signal + stack copy,
    * then the unwind, timed apart, through the watch's own slot (its watcher
@@ -664,6 +682,7 @@ bench_memory (void)
   guint lags = short_mode ? 150 : 1000;
   gint64 before, attached, warm, after;
   LagWatch *watch;
+  guint missed;
 
   printf ("\n4. Memory\n");
   g_mutex_init (&c.lock);
@@ -680,10 +699,12 @@ bench_memory (void)
   attached = rss_bytes ();
   verdict (attached - before <= 1024 * 1024, TRUE,
            "attach, before any lag: +%.0f KiB RSS (target <= 1024 KiB)", (attached - before) / 1024.0);
-  run_lags (context, &c, 100, 0, TRUE);
+  missed = run_lags (context, &c, 100, 0, TRUE);
   warm = rss_bytes ();
-  run_lags (context, &c, lags - 100, 0, TRUE);
+  missed += run_lags (context, &c, lags - 100, 0, TRUE);
   after = rss_bytes ();
+  /* 8 ms lags at a 5 ms threshold: a watcher that wakes 3 ms late misses one. */
+  verdict (TRUE, FALSE, "%u of %u lags of 8 ms at a 5 ms threshold reported", lags - missed, lags);
   verdict (after - warm <= 512 * 1024, TRUE,
            "after %u lags with varied stacks: +%.0f KiB since the first 100 (+%.0f KiB for those; "
            "bound: symbol tables of loaded modules + 1024 summary rows, target growth <= 512 KiB)",
