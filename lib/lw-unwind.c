@@ -116,6 +116,21 @@ lw_unwind_get_dyn_info_list_addr (unw_addr_space_t as, unw_word_t *addr, void *a
   return -UNW_ENOINFO;
 }
 
+/* Watcher thread. One word of a module's mapped memory, wherever it is:
+ * in an ASan build it may lie in the redzone of an instrumented global, so
+ * the load is plain (not checked, not an intercepted memcpy). */
+typedef struct __attribute__ ((packed))
+{
+  uint64_t value;
+} LwUnalignedWord;
+
+__attribute__ ((no_sanitize_address))
+static uint64_t
+lw_unwind_load_module_word (uint64_t addr)
+{
+  return ((const volatile LwUnalignedWord *) (uintptr_t) addr)->value;
+}
+
 /* Watcher thread. One word as the unwinder sees memory: stack words come
  * from the copy; anything else (CFI, code) from a mapped segment of a
  * loaded module. The segment stays mapped while read: the unwinder only
@@ -136,7 +151,7 @@ lw_unwind_read_word (LwWalk *walk, uint64_t addr, uint64_t *value)
       && !(lw_modules_readable_range (addr, &walk->readable_lo, &walk->readable_hi)
            && addr + sizeof *value <= walk->readable_hi))
     return FALSE;
-  memcpy (value, (const void *) addr, sizeof *value);
+  *value = lw_unwind_load_module_word (addr);
   return TRUE;
 }
 
