@@ -82,8 +82,10 @@ lw_read_u8 (LwReader *r)
   return (uint8_t) lw_read_fixed (r, 1);
 }
 
+/* LEB128: seven bits a byte, low first; a signed one extends the sign bit
+ * of its last byte. */
 static uint64_t
-lw_read_uleb (LwReader *r)
+lw_read_leb (LwReader *r, gboolean is_signed)
 {
   uint64_t v = 0;
   guint shift = 0;
@@ -97,27 +99,21 @@ lw_read_uleb (LwReader *r)
       shift += 7;
     }
   while ((byte & 0x80) && r->ok);
+  if (is_signed && shift < 64 && (byte & 0x40))
+    v |= ~(uint64_t) 0 << shift;
   return v;
+}
+
+static uint64_t
+lw_read_uleb (LwReader *r)
+{
+  return lw_read_leb (r, FALSE);
 }
 
 static int64_t
 lw_read_sleb (LwReader *r)
 {
-  uint64_t v = 0;
-  guint shift = 0;
-  uint8_t byte;
-
-  do
-    {
-      byte = lw_read_u8 (r);
-      if (shift < 64)
-        v |= (uint64_t) (byte & 0x7f) << shift;
-      shift += 7;
-    }
-  while ((byte & 0x80) && r->ok);
-  if (shift < 64 && (byte & 0x40))
-    v |= ~(uint64_t) 0 << shift;
-  return (int64_t) v;
+  return (int64_t) lw_read_leb (r, TRUE);
 }
 
 /* One value in @encoding. @datarel is the base of DW_EH_PE_datarel (the
