@@ -22,7 +22,6 @@
  * to mean something on a noisy machine. Exit status 1 on a missed target.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,19 +559,8 @@ static gpointer
 spinner_thread (gpointer data)
 {
   Spinner *s = data;
-  pthread_attr_t attr;
-  void *addr;
-  size_t size;
 
-  if (pthread_getattr_np (pthread_self (), &attr) == 0)
-    {
-      if (pthread_attr_getstack (&attr, &addr, &size) == 0)
-        {
-          s->stack_lo = (uintptr_t) addr;
-          s->stack_hi = (uintptr_t) addr + size;
-        }
-      pthread_attr_destroy (&attr);
-    }
+  lw_threadinfo_own_stack (&s->stack_lo, &s->stack_hi);
   s->tid = gettid ();
   spinner_recurse (s, 26);
   return NULL;

@@ -13,6 +13,7 @@
 #include "lw-clock.h"
 #include "lw-dispatch.h"
 #include "lw-private.h"
+#include "lw-threadinfo.h"
 
 static LwSlot     lw_slots[LW_MAX_SLOTS];
 static GMutex     lw_registry_lock;
@@ -24,24 +25,9 @@ static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as p
 static G_GNUC_NO_INLINE void
 lw_hooks_adopt_thread (LwSlot *slot)
 {
-  pthread_attr_t attr;
-  uintptr_t lo = 0, hi = 0;
   int saved_errno = errno;
 
-  if (pthread_getattr_np (pthread_self (), &attr) == 0)
-    {
-      void *addr;
-      size_t size;
-
-      if (pthread_attr_getstack (&attr, &addr, &size) == 0)
-        {
-          lo = (uintptr_t) addr;
-          hi = lo + size;
-        }
-      pthread_attr_destroy (&attr);
-    }
-  slot->loop_stack_lo = lo;
-  slot->loop_stack_hi = hi;
+  lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
 

@@ -1,6 +1,7 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -151,4 +152,25 @@ lw_threadinfo_syscall_name (long nr)
     if (calls[i].nr == nr)
       return calls[i].name;
   return NULL;
+}
+
+gboolean
+lw_threadinfo_own_stack (uintptr_t *lo, uintptr_t *hi)
+{
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  gboolean known = FALSE;
+
+  *lo = *hi = 0;
+  if (pthread_getattr_np (pthread_self (), &attr) != 0)
+    return FALSE;
+  if (pthread_attr_getstack (&attr, &addr, &size) == 0)
+    {
+      *lo = (uintptr_t) addr;
+      *hi = *lo + size;
+      known = TRUE;
+    }
+  pthread_attr_destroy (&attr);
+  return known;
 }

@@ -22,6 +22,11 @@ typedef enum
   LW_THREAD_GONE,
 } LwThreadState;
 
+/* The calling thread only. The bounds [*@lo, *@hi) of its stack, as
+ * pthread_getattr_np() reports them; FALSE (and 0, 0) when unknown. */
+gboolean      lw_threadinfo_own_stack    (uintptr_t *lo,
+                                          uintptr_t *hi);
+
 /* The thread's scheduler state. */
 LwThreadState lw_threadinfo_state        (pid_t tid);
 
