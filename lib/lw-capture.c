@@ -483,16 +483,15 @@ lw_capture_spin_until_done (LwCaptureRequest *req)
   return FALSE;
 }
 
-/* Watcher thread. */
+/* Watcher thread. Sends the signal of a new request for @tid: PENDING
+ * once it is on its way. */
 static LwCaptureResult
-lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
-                      LwSnapshot *snap, int64_t timeout_ns)
+lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
+                        LwSnapshot *snap)
 {
   LwCaptureRequest *req = &slot->capture;
   uintptr_t cookie;
   siginfo_t info;
-  struct timespec deadline;
-  int armed = LW_CAPTURE_ARMED;
 
   if (atomic_load (&req->in_flight))
     return LW_CAPTURE_IN_FLIGHT;
@@ -518,6 +517,7 @@ lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, 
   info.si_pid = getpid ();
   info.si_uid = lw_capture_uid;
   info.si_value.sival_ptr = (void *) cookie;
+  req->sent_ns = lw_clock_now_ns ();
   if (syscall (SYS_rt_tgsigqueueinfo, info.si_pid, tid, lw_signo, &info) != 0)
     {
       int err = errno;
@@ -527,22 +527,38 @@ lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, 
       atomic_fetch_sub (&lw_signals_in_flight, 1);
       return err == ESRCH ? LW_CAPTURE_THREAD_GONE : LW_CAPTURE_FAILED;
     }
+  return LW_CAPTURE_PENDING;
+}
 
-  if (!lw_capture_spin_until_done (req))
+/* Watcher thread of @slot. */
+LwCaptureResult
+lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
+{
+  LwCaptureRequest *req = &slot->capture;
+  int armed = LW_CAPTURE_ARMED;
+  int state = atomic_load (&req->state);
+
+  if (state == LW_CAPTURE_IDLE)
+    return LW_CAPTURE_FAILED;  /* nothing pending: a caller's mistake */
+  if (state != LW_CAPTURE_DONE && wait_ns > 0 && !lw_capture_spin_until_done (req))
     {
-      deadline = lw_clock_timespec (lw_clock_now_ns () + timeout_ns);
+      struct timespec deadline = lw_clock_timespec (lw_clock_now_ns () + wait_ns);
+
       /* A post can be left over from a request the spin saw done: only
        * the state says this one is. */
+      while (atomic_load (&req->state) != LW_CAPTURE_DONE
+             && (sem_clockwait (&req->done, CLOCK_MONOTONIC, &deadline) == 0 || errno == EINTR))
+        ;
+    }
+  if (atomic_load (&req->state) != LW_CAPTURE_DONE)
+    {
+      if (lw_clock_now_ns () - req->sent_ns < give_up_ns)
+        return LW_CAPTURE_PENDING;
+      if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_ABANDONED))
+        return LW_CAPTURE_TIMEOUT;
+      /* The handler is copying right now: its time is bounded, wait. */
       while (atomic_load (&req->state) != LW_CAPTURE_DONE)
-        {
-          if (sem_clockwait (&req->done, CLOCK_MONOTONIC, &deadline) == 0 || errno == EINTR)
-            continue;
-          if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_ABANDONED))
-            return LW_CAPTURE_TIMEOUT;
-          /* The handler is copying right now: its time is bounded, wait. */
-          while (atomic_load (&req->state) != LW_CAPTURE_DONE)
-            sem_wait (&req->done);
-        }
+        sem_wait (&req->done);
     }
   atomic_store (&req->state, LW_CAPTURE_IDLE);
   return (LwCaptureResult) atomic_load (&req->result);
@@ -550,16 +566,8 @@ lw_capture_by_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, 
 
 /* Watcher thread of @slot. */
 LwCaptureResult
-lw_capture_take (LwSlot *slot, uint64_t busy_seq, LwSnapshot *snap, int64_t timeout_ns)
-{
-  return lw_capture_take_thread (slot, atomic_load (&slot->loop_tid), busy_seq,
-                                 slot->loop_stack_lo, slot->loop_stack_hi, snap, timeout_ns);
-}
-
-/* Watcher thread of @slot. */
-LwCaptureResult
-lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
-                        uintptr_t stack_hi, LwSnapshot *snap, int64_t timeout_ns)
+lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                  uintptr_t stack_hi, LwSnapshot *snap)
 {
   snap->regs_valid = 0;
   snap->stack_len = 0;
@@ -581,5 +589,17 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
 
   if (lw_signo == 0)
     return LW_CAPTURE_FAILED;
-  return lw_capture_by_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap, timeout_ns);
+  return lw_capture_send_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap);
+}
+
+/* Watcher thread of @slot. */
+LwCaptureResult
+lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                        uintptr_t stack_hi, LwSnapshot *snap, int64_t timeout_ns)
+{
+  LwCaptureResult result = lw_capture_start (slot, tid, busy_seq, stack_lo, stack_hi, snap);
+
+  if (result == LW_CAPTURE_PENDING)
+    result = lw_capture_finish (slot, timeout_ns, timeout_ns);
+  return result;
 }

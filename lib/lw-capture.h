@@ -41,18 +41,34 @@ void lw_capture_release_signal (void);
 LwSnapshot *lw_snapshot_new    (size_t      stack_bytes);
 void        lw_snapshot_free   (LwSnapshot *snapshot);
 
-/* Watcher thread of @slot. Captures the loop thread of @slot into @snapshot
- * if it is still in the busy period @busy_seq, waiting at most @timeout_ns
- * for the signal handler. Never sends a second signal while one is queued. */
-LwCaptureResult lw_capture_take (LwSlot     *slot,
-                                 uint64_t    busy_seq,
-                                 LwSnapshot *snapshot,
-                                 int64_t     timeout_ns);
+/* Watcher thread of @slot. Starts capturing thread @tid of the process
+ * (the loop thread, or any other for the all-threads snapshot of a hang)
+ * into @snapshot, if the loop is still in the busy period @busy_seq (0:
+ * whatever the loop does meanwhile). @stack_lo, @stack_hi: the thread's
+ * stack bounds if known (0, 0: the kernel copies page by page, stopping at
+ * the first hole). Does not wait: OK when the stack was copied from /proc
+ * (the thread sleeps in the kernel), PENDING when the signal is on its way
+ * (then lw_capture_finish() collects it), or why nothing was taken. Never
+ * sends a second signal while one is queued (IN_FLIGHT). */
+LwCaptureResult lw_capture_start (LwSlot     *slot,
+                                  pid_t       tid,
+                                  uint64_t    busy_seq,
+                                  uintptr_t   stack_lo,
+                                  uintptr_t   stack_hi,
+                                  LwSnapshot *snapshot);
 
-/* Watcher thread of @slot. Captures any thread @tid of the process (the
- * all-threads snapshot of a hang), with its stack bounds if known (0, 0:
- * copied by the kernel, page by page, stopping at the first hole).
- * @busy_seq 0: whatever the loop does meanwhile. */
+/* Watcher thread of @slot, after lw_capture_start() returned PENDING.
+ * Waits at most @wait_ns for the handler (0: only looks). Returns its
+ * result once it has run; PENDING while it has not and the signal is
+ * younger than @give_up_ns; else gives the request up (a late handler
+ * then leaves the snapshot alone) and returns TIMEOUT. Any result other
+ * than PENDING ends the request. */
+LwCaptureResult lw_capture_finish (LwSlot  *slot,
+                                   int64_t  wait_ns,
+                                   int64_t  give_up_ns);
+
+/* Watcher thread of @slot. lw_capture_start() and, when the signal was
+ * sent, lw_capture_finish() waiting and giving up after @timeout_ns. */
 LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
                                         pid_t       tid,
                                         uint64_t    busy_seq,

@@ -52,6 +52,19 @@ lw_hooks_note_idle (LwSlot *slot)
   errno = saved_errno;
 }
 
+/* Loop thread. The watcher sleeps to the deadline of the busy period that
+ * this poll entry ends: stamp when it ended, in case the watcher wakes too
+ * late to see it (it then reports the lag without a stack). Once per
+ * watcher deadline. */
+static G_GNUC_NO_INLINE void
+lw_hooks_stamp_entry (LwSlot *slot)
+{
+  atomic_store_explicit (&slot->entry_ticks, lw_clock_ticks (), memory_order_relaxed);
+  atomic_store_explicit (&slot->entry_seq, atomic_load_explicit (&slot->seq, memory_order_relaxed),
+                         memory_order_release);
+  atomic_fetch_and (&slot->wake_flags, ~(unsigned) LW_STAMP_ENTRY);
+}
+
 /* Loop thread. Wake the parked watcher: a busy period starts. */
 static G_GNUC_NO_INLINE void
 lw_hooks_note_busy (LwSlot *slot)
@@ -86,11 +99,12 @@ lw_hooks_leave_poll (LwSlot *slot)
 }
 
 /* Loop thread. Everything rare about a poll: a new thread running the
- * context, or a watcher following a lag. Reached by tail call, so the fast
+ * context, a watcher following a lag, or one asking for a stamp. Reached by tail call, so the fast
  * path keeps its arguments in registers and spills nothing. */
 static G_GNUC_NO_INLINE gint
 lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboolean entered)
 {
+  unsigned flags;
   gint ret;
 
   if (!entered)
@@ -99,7 +113,10 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
         lw_hooks_adopt_thread (slot);
       lw_hooks_store_enter (slot);
     }
-  if (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE)
+  flags = atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst);
+  if (flags & LW_STAMP_ENTRY)
+    lw_hooks_stamp_entry (slot);
+  if (flags & LW_WAKE_ON_IDLE)
     lw_hooks_note_idle (slot);
   ret = slot->prev_poll (fds, nfds, timeout);
   lw_hooks_leave_poll (slot);
@@ -118,7 +135,7 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
     if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ())) \
       return lw_hooks_poll_slow (slot, fds, nfds, timeout, FALSE); \
     lw_hooks_store_enter (slot); \
-    if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_IDLE)) \
+    if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_ENTRY_FLAGS)) \
       return lw_hooks_poll_slow (slot, fds, nfds, timeout, TRUE); \
     ret = slot->prev_poll (fds, nfds, timeout); \
     lw_hooks_leave_poll (slot); \
@@ -194,6 +211,7 @@ lw_hooks_attach (GMainContext *context,
   slot->loop_thread = NULL;
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
+  atomic_store (&slot->entry_seq, 0);
   while (sem_trywait (&slot->wake) == 0)
     ;
   slot->in_use = TRUE;

@@ -7,47 +7,76 @@
 
 struct _LwProfile
 {
-  guint       budget;
-  GHashTable *stacks;      /* LwProfileStack* (key) -> itself; owns them */
-  GPtrArray  *samples;     /* LwProfileStack* per sample, oldest first */
-  guint64     serial;
-  GPtrArray  *sorted;      /* cache for lw_profile_stacks() */
+  guint           budget;
+  GHashTable     *exact;      /* LwProfileStack* (key) -> itself, by exact addresses; owns them */
+  GPtrArray      *samples;    /* LwProfileStack* of exact, per sample, oldest first */
+  guint64         serial;
+  LwProfileStack *probe;      /* lookup key of lw_profile_add(), reused */
+  guint           probe_room; /* addresses the probe holds */
+  GPtrArray      *sorted;     /* cache for lw_profile_stacks(): grouped copies, owned */
 };
 
-/* The innermost frame counts by its function's start when a symbol covers
- * it. */
-static uintptr_t
-lw_profile_key_ip (const LwProfileStack *stack, guint i)
-{
-  uintptr_t start;
-
-  if (i == 0 && lw_symbols_function_start (stack->ips[0], FALSE, &start))
-    return start;
-  return stack->ips[i];
-}
+/* Samples are grouped in two steps. lw_profile_add() runs at every sample,
+ * on a watcher that has just woken on a cold CPU: it only matches exact
+ * addresses (no symbol lookup, no allocation once a stack is known).
+ * lw_profile_stacks(), once per report, merges the stacks whose innermost
+ * frames are in the same function. */
 
 static guint
-lw_profile_stack_hash (gconstpointer key)
+lw_profile_hash_frames (const LwProfileStack *stack, uintptr_t frame0)
 {
-  const LwProfileStack *stack = key;
   guint64 h = 1469598103934665603ULL ^ stack->n_ips;
 
   for (guint i = 0; i < stack->n_ips; i++)
-    h = (h ^ lw_profile_key_ip (stack, i)) * 1099511628211ULL;
+    h = (h ^ (i == 0 ? frame0 : stack->ips[i])) * 1099511628211ULL;
   return (guint) (h ^ (h >> 32));
 }
 
 static gboolean
-lw_profile_stack_equal (gconstpointer a, gconstpointer b)
+lw_profile_equal_frames (const LwProfileStack *x, uintptr_t x0, const LwProfileStack *y, uintptr_t y0)
+{
+  return x->n_ips == y->n_ips && (x->n_ips == 0 || x0 == y0)
+         && memcmp (x->ips + 1, y->ips + 1, (MAX (x->n_ips, 1) - 1) * sizeof (uintptr_t)) == 0;
+}
+
+static guint
+lw_profile_exact_hash (gconstpointer key)
+{
+  const LwProfileStack *stack = key;
+
+  return lw_profile_hash_frames (stack, stack->n_ips > 0 ? stack->ips[0] : 0);
+}
+
+static gboolean
+lw_profile_exact_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileStack *x = a, *y = b;
 
-  if (x->n_ips != y->n_ips)
-    return FALSE;
-  for (guint i = 0; i < x->n_ips; i++)
-    if (lw_profile_key_ip (x, i) != lw_profile_key_ip (y, i))
-      return FALSE;
-  return TRUE;
+  return lw_profile_equal_frames (x, x->n_ips > 0 ? x->ips[0] : 0, y, y->n_ips > 0 ? y->ips[0] : 0);
+}
+
+/* Grouping: the innermost frame counts by its function's start when a
+ * symbol covers it (frame0_key, set by lw_profile_stacks()). */
+static guint
+lw_profile_group_hash (gconstpointer key)
+{
+  const LwProfileStack *stack = key;
+
+  return lw_profile_hash_frames (stack, stack->frame0_key);
+}
+
+static gboolean
+lw_profile_group_equal (gconstpointer a, gconstpointer b)
+{
+  const LwProfileStack *x = a, *y = b;
+
+  return lw_profile_equal_frames (x, x->frame0_key, y, y->frame0_key);
+}
+
+static LwProfileStack *
+lw_profile_stack_copy (const LwProfileStack *stack)
+{
+  return g_memdup2 (stack, sizeof (LwProfileStack) + stack->n_ips * sizeof (uintptr_t));
 }
 
 LwProfile *
@@ -56,8 +85,8 @@ lw_profile_new (guint budget)
   LwProfile *profile = g_new0 (LwProfile, 1);
 
   profile->budget = MAX (budget, 2);
-  profile->stacks = g_hash_table_new_full (lw_profile_stack_hash, lw_profile_stack_equal,
-                                           g_free, NULL);
+  profile->exact = g_hash_table_new_full (lw_profile_exact_hash, lw_profile_exact_equal,
+                                          g_free, NULL);
   profile->samples = g_ptr_array_sized_new (profile->budget);
   return profile;
 }
@@ -69,7 +98,8 @@ lw_profile_free (LwProfile *profile)
     return;
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   g_ptr_array_unref (profile->samples);
-  g_hash_table_unref (profile->stacks);
+  g_hash_table_unref (profile->exact);
+  g_free (profile->probe);
   g_free (profile);
 }
 
@@ -78,33 +108,31 @@ lw_profile_reset (LwProfile *profile)
 {
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   g_ptr_array_set_size (profile->samples, 0);
-  g_hash_table_remove_all (profile->stacks);
+  g_hash_table_remove_all (profile->exact);
   profile->serial = 0;
 }
 
 gboolean
 lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated)
 {
-  LwProfileStack *probe = g_malloc (sizeof (LwProfileStack) + n_ips * sizeof (uintptr_t));
   LwProfileStack *stack;
 
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
-  probe->count = 0;
-  probe->truncated = truncated;
-  probe->n_ips = n_ips;
-  memcpy (probe->ips, ips, n_ips * sizeof (uintptr_t));
-  stack = g_hash_table_lookup (profile->stacks, probe);
+  if (profile->probe == NULL || profile->probe_room < n_ips)
+    {
+      profile->probe_room = MAX (n_ips, 64);
+      profile->probe = g_realloc (profile->probe, sizeof (LwProfileStack)
+                                                  + profile->probe_room * sizeof (uintptr_t));
+    }
+  *profile->probe = (LwProfileStack) { .n_ips = n_ips, .truncated = truncated };
+  memcpy (profile->probe->ips, ips, n_ips * sizeof (uintptr_t));
+  stack = g_hash_table_lookup (profile->exact, profile->probe);
   if (stack == NULL)
     {
-      g_hash_table_add (profile->stacks, probe);
-      stack = probe;
+      stack = lw_profile_stack_copy (profile->probe);
+      g_hash_table_add (profile->exact, stack);
     }
-  else
-    {
-      /* Keep the latest exact addresses of frame 0, for the report. */
-      memcpy (stack->ips, ips, n_ips * sizeof (uintptr_t));
-      g_free (probe);
-    }
+  stack->truncated = truncated;
   stack->count++;
   stack->last_serial = ++profile->serial;
   g_ptr_array_add (profile->samples, stack);
@@ -124,7 +152,7 @@ lw_profile_thin (LwProfile *profile)
       if (i % 2 == 0 && i + 1 < profile->samples->len)
         {
           if (--stack->count == 0)
-            g_hash_table_remove (profile->stacks, stack);
+            g_hash_table_remove (profile->exact, stack);
           continue;
         }
       profile->samples->pdata[kept++] = stack;
@@ -152,16 +180,46 @@ lw_profile_compare (gconstpointer a, gconstpointer b)
 GPtrArray *
 lw_profile_stacks (LwProfile *profile)
 {
-  if (profile->sorted == NULL)
-    {
-      GHashTableIter iter;
-      gpointer stack;
+  GHashTable *groups;
+  GHashTableIter iter;
+  gpointer key;
 
-      profile->sorted = g_ptr_array_sized_new (g_hash_table_size (profile->stacks));
-      g_hash_table_iter_init (&iter, profile->stacks);
-      while (g_hash_table_iter_next (&iter, &stack, NULL))
-        g_ptr_array_add (profile->sorted, stack);
-      g_ptr_array_sort (profile->sorted, lw_profile_compare);
+  if (profile->sorted != NULL)
+    return profile->sorted;
+
+  /* Each group is a copy of its most recent exact stack (whose addresses
+   * the report shows), counting the samples of all. */
+  groups = g_hash_table_new (lw_profile_group_hash, lw_profile_group_equal);
+  profile->sorted = g_ptr_array_new_with_free_func (g_free);
+  g_hash_table_iter_init (&iter, profile->exact);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      LwProfileStack *stack = key, *group;
+      uintptr_t start;
+
+      stack->frame0_key = stack->n_ips > 0 ? stack->ips[0] : 0;
+      if (stack->n_ips > 0 && lw_symbols_function_start (stack->ips[0], FALSE, &start))
+        stack->frame0_key = start;
+      group = g_hash_table_lookup (groups, stack);
+      if (group == NULL)
+        {
+          group = lw_profile_stack_copy (stack);
+          g_hash_table_add (groups, group);
+          g_ptr_array_add (profile->sorted, group);
+        }
+      else
+        {
+          guint count = group->count + stack->count;
+
+          if (stack->last_serial > group->last_serial)
+            {
+              /* Same length, same key: the copy is overwritten in place. */
+              memcpy (group, stack, sizeof (LwProfileStack) + stack->n_ips * sizeof (uintptr_t));
+            }
+          group->count = count;
+        }
     }
+  g_hash_table_unref (groups);
+  g_ptr_array_sort (profile->sorted, lw_profile_compare);
   return profile->sorted;
 }

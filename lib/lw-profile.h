@@ -26,6 +26,7 @@ typedef struct
   guint      count;        /* samples in this stack */
   guint64    last_serial;  /* serial of its most recent sample */
   gboolean   truncated;
+  uintptr_t  frame0_key;   /* lw_profile_stacks(): what the innermost frame counts by */
   guint      n_ips;
   uintptr_t  ips[];        /* innermost first, as captured */
 } LwProfileStack;
@@ -47,8 +48,10 @@ void       lw_profile_thin       (LwProfile       *profile);
 
 guint      lw_profile_n_samples  (LwProfile       *profile);
 
-/* The stacks, heaviest first (ties: most recent first). The array and the
- * stacks belong to the profile, valid until the next add, thin or reset. */
+/* The stacks, heaviest first (ties: most recent first), each with the
+ * exact addresses of its most recent sample. The array and the stacks
+ * belong to the profile, valid until the next add, thin or reset. Looks up
+ * symbols: call it once per report, not per sample. */
 GPtrArray *lw_profile_stacks     (LwProfile       *profile);
 
 G_END_DECLS

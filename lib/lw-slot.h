@@ -11,6 +11,8 @@
  *   capture.snapshot, capture.result  the signal handler, once it owns the
  *                                     request (state ARMED -> WRITING)
  *   lag_end_ns                        the loop thread, once per lag (CAS)
+ *   entry_seq, entry_ticks            the loop thread, once per LW_STAMP_ENTRY;
+ *                                     the watcher resets entry_seq before asking
  */
 #pragma once
 
@@ -30,7 +32,11 @@ enum
 {
   LW_WAKE_ON_BUSY = 1 << 0,  /* parked while the loop polls: wake at poll exit */
   LW_WAKE_ON_IDLE = 1 << 1,  /* following a lag: wake (and stamp lag_end_ns) at poll entry */
+  LW_STAMP_ENTRY  = 1 << 2,  /* sleeping to a busy period's deadline: stamp the next poll entry
+                              * (entry_seq, entry_ticks), then clear this flag; no wake */
 };
+/* The poll entry's check: one test for every rare case. */
+#define LW_ENTRY_FLAGS (LW_WAKE_ON_IDLE | LW_STAMP_ENTRY)
 
 /* capture.state: one request at a time, owned by whoever moved it last. */
 enum
@@ -53,6 +59,7 @@ typedef struct
   uintptr_t         stack_hi;
   LwSnapshot       *snapshot;   /* preallocated by the watcher, filled by the handler */
   _Atomic int       result;     /* LwCaptureResult, set by the handler */
+  int64_t           sent_ns;    /* when the watcher sent the signal (watcher only) */
   sem_t             done;       /* posted by the handler (sem_post is async-signal-safe) */
 } LwCaptureRequest;
 
@@ -69,6 +76,8 @@ struct _LwSlot
    * what it waits for. */
   _Alignas (64) _Atomic unsigned wake_flags;
   _Atomic int64_t  lag_end_ns;     /* first poll entry while LW_WAKE_ON_IDLE; 0 until then */
+  _Atomic uint64_t entry_seq;      /* seq after the poll entry stamped for LW_STAMP_ENTRY, 0 none */
+  _Atomic int64_t  entry_ticks;    /* lw_clock_ticks() at that entry */
   sem_t            wake;           /* the watcher's semaphore */
 
   /* Written by the loop thread when the thread running the context changes. */

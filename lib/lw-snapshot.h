@@ -31,6 +31,7 @@ typedef enum
   LW_CAPTURE_THREAD_GONE,  /* the thread no longer exists */
   LW_CAPTURE_IN_FLIGHT,    /* an earlier signal is still queued: not resent */
   LW_CAPTURE_FAILED,       /* the signal could not be sent */
+  LW_CAPTURE_PENDING,      /* the signal is sent, its handler has not finished yet */
 } LwCaptureResult;
 
 typedef struct

@@ -60,6 +60,8 @@ typedef struct
   GSource         *sentinel;
   unsigned         prepares;         /* sentinel prepares seen while still in the lag */
   gboolean         hang_written;
+  int64_t          interval_ns;      /* between samples: doubles as the profile thins */
+  gboolean         pending;          /* a signal is out for a sample, not collected yet */
 } LwLag;
 
 /* The starvation sentinel: attached while a lag is followed, at the highest
@@ -133,6 +135,7 @@ lw_watcher_capture_error (LwCaptureResult result)
     case LW_CAPTURE_THREAD_GONE: return "the thread exited";
     case LW_CAPTURE_IN_FLIGHT: return "an earlier signal is still queued";
     case LW_CAPTURE_FAILED: return "no signal could be sent";
+    case LW_CAPTURE_PENDING: return "the signal's handler had not run when the lag ended";
     }
   return "unknown";
 }
@@ -149,17 +152,15 @@ lw_watcher_frames (const uintptr_t *ips, guint n_ips)
   return frames;
 }
 
-/* Watcher thread. Takes one sample of the loop thread into the profile;
- * the first successful one also records how the thread was caught. */
+/* Watcher thread. Files one capture's outcome: a stack goes into the
+ * profile; the first one also records how the thread was caught. */
 static void
-lw_watcher_sample (LagWatch *watch, LwLag *lag, int64_t *interval_ns)
+lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
 {
   LwSnapshot *snap = watch->snapshot;
-  LwCaptureResult result;
   gboolean truncated;
   guint n;
 
-  result = lw_capture_take (watch->slot, lag->busy_seq, snap, LW_CAPTURE_TIMEOUT_NS);
   if (lag->caught_ns < 0)
     lag->first_result = result;
   if (result == LW_CAPTURE_TIMEOUT && !watch->warned_signal_blocked
@@ -177,7 +178,7 @@ lw_watcher_sample (LagWatch *watch, LwLag *lag, int64_t *interval_ns)
   if (lw_profile_add (watch->profile, watch->ips, n, truncated))
     {
       lw_profile_thin (watch->profile);
-      *interval_ns *= 2;
+      lag->interval_ns *= 2;
     }
 
   if (lag->caught_ns < 0)
@@ -189,13 +190,62 @@ lw_watcher_sample (LagWatch *watch, LwLag *lag, int64_t *interval_ns)
       if (!snap->via_signal)
         lag->wchan = lw_threadinfo_wchan (lag->tid);
     }
+}
+
+/* Watcher thread. Collects the signalled capture still out, if any,
+ * waiting at most @wait_ns for its handler and giving it up once older
+ * than @give_up_ns. */
+static void
+lw_watcher_collect (LagWatch *watch, LwLag *lag, int64_t wait_ns, int64_t give_up_ns)
+{
+  LwCaptureResult result;
+
+  if (!lag->pending)
+    return;
+  result = lw_capture_finish (watch->slot, wait_ns, give_up_ns);
+  if (result == LW_CAPTURE_PENDING)
+    return;
+  lag->pending = FALSE;
+  /* Given up because the lag ended first: not a thread that ignores the
+   * signal. */
+  if (result == LW_CAPTURE_TIMEOUT && atomic_load (&watch->slot->seq) != lag->busy_seq)
+    result = LW_CAPTURE_STALE;
+  lw_watcher_took (watch, lag, result);
+}
+
+/* Watcher thread. One sampling round of the loop thread. Until the first
+ * stack is in hand, the round waits for the signal handler (that is the
+ * detection latency). After that it does not: the handler's copy is
+ * collected at the next round, so the watcher never spins or sleeps for
+ * it. */
+static void
+lw_watcher_sample (LagWatch *watch, LwLag *lag)
+{
+  LwSlot *slot = watch->slot;
+  LwCaptureResult result;
+
+  lw_watcher_collect (watch, lag, 0, LW_CAPTURE_TIMEOUT_NS);
+  if (lag->pending)
+    return;  /* the last signal is still queued: no second one */
+
+  result = lw_capture_start (slot, lag->tid, lag->busy_seq, slot->loop_stack_lo,
+                             slot->loop_stack_hi, watch->snapshot);
+  if (result == LW_CAPTURE_PENDING)
+    {
+      lag->pending = TRUE;
+      if (lag->caught_ns < 0)
+        lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
+    }
+  else
+    lw_watcher_took (watch, lag, result);
+
   /* The source's name is copied while the loop is provably still in this
    * busy period (so the source is alive): read, then check. */
   if (!lag->dispatch_known)
     {
       LwDispatchInfo info;
 
-      if (lw_dispatch_read (watch->slot, &info) && atomic_load (&watch->slot->seq) == lag->busy_seq)
+      if (lw_dispatch_read (slot, &info) && atomic_load (&slot->seq) == lag->busy_seq)
         {
           lag->dispatch = info;
           lag->dispatch_known = TRUE;
@@ -341,8 +391,12 @@ lw_watcher_lag_cpu (LagWatch *watch, LwLag *lag, int64_t now_ns)
 static void
 lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
 {
-  LagWatchReport *report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
-                                                    lw_watcher_lag_cpu (watch, lag, now_ns));
+  LagWatchReport *report;
+
+  /* The all-threads snapshot reuses the capture request and snapshot. */
+  lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
+  report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
+                                    lw_watcher_lag_cpu (watch, lag, now_ns));
 
   lw_watcher_snapshot_threads (watch, lag, report);
   lw_reporter_submit (watch->reporter, report, LW_REPORT_HANG);
@@ -379,14 +433,53 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
   return lag->stopped_seen;
 }
 
+/* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
+ * unless it is excused (then FALSE). */
+static gboolean
+lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t since_ns)
+{
+  int64_t now_ns = lw_clock_now_ns ();
+
+  *lag = (LwLag) { 0 };
+  lag->busy_seq = busy_seq;
+  lag->since_ns = since_ns;
+  lag->tid = atomic_load (&watch->slot->loop_tid);
+  lag->threshold_ms = atomic_load (&watch->threshold_ms);
+  lag->start_wall_us = g_get_real_time () - (now_ns - since_ns) / 1000;
+  lag->caught_ns = -1;
+  lag->syscall_nr = -1;
+  lag->interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  if (lw_watcher_excused (watch, lag))
+    return FALSE;
+  lag->id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
+  lw_profile_reset (watch->profile);
+  return TRUE;
+}
+
+/* Watcher thread. The busy period @busy_seq outlasted the threshold but
+ * ended, at @end_ns by the loop's own stamp, before the watcher woke to
+ * look (it woke late: an idle CPU, a loaded machine). Reported, without a
+ * stack, rather than lost. */
+static void
+lw_watcher_report_unseen (LagWatch *watch, uint64_t busy_seq, int64_t since_ns, int64_t end_ns)
+{
+  LwLag lag;
+
+  if (!lw_watcher_lag_begin (watch, &lag, busy_seq, since_ns))
+    return;
+  lag.first_result = LW_CAPTURE_STALE;
+  lw_reporter_submit (watch->reporter, lw_watcher_build_report (watch, &lag, "lag", end_ns, TRUE, -1),
+                      LW_REPORT_LAG);
+  g_free (lag.id);
+}
+
 /* Watcher thread. The loop has been in the busy period @busy_seq since
  * @since_ns for at least the threshold: sample it until it ends, report. */
 static void
 lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
 {
   LwSlot *slot = watch->slot;
-  LwLag lag = { 0 };
-  int64_t interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  LwLag lag;
   int64_t now_ns = lw_clock_now_ns ();
   int64_t next_check_ns = now_ns + LW_LIVENESS_PERIOD_NS;
   int64_t hang_ns = (int64_t) watch->config->hang_ms * LW_NSEC_PER_MSEC;
@@ -394,24 +487,15 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
   gboolean complete, dropped = FALSE;
   LagWatchReport *report;
 
-  lag.busy_seq = busy_seq;
-  lag.since_ns = since_ns;
-  lag.tid = atomic_load (&slot->loop_tid);
-  lag.threshold_ms = atomic_load (&watch->threshold_ms);
-  lag.start_wall_us = g_get_real_time () - (now_ns - since_ns) / 1000;
-  lag.caught_ns = -1;
-  lag.syscall_nr = -1;
-  if (lw_watcher_excused (watch, &lag))
+  if (!lw_watcher_lag_begin (watch, &lag, busy_seq, since_ns))
     return;
-  lag.id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
-  lw_profile_reset (watch->profile);
   lw_watcher_attach_sentinel (watch, &lag);
 
   while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping))
     {
       int64_t next_sample_ns;
 
-      lw_watcher_sample (watch, &lag, &interval_ns);
+      lw_watcher_sample (watch, &lag);
       {
         /* Counted only while the lag provably goes on: once it ends, the
          * loop's ordinary iterations prepare the sentinel too. */
@@ -447,7 +531,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
           dropped = TRUE;
           break;
         }
-      next_sample_ns = MAX (now_ns + interval_ns, now_ns + LW_NSEC_PER_MSEC);
+      next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
       lw_watcher_sleep (slot, next_sample_ns);
       if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS)
         {
@@ -458,6 +542,9 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
           break;
         }
     }
+  /* The last signal's stack, if its handler ran in time: it checked that
+   * the loop was still in this busy period. Otherwise it is given up. */
+  lw_watcher_collect (watch, &lag, 0, 0);
 
   g_source_destroy (lag.sentinel);
   g_source_unref (lag.sentinel);
@@ -602,8 +689,26 @@ lw_watcher_main (gpointer data)
       deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
       if (now_ns < deadline_ns)
         {
+          int64_t end_ns;
+
+          /* Ask the loop to stamp the poll entry that ends this busy
+           * period, then confirm it has not ended yet: if the watcher then
+           * wakes late, a lag that ended meanwhile is still known. */
           expected_wake_ns = deadline_ns;
-          lw_watcher_sleep (slot, deadline_ns);
+          atomic_store (&slot->entry_seq, 0);
+          atomic_fetch_or (&slot->wake_flags, LW_STAMP_ENTRY);
+          if (atomic_load (&slot->seq) == seq)
+            lw_watcher_sleep (slot, deadline_ns + atomic_load (&watch->test_oversleep_ns));
+          atomic_fetch_and (&slot->wake_flags, ~(unsigned) LW_STAMP_ENTRY);
+          if (atomic_load_explicit (&slot->entry_seq, memory_order_acquire) == seq + 1)
+            {
+              end_ns = lw_clock_ticks_to_ns (atomic_load_explicit (&slot->entry_ticks,
+                                                                   memory_order_relaxed));
+              /* (A watcher far later still was stopped with the whole
+               * process: nothing it measured meanwhile is trusted.) */
+              if (end_ns >= deadline_ns && lw_clock_now_ns () - deadline_ns <= LW_OVERSLEEP_NS)
+                lw_watcher_report_unseen (watch, seq, since_ns, end_ns);
+            }
           continue;
         }
 

@@ -6,7 +6,11 @@
  * busy_since + threshold. If the loop is still in the same busy period at
  * that deadline, that is a lag: it takes the stack at once, waits for the
  * loop's next poll entry (which stamps the lag's end and wakes it), and
- * reports the lag with its true duration.
+ * reports the lag with its true duration. While it sleeps to a deadline it
+ * has the wrapper stamp the poll entry that ends that busy period, so a lag
+ * that ends before a late wake-up is still reported (without a stack).
+ * Samples are pipelined: each round collects the stack the previous
+ * round's signal took, then sends the next.
  */
 #pragma once
 
@@ -43,6 +47,10 @@ struct _LagWatch
   GDestroyNotify     report_destroy;
 
   int64_t          started_ns;       /* when the watcher thread was created */
+  /* Tests only (tests/test-watcher.c): added to each sleep to a busy
+   * period's deadline, as an idle CPU or a loaded machine may wake the
+   * watcher late. 0 otherwise. */
+  _Atomic int64_t  test_oversleep_ns;
 
   /* Watcher thread only. */
   LwSnapshot      *snapshot;

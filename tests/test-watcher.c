@@ -1,0 +1,165 @@
+/* test-watcher.c: the watcher's timing, with its wake-ups made late on
+ * purpose (LagWatch.test_oversleep_ns), as an idle CPU or a loaded machine
+ * makes them now and then.
+ */
+#include <glib.h>
+#include <glib-unix.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+#include "lw-watcher.h"
+
+static volatile guint64 sink;
+
+static G_GNUC_NO_INLINE void
+spin_ms (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
+
+  while (g_get_monotonic_time () < end)
+    sink++;
+}
+
+typedef struct
+{
+  Harness *h;
+  guint    spin_ms;
+  int      pipe[2];
+  gint64   ran_us;
+  gboolean done;
+} ParkedLag;
+
+static gboolean
+parked_lag_run (int fd, GIOCondition condition, gpointer data)
+{
+  ParkedLag *lag = data;
+  gint64 start = g_get_monotonic_time ();
+  char byte;
+
+  g_assert_cmpint (read (fd, &byte, 1), ==, 1);
+  spin_ms (GUINT_TO_POINTER (lag->spin_ms));
+  lag->ran_us = g_get_monotonic_time () - start;
+  lag->done = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Another thread: once the watcher is parked on the loop's poll, make the
+ * pipe readable. */
+static gpointer
+parked_lag_start (gpointer data)
+{
+  ParkedLag *lag = data;
+  LwSlot *slot = lag->h->watch->slot;
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US, parked_since = 0;
+  uint64_t parked_seq = 0;
+
+  /* Parked: waiting for the poll exit, the same poll all along. A watcher
+   * just posted clears the flag within its wake-up time; 50 ms of it rule
+   * that out. */
+  while (parked_since == 0 || g_get_monotonic_time () - parked_since < 50 * 1000)
+    {
+      uint64_t seq = atomic_load (&slot->seq);
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (!(atomic_load (&slot->wake_flags) & LW_WAKE_ON_BUSY) || seq != parked_seq)
+        parked_since = 0;
+      else if (parked_since == 0)
+        parked_since = g_get_monotonic_time ();
+      parked_seq = seq;
+      g_usleep (1000);
+    }
+  g_assert_cmpint (write (lag->pipe[1], "x", 1), ==, 1);
+  return NULL;
+}
+
+/* Runs a lag of @ms as the first busy period after the watcher parked on
+ * the loop's poll: the loop waits on a pipe that another thread makes
+ * readable then, so the poll returns straight into the lag's dispatch,
+ * and the watcher, woken at its start, looks at this lag and no other.
+ * Returns how long it ran, in µs. */
+static gint64
+run_lag_after_park (Harness *h, guint ms)
+{
+  ParkedLag lag = { h, ms, { -1, -1 }, 0, FALSE };
+  GThread *thread;
+  GSource *source;
+
+  g_assert_true (g_unix_open_pipe (lag.pipe, FD_CLOEXEC, NULL));
+  source = g_unix_fd_source_new (lag.pipe[0], G_IO_IN);
+  g_source_set_callback (source, (GSourceFunc) (void (*) (void)) parked_lag_run, &lag, NULL);
+  g_source_attach (source, h->context);
+  g_source_unref (source);
+  thread = g_thread_new ("queue lag", parked_lag_start, &lag);
+  while (!lag.done)
+    g_main_context_iteration (h->context, TRUE);
+  g_thread_join (thread);
+  close (lag.pipe[0]);
+  close (lag.pipe[1]);
+  return lag.ran_us;
+}
+
+/* A lag that ends after its deadline but before a late watcher wakes is
+ * reported all the same: its duration from the loop's own stamps, no
+ * stack. Then, with prompt wake-ups again, a lag is caught as usual. */
+static void
+test_lag_ended_before_late_wake (void)
+{
+  LagWatchReport *report;
+  Harness h;
+  gint64 ran_us;
+
+  harness_init (&h, 20);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
+  atomic_store (&h.watch->test_oversleep_ns, 150 * G_GINT64_CONSTANT (1000000));
+  ran_us = run_lag_after_park (&h, 40);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_test_message ("ran %.1f ms, reported %.1f ms", ran_us / 1000.0,
+                  lagwatch_report_get_duration_ms (report));
+  /* Its true length: the dispatch ran for ran_us, and the watcher woke
+   * only some 130 ms after its end. */
+  g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), >=, ran_us / 1000.0);
+  g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), <, ran_us / 1000.0 + 100.0);
+  g_assert_true (lagwatch_report_get_complete (report));
+  g_assert_cmpuint (lagwatch_report_get_n_frames (report), ==, 0);
+  g_assert_cmpuint (lagwatch_report_get_n_samples (report), ==, 0);
+
+  atomic_store (&h.watch->test_oversleep_ns, 0);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
+  harness_wait_reports (&h, 2);
+  report = harness_report (&h, 1);
+  g_assert_cmpuint (lagwatch_report_get_n_frames (report), >, 0);
+  g_assert_true (harness_stack_has (report, "spin_ms", NULL));
+  g_assert_cmpuint (harness_n_reports (&h), ==, 2);
+  harness_clear (&h);
+}
+
+/* Busy periods shorter than the threshold stay unreported, however late
+ * the watcher wakes. */
+static void
+test_short_busy_periods_stay_quiet (void)
+{
+  Harness h;
+
+  harness_init (&h, 30);
+  atomic_store (&h.watch->test_oversleep_ns, 100 * G_GINT64_CONSTANT (1000000));
+  for (int i = 0; i < 5; i++)
+    harness_run_lag (&h, spin_ms, GINT_TO_POINTER (15));
+  /* A real lag after them, seen live: once it is in, every earlier one
+   * would be too (reports are handed over in order). */
+  run_lag_after_park (&h, 250);
+  harness_wait_reports (&h, 1);
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, 0)), >=, 250.0);
+  g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, 0)), >, 0);
+  harness_clear (&h);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/watcher/lag-ended-before-late-wake", test_lag_ended_before_late_wake);
+  g_test_add_func ("/watcher/short-busy-periods-stay-quiet", test_short_busy_periods_stay_quiet);
+  return g_test_run ();
+}
