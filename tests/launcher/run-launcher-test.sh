@@ -66,11 +66,13 @@ slow='select(.source == "launcher-test: slow callback")'
 count=$(jq -c "$slow" "$json" | wc -l)
 if [ "$count" -ne 1 ]; then
   fail "expected one report for the slow callback, got $count of $(wc -l < "$json")"
-elif ! jq -e "$slow | .stack | map(.symbol) | index(\"launcher_test_slow_callback\") != null" "$json" > /dev/null; then
+# jq -e takes its exit status from the last input line only: the checks
+# slurp the file, since other reports may follow the slow callback's.
+elif ! jq -s -e "map($slow | .stack | map(.symbol) | index(\"launcher_test_slow_callback\") != null) == [true]" "$json" > /dev/null; then
   fail "the stack does not name the slow callback: $(jq -c "$slow | .stack | map(.symbol)" "$json")"
 else
   duration=$(jq "$slow | .duration_ms" "$json")
-  if ! jq -e "$slow | (.duration_ms - 300) | fabs <= 50" "$json" > /dev/null; then
+  if ! jq -s -e "map($slow | (.duration_ms - 300) | fabs <= 50) == [true]" "$json" > /dev/null; then
     fail "duration $duration ms, not near 300 ms"
   else
     echo "ok gtk4-widget-factory: the slow callback named, $duration ms, phase $(jq -r "$slow | .phase" "$json"), $(jq "$slow | .samples" "$json") samples, $(wc -l < "$json") reports in all"
