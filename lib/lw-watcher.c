@@ -110,16 +110,19 @@ lw_watcher_sleep (LwSlot *slot, int64_t deadline_ns)
     ;
 }
 
-/* Watcher thread. Sleeps with no timeout until the loop's seq moves away
- * from @seq (or the watch stops). @flags says which transitions wake us. */
+/* Watcher thread. Raises @flags (what the poll wrapper should do at the
+ * loop's next transition), then sleeps until @deadline_ns (-1: no timeout)
+ * unless the loop's seq has already moved away from @seq or the watch
+ * stops; lowers the flags again. Raising them before the look at seq is
+ * what makes a transition impossible to miss (lw-hooks.c). */
 static void
-lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags)
+lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t deadline_ns)
 {
   LwSlot *slot = watch->slot;
 
   atomic_fetch_or (&slot->wake_flags, flags);
   if (atomic_load (&slot->seq) == seq && !atomic_load (&watch->stopping))
-    lw_watcher_sleep (slot, -1);
+    lw_watcher_sleep (slot, deadline_ns);
   atomic_fetch_and (&slot->wake_flags, ~flags);
 }
 
@@ -653,7 +656,7 @@ lw_watcher_main (gpointer data)
            * start + threshold (the watcher then sleeps until that). */
           if (seq == quiet_seq || seq == 0 || atomic_load (&watch->paused))
             {
-              lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY);
+              lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY, -1);
               expected_wake_ns = LW_WAKE_AT_BUSY_START;
             }
           else
@@ -667,7 +670,7 @@ lw_watcher_main (gpointer data)
         }
       if (seq == settled_seq)
         {
-          lw_watcher_park (watch, seq, LW_WAKE_ON_IDLE);
+          lw_watcher_park (watch, seq, LW_WAKE_ON_IDLE, -1);
           expected_wake_ns = LW_WAKE_AT_BUSY_START;
           continue;
         }
@@ -691,15 +694,13 @@ lw_watcher_main (gpointer data)
         {
           int64_t end_ns;
 
-          /* Ask the loop to stamp the poll entry that ends this busy
-           * period, then confirm it has not ended yet: if the watcher then
-           * wakes late, a lag that ended meanwhile is still known. */
+          /* Have the loop stamp the poll entry that ends this busy
+           * period: if the watcher then wakes late, a lag that ended
+           * meanwhile is still known. */
           expected_wake_ns = deadline_ns;
           atomic_store (&slot->entry_seq, 0);
-          atomic_fetch_or (&slot->wake_flags, LW_STAMP_ENTRY);
-          if (atomic_load (&slot->seq) == seq)
-            lw_watcher_sleep (slot, deadline_ns + atomic_load (&watch->test_oversleep_ns));
-          atomic_fetch_and (&slot->wake_flags, ~(unsigned) LW_STAMP_ENTRY);
+          lw_watcher_park (watch, seq, LW_STAMP_ENTRY,
+                           deadline_ns + atomic_load (&watch->test_oversleep_ns));
           if (atomic_load_explicit (&slot->entry_seq, memory_order_acquire) == seq + 1)
             {
               end_ns = lw_clock_ticks_to_ns (atomic_load_explicit (&slot->entry_ticks,
