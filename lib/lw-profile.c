@@ -73,10 +73,17 @@ lw_profile_group_equal (gconstpointer a, gconstpointer b)
   return lw_profile_equal_frames (x, x->frame0_key, y, y->frame0_key);
 }
 
+/* Bytes of a stack of @n_ips addresses. */
+static gsize
+lw_profile_stack_size (guint n_ips)
+{
+  return sizeof (LwProfileStack) + n_ips * sizeof (uintptr_t);
+}
+
 static LwProfileStack *
 lw_profile_stack_copy (const LwProfileStack *stack)
 {
-  return g_memdup2 (stack, sizeof (LwProfileStack) + stack->n_ips * sizeof (uintptr_t));
+  return g_memdup2 (stack, lw_profile_stack_size (stack->n_ips));
 }
 
 LwProfile *
@@ -121,8 +128,7 @@ lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean 
   if (profile->probe == NULL || profile->probe_room < n_ips)
     {
       profile->probe_room = MAX (n_ips, 64);
-      profile->probe = g_realloc (profile->probe, sizeof (LwProfileStack)
-                                                  + profile->probe_room * sizeof (uintptr_t));
+      profile->probe = g_realloc (profile->probe, lw_profile_stack_size (profile->probe_room));
     }
   *profile->probe = (LwProfileStack) { .n_ips = n_ips, .truncated = truncated };
   memcpy (profile->probe->ips, ips, n_ips * sizeof (uintptr_t));
@@ -214,7 +220,7 @@ lw_profile_stacks (LwProfile *profile)
           if (stack->last_serial > group->last_serial)
             {
               /* Same length, same key: the copy is overwritten in place. */
-              memcpy (group, stack, sizeof (LwProfileStack) + stack->n_ips * sizeof (uintptr_t));
+              memcpy (group, stack, lw_profile_stack_size (stack->n_ips));
             }
           group->count = count;
         }
