@@ -14,6 +14,20 @@
 
 #define HARNESS_DEADLINE_US (10 * G_USEC_PER_SEC)
 
+/* Functions whose frames a test looks for in a stack: never inlined,
+ * cloned or folded into their callers. */
+#define LAGGY __attribute__ ((noipa))
+
+/* A lag: @data (an int) milliseconds of CPU, in a function of this name. */
+static LAGGY G_GNUC_UNUSED void
+spin_ms (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
 typedef struct
 {
   GMainContext *context;

@@ -13,17 +13,6 @@
 #include "lag-harness.h"
 #include "report-json.h"
 
-#define LAGGY __attribute__ ((noipa))
-
-static LAGGY void
-spin_ms (gpointer data)
-{
-  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
-
-  while (g_get_monotonic_time () < end)
-    ;
-}
-
 /* In a subprocess: let warnings print instead of aborting, as in an app. */
 static void
 child_allow_warnings (void)

@@ -19,17 +19,7 @@
 #include "lag-harness.h"
 #include "report-json.h"
 
-#define LAGGY __attribute__ ((noipa))
 #define KEEP_FRAME() __asm__ volatile ("" ::: "memory")  /* no tail call: keep the caller's frame */
-
-static LAGGY void
-spin_ms (gpointer data)
-{
-  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
-
-  while (g_get_monotonic_time () < end)
-    ;
-}
 
 static LAGGY void
 first_phase (int ms)

@@ -17,17 +17,6 @@
 #define THRESHOLD_MS  100
 #define TOLERANCE_MS  15.0
 
-#define LAGGY __attribute__ ((noipa))
-
-static LAGGY void
-spin_ms (gpointer data)
-{
-  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
-
-  while (g_get_monotonic_time () < end)
-    ;
-}
-
 static LAGGY void
 sleep_in_usleep (gpointer data)
 {

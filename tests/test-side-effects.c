@@ -19,7 +19,6 @@
 
 #include "lag-harness.h"
 
-#define LAGGY __attribute__ ((noipa))
 #define BLOCK_MS 250
 
 typedef struct

@@ -9,17 +9,6 @@
 #include "lag-harness.h"
 #include "lw-watcher.h"
 
-static volatile guint64 sink;
-
-static G_GNUC_NO_INLINE void
-spin_ms (gpointer data)
-{
-  gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
-
-  while (g_get_monotonic_time () < end)
-    sink++;
-}
-
 typedef struct
 {
   Harness *h;
