@@ -15,12 +15,14 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "lw-clock.h"
 #include "lw-hooks.h"
 #include "lw-private.h"
+#include "lw-threadinfo.h"
 
 /* si_value of a lagwatch signal: magic (16 bits) | slot (8) | serial (40). */
 #define LW_COOKIE_MAGIC  UINT64_C (0x1a97)
@@ -37,6 +39,7 @@ static _Atomic int       lw_signals_in_flight;  /* sent, handler not yet entered
 static _Atomic uint64_t  lw_cookie_serial;
 static gboolean          lw_capture_may_spin;   /* more than one CPU to run on */
 static uid_t             lw_capture_uid;        /* si_uid of our signals: informative only */
+static gboolean          lw_capture_timers_ok;  /* CPU-time timers never cut a call short here */
 
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
 
@@ -161,25 +164,29 @@ lw_capture_on_signal (int signo, siginfo_t *info, void *ucontext)
   LwCaptureRequest *req;
   int armed = LW_CAPTURE_ARMED;
   int result = LW_CAPTURE_STALE;
+  gboolean by_timer;
 
-  if (info == NULL || info->si_code != SI_QUEUE || info->si_pid != getpid ()
-      || (cookie >> 48) != LW_COOKIE_MAGIC)
+  if (info == NULL || (cookie >> 48) != LW_COOKIE_MAGIC
+      || !((info->si_code == SI_QUEUE && info->si_pid == getpid ()) || info->si_code == SI_TIMER))
     {
       lw_capture_chain (signo, info, ucontext);
       errno = saved_errno;
       return;
     }
 
-  atomic_fetch_sub (&lw_signals_in_flight, 1);
+  by_timer = info->si_code == SI_TIMER;
+  if (!by_timer)
+    atomic_fetch_sub (&lw_signals_in_flight, 1);
   slot = lw_hooks_get_slot (LW_COOKIE_SLOT (cookie));
   if (slot == NULL)
     goto out;
   req = &slot->capture;
   if (atomic_load (&req->cookie) != cookie)
-    goto out;  /* a late signal from a request of a watch gone since */
-  atomic_store (&req->in_flight, 0);
+    goto out;  /* a late signal from a request (or timer) gone since */
+  if (!by_timer)
+    atomic_store (&req->in_flight, 0);
   if (!atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_WRITING))
-    goto out;  /* the watcher gave up on this request */
+    goto out;  /* the watcher gave up on this request, or has not re-armed it */
 
   if ((req->expect_seq == 0 || atomic_load (&slot->seq) == req->expect_seq)
       && gettid () == atomic_load (&req->target_tid))
@@ -197,7 +204,7 @@ lw_capture_on_signal (int signo, siginfo_t *info, void *ucontext)
     }
   atomic_store (&req->result, result);
   atomic_store (&req->state, LW_CAPTURE_DONE);
-  sem_post (&req->done);
+  sem_post (by_timer ? &slot->wake : &req->done);
 
 out:
   errno = saved_errno;
@@ -216,6 +223,27 @@ lw_capture_disposition_is_free (const struct sigaction *action)
 {
   return !(action->sa_flags & SA_SIGINFO)
          && (action->sa_handler == SIG_DFL || action->sa_handler == SIG_IGN);
+}
+
+/* Normal context. TRUE when the kernel defers CPU-time timers to task
+ * work (x86-64 since Linux 5.10): the tick only notes the expiry, and the
+ * signal is queued on the thread's way back to user space, after whatever
+ * system call it was in has returned. Such a signal never finds the thread
+ * asleep, so it never cuts a sleep short. Older kernels queue it from the
+ * tick, which can land in a system call on its way to sleep. */
+static gboolean
+lw_capture_kernel_defers_cpu_timers (void)
+{
+#if defined(__x86_64__)
+  struct utsname name;
+  int major = 0, minor = 0;
+
+  if (uname (&name) != 0 || sscanf (name.release, "%d.%d", &major, &minor) != 2)
+    return FALSE;
+  return major > 5 || (major == 5 && minor >= 10);
+#else
+  return FALSE;
+#endif
 }
 
 /* Normal context, library lock held. */
@@ -313,6 +341,10 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
     lw_capture_may_spin = sched_getaffinity (0, sizeof cpus, &cpus) == 0 && CPU_COUNT (&cpus) > 1;
   }
   lw_capture_uid = getuid ();
+  lw_capture_timers_ok = lw_capture_kernel_defers_cpu_timers ();
+  if (!lw_capture_timers_ok)
+    g_debug ("this kernel may queue a CPU-time timer's signal from the tick: "
+             "lags are sampled by explicit signals");
   lw_signo = chosen;
   lw_signal_users = 1;
   return chosen;
@@ -327,7 +359,9 @@ lw_capture_release_signal (void)
   g_return_if_fail (lw_signal_users > 0);
   if (--lw_signal_users > 0)
     return;
-  if (atomic_load (&lw_signals_in_flight) > 0)
+  /* A sampling timer's last signal stays queued after timer_delete() if
+   * its thread blocks the signal: seen only in the threads' pending sets. */
+  if (atomic_load (&lw_signals_in_flight) > 0 || lw_threadinfo_signal_pending_anywhere (lw_signo))
     {
       g_debug ("a lagwatch signal is still queued: its handler stays installed");
       return;
@@ -483,6 +517,26 @@ lw_capture_spin_until_done (LwCaptureRequest *req)
   return FALSE;
 }
 
+/* Watcher thread of @slot. Fills in a new request for @tid (not armed
+ * yet) and returns its cookie, unique to it. */
+static uintptr_t
+lw_capture_prepare (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
+                    LwSnapshot *snap)
+{
+  LwCaptureRequest *req = &slot->capture;
+  uintptr_t cookie = (uintptr_t) (LW_COOKIE_MAGIC << 48) | ((uintptr_t) slot->index << 40)
+                     | (uintptr_t) (atomic_fetch_add (&lw_cookie_serial, 1) & UINT64_C (0xffffffffff));
+
+  req->snapshot = snap;
+  req->expect_seq = busy_seq;
+  req->stack_lo = lo;
+  req->stack_hi = hi;
+  atomic_store (&req->target_tid, tid);
+  atomic_store (&req->result, LW_CAPTURE_FAILED);
+  atomic_store (&req->cookie, cookie);
+  return cookie;
+}
+
 /* Watcher thread. Sends the signal of a new request for @tid: PENDING
  * once it is on its way. */
 static LwCaptureResult
@@ -498,15 +552,7 @@ lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo
 
   while (sem_trywait (&req->done) == 0)
     ;
-  cookie = (uintptr_t) (LW_COOKIE_MAGIC << 48) | ((uintptr_t) slot->index << 40)
-           | (uintptr_t) (atomic_fetch_add (&lw_cookie_serial, 1) & UINT64_C (0xffffffffff));
-  req->snapshot = snap;
-  req->expect_seq = busy_seq;
-  req->stack_lo = lo;
-  req->stack_hi = hi;
-  atomic_store (&req->target_tid, tid);
-  atomic_store (&req->result, LW_CAPTURE_FAILED);
-  atomic_store (&req->cookie, cookie);
+  cookie = lw_capture_prepare (slot, tid, busy_seq, lo, hi, snap);
   atomic_store (&req->in_flight, 1);
   atomic_fetch_add (&lw_signals_in_flight, 1);
   atomic_store (&req->state, LW_CAPTURE_ARMED);
@@ -602,4 +648,110 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
   if (result == LW_CAPTURE_PENDING)
     result = lw_capture_finish (slot, timeout_ns, timeout_ns);
   return result;
+}
+
+/* Watcher thread of @slot. */
+gboolean
+lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                           uintptr_t stack_hi, LwSnapshot *snap, int64_t interval_ns)
+{
+  LwCaptureRequest *req = &slot->capture;
+  struct sigevent event;
+  uintptr_t cookie;
+
+  g_return_val_if_fail (!req->periodic, FALSE);
+  /* A signal still queued for an earlier request must find that request's
+   * cookie to be recognised (and to clear in_flight). */
+  if (!lw_capture_timers_ok || lw_signo == 0 || atomic_load (&req->in_flight))
+    return FALSE;
+
+  cookie = lw_capture_prepare (slot, tid, busy_seq, stack_lo, stack_hi, snap);
+  memset (&event, 0, sizeof event);
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = lw_signo;
+  event.sigev_value.sival_ptr = (void *) cookie;
+  event._sigev_un._tid = tid;  /* sigev_notify_thread_id: glibc 2.36 lacks the name */
+  if (timer_create (lw_threadinfo_cpu_clock (tid), &event, &req->timer) != 0)
+    {
+      g_debug ("no CPU-time timer for thread %d (%s): sampling by explicit signals",
+               (int) tid, g_strerror (errno));
+      atomic_store (&req->cookie, 0);
+      return FALSE;
+    }
+  req->periodic = TRUE;
+  atomic_store (&req->state, LW_CAPTURE_ARMED);
+  lw_capture_periodic_set_interval (slot, interval_ns);
+  return TRUE;
+}
+
+/* Watcher thread of @slot, between start and stop. */
+void
+lw_capture_periodic_set_interval (LwSlot *slot, int64_t interval_ns)
+{
+  struct itimerspec spec;
+
+  spec.it_value = lw_clock_timespec (interval_ns);
+  spec.it_interval = spec.it_value;
+  timer_settime (slot->capture.timer, 0, &spec, NULL);
+}
+
+/* Watcher thread of @slot, between start and stop. */
+LwCaptureResult
+lw_capture_periodic_take (LwSlot *slot, gboolean look)
+{
+  LwCaptureRequest *req = &slot->capture;
+  int armed = LW_CAPTURE_ARMED;
+  pid_t tid = atomic_load (&req->target_tid);
+  LwProcSyscall now;
+
+  if (atomic_load (&req->state) == LW_CAPTURE_DONE)
+    {
+      atomic_store (&req->state, LW_CAPTURE_IDLE);
+      return (LwCaptureResult) atomic_load (&req->result);
+    }
+  /* Held from here (IDLE): no expiry can write the snapshot until re-armed.
+   * If the handler holds it instead, its stack is taken next time. */
+  if (!look || !atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_IDLE))
+    return LW_CAPTURE_PENDING;
+  if (req->expect_seq != 0 && atomic_load (&slot->seq) != req->expect_seq)
+    return LW_CAPTURE_STALE;
+  if (!lw_capture_read_syscall (slot, tid, &now))
+    return LW_CAPTURE_THREAD_GONE;
+  if (!now.running && lw_capture_from_proc (slot, tid, &now, req->expect_seq, req->stack_lo,
+                                            req->stack_hi, req->snapshot))
+    return LW_CAPTURE_OK;
+  return LW_CAPTURE_PENDING;  /* it runs (or just woke): the timer takes it */
+}
+
+/* Watcher thread of @slot, between start and stop. */
+void
+lw_capture_periodic_rearm (LwSlot *slot)
+{
+  int idle = LW_CAPTURE_IDLE;
+
+  atomic_compare_exchange_strong (&slot->capture.state, &idle, LW_CAPTURE_ARMED);
+}
+
+/* Watcher thread of @slot. */
+LwCaptureResult
+lw_capture_periodic_stop (LwSlot *slot)
+{
+  LwCaptureRequest *req = &slot->capture;
+  int armed = LW_CAPTURE_ARMED;
+
+  if (!req->periodic)
+    return LW_CAPTURE_STALE;
+  timer_delete (req->timer);
+  req->periodic = FALSE;
+  /* An expiry's signal still queued (the thread blocks it) is ignored. */
+  atomic_store (&req->cookie, 0);
+  if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_IDLE))
+    return LW_CAPTURE_STALE;
+  /* The handler is copying: its time is bounded; let it run. */
+  while (atomic_load (&req->state) == LW_CAPTURE_WRITING)
+    sched_yield ();
+  if (atomic_load (&req->state) != LW_CAPTURE_DONE)
+    return LW_CAPTURE_STALE;  /* held by the watcher already */
+  atomic_store (&req->state, LW_CAPTURE_IDLE);
+  return (LwCaptureResult) atomic_load (&req->result);
 }

@@ -77,6 +77,52 @@ LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
                                         LwSnapshot *snapshot,
                                         int64_t     timeout_ns);
 
+/* Sampling a lag, once its first stack is in hand: by a timer on the
+ * thread's CPU clock (timer_create with SIGEV_THREAD_ID), which signals it
+ * after every @interval_ns of CPU it uses. The kernel checks the expiry at
+ * a tick and queues the signal only on the thread's way back to user space
+ * (task work), so the handler never runs while the thread sleeps in a call:
+ * no EINTR, whatever the call, which a signal sent after reading /proc
+ * cannot promise (the thread may go to sleep in between). No wake-up of
+ * the watcher per sample either, nor a /proc read, nor an IPI: the handler
+ * posts slot->wake once the stack is copied. The timer does not fire while
+ * the thread sleeps; lw_capture_periodic_take (look = TRUE) then copies
+ * the sleeping stack through /proc.
+ *
+ * Watcher thread of @slot. Starts sampling thread @tid, while the loop is
+ * in busy period @busy_seq, into @snapshot. FALSE when the kernel or the
+ * thread allows no such timer, or a signal of an earlier request is still
+ * queued: sample with lw_capture_start() then. */
+gboolean        lw_capture_periodic_start        (LwSlot     *slot,
+                                                  pid_t       tid,
+                                                  uint64_t    busy_seq,
+                                                  uintptr_t   stack_lo,
+                                                  uintptr_t   stack_hi,
+                                                  LwSnapshot *snapshot,
+                                                  int64_t     interval_ns);
+
+/* Watcher thread of @slot, while sampling: the timer's new period. */
+void            lw_capture_periodic_set_interval (LwSlot     *slot,
+                                                  int64_t     interval_ns);
+
+/* Watcher thread of @slot, while sampling. A stack the timer's signal
+ * took, if one is in: OK (or STALE when the loop had left the busy
+ * period). Otherwise, with @look, the thread is looked at through /proc:
+ * OK when it sleeps in the kernel and its stack was copied, THREAD_GONE,
+ * STALE, or PENDING when it runs (the timer will take it). PENDING without
+ * @look. The snapshot is the watcher's until lw_capture_periodic_rearm(),
+ * which must follow every take. */
+LwCaptureResult lw_capture_periodic_take         (LwSlot     *slot,
+                                                  gboolean    look);
+
+/* Watcher thread of @slot, while sampling: lets the next expiry write the
+ * snapshot again. */
+void            lw_capture_periodic_rearm        (LwSlot     *slot);
+
+/* Watcher thread of @slot. Deletes the timer. OK when a last stack is in
+ * the snapshot (its handler checked the busy period), else STALE. */
+LwCaptureResult lw_capture_periodic_stop         (LwSlot     *slot);
+
 /* Watcher thread of @slot. Closes what the capture keeps open for the loop
  * thread (its /proc syscall file). */
 void lw_capture_forget_thread (LwSlot *slot);

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "lw-snapshot.h"
 
@@ -42,17 +43,23 @@ enum
 enum
 {
   LW_CAPTURE_IDLE,       /* no request */
-  LW_CAPTURE_ARMED,      /* watcher sent the signal; handler may claim it */
+  LW_CAPTURE_ARMED,      /* watcher sent the signal, or awaits the timer's; handler may claim it */
   LW_CAPTURE_WRITING,    /* handler is filling the snapshot */
   LW_CAPTURE_DONE,       /* handler finished; watcher reads the result */
   LW_CAPTURE_ABANDONED,  /* watcher gave up waiting; a late handler must not write */
 };
 
+/* A request is made either for one signal (lw_capture_start) or for a
+ * CPU-time timer's signals (lw_capture_periodic_start): then the handler
+ * fills the snapshot at each expiry the watcher has re-armed it for, and
+ * posts the slot's wake semaphore instead of done. */
 typedef struct
 {
   _Atomic int       state;
   _Atomic uintptr_t cookie;     /* carried in si_value; identifies this request */
   _Atomic int       in_flight;  /* a signal was queued and its handler has not run yet */
+  timer_t           timer;      /* the periodic request's timer (watcher only) */
+  gboolean          periodic;   /* the timer exists (watcher only) */
   uint64_t          expect_seq; /* capture only if the loop is still in this busy period (0: any) */
   _Atomic pid_t     target_tid; /* the thread the request is for */
   uintptr_t         stack_lo;   /* its stack bounds, 0 when unknown */

@@ -59,6 +59,12 @@ lw_threadinfo_state_name (LwThreadState state)
   return names[state];
 }
 
+clockid_t
+lw_threadinfo_cpu_clock (pid_t tid)
+{
+  return LW_THREAD_CPUCLOCK (tid);
+}
+
 int64_t
 lw_threadinfo_cpu_ns (pid_t tid)
 {
@@ -118,6 +124,23 @@ lw_threadinfo_blocks_signal (pid_t tid, int signo)
   guint64 mask;
 
   return lw_threadinfo_status_field (path, "SigBlk", 16, &mask) && ((mask >> (signo - 1)) & 1);
+}
+
+gboolean
+lw_threadinfo_signal_pending_anywhere (int signo)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *entry;
+
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/status", entry);
+      guint64 mask;
+
+      if (lw_threadinfo_status_field (path, "SigPnd", 16, &mask) && ((mask >> (signo - 1)) & 1))
+        return TRUE;
+    }
+  return FALSE;
 }
 
 const char *

@@ -37,6 +37,10 @@ const char   *lw_threadinfo_state_name   (LwThreadState state);
  * /proc parsing); -1 when the thread is gone. */
 int64_t       lw_threadinfo_cpu_ns       (pid_t tid);
 
+/* The clock lw_threadinfo_cpu_ns() reads: for clock_gettime() or
+ * timer_create(). */
+clockid_t     lw_threadinfo_cpu_clock    (pid_t tid);
+
 /* The kernel function the thread waits in ("futex_wait_queue", "do_sys_poll"...),
  * or NULL. */
 char         *lw_threadinfo_wchan        (pid_t tid);
@@ -51,6 +55,10 @@ const char   *lw_threadinfo_syscall_name (long nr);
 /* TRUE when the thread @tid blocks signal @signo (its SigBlk mask). */
 gboolean      lw_threadinfo_blocks_signal (pid_t tid,
                                            int   signo);
+
+/* TRUE when some thread of the process has signal @signo pending (its
+ * SigPnd mask): queued for it, its handler not yet run. */
+gboolean      lw_threadinfo_signal_pending_anywhere (int signo);
 
 /* The pid of the process tracing us (a debugger), 0 when none. */
 pid_t         lw_threadinfo_tracer_pid   (void);

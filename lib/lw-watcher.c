@@ -62,6 +62,9 @@ typedef struct
   gboolean         hang_written;
   int64_t          interval_ns;      /* between samples: doubles as the profile thins */
   gboolean         pending;          /* a signal is out for a sample, not collected yet */
+  gboolean         timer_allowed;    /* may sample by CPU-time timer (lw_watcher_start_timer) */
+  gboolean         by_timer;         /* sampling by that timer now */
+  int64_t          look_at_ns;       /* by timer: look through /proc if no stack came by then */
 } LwLag;
 
 /* The starvation sentinel: attached while a lag is followed, at the highest
@@ -182,6 +185,8 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
     {
       lw_profile_thin (watch->profile);
       lag->interval_ns *= 2;
+      if (lag->by_timer)
+        lw_capture_periodic_set_interval (watch->slot, lag->interval_ns);
     }
 
   if (lag->caught_ns < 0)
@@ -216,13 +221,67 @@ lw_watcher_collect (LagWatch *watch, LwLag *lag, int64_t wait_ns, int64_t give_u
   lw_watcher_took (watch, lag, result);
 }
 
-/* Watcher thread. One sampling round of the loop thread. Until the first
- * stack is in hand, the round waits for the signal handler (that is the
+/* Watcher thread. Hands the rest of @lag's sampling to a timer on the
+ * loop thread's CPU clock (lw-capture.h says why), unless that is not
+ * possible here: then it stays with explicit signals. */
+static void
+lw_watcher_start_timer (LagWatch *watch, LwLag *lag)
+{
+  LwSlot *slot = watch->slot;
+
+  if (!lag->timer_allowed || lag->by_timer || lag->pending)
+    return;
+  lag->by_timer = lw_capture_periodic_start (slot, lag->tid, lag->busy_seq, slot->loop_stack_lo,
+                                             slot->loop_stack_hi, watch->snapshot, lag->interval_ns);
+  lag->timer_allowed = lag->by_timer;  /* refused: not tried again in this lag */
+  lag->look_at_ns = lw_clock_now_ns () + lag->interval_ns * 3 / 2;
+}
+
+/* Watcher thread. Stops sampling @lag by timer, filing the stack its last
+ * signal took. */
+static void
+lw_watcher_stop_timer (LagWatch *watch, LwLag *lag)
+{
+  LwCaptureResult result;
+
+  if (!lag->by_timer)
+    return;
+  result = lw_capture_periodic_stop (watch->slot);
+  lag->by_timer = FALSE;
+  if (result == LW_CAPTURE_OK)
+    lw_watcher_took (watch, lag, result);
+}
+
+/* Watcher thread. A sampling round by timer: files the stack the timer's
+ * signal took, if any. If none came for an interval and a half (the timer
+ * counts CPU time, so a thread that sleeps gets none), looks at the thread
+ * through /proc, and files its stack if it sleeps in the kernel: the
+ * blocked part of a lag is sampled by wall time, the running part by CPU
+ * time. */
+static void
+lw_watcher_sample_by_timer (LagWatch *watch, LwLag *lag)
+{
+  int64_t now_ns = lw_clock_now_ns ();
+  gboolean look = now_ns >= lag->look_at_ns;
+  LwCaptureResult result = lw_capture_periodic_take (watch->slot, look);
+
+  if (result == LW_CAPTURE_OK && watch->snapshot->via_signal)
+    lag->look_at_ns = now_ns + lag->interval_ns * 3 / 2;
+  else if (look)
+    lag->look_at_ns = now_ns + lag->interval_ns;
+  if (result != LW_CAPTURE_PENDING)
+    lw_watcher_took (watch, lag, result);
+  lw_capture_periodic_rearm (watch->slot);
+}
+
+/* Watcher thread. A sampling round by explicit signal: the first of every
+ * lag, and all of them where no timer can be used. Until the first stack
+ * is in hand, the round waits for the signal handler (that is the
  * detection latency). After that it does not: the handler's copy is
  * collected at the next round, so the watcher never spins or sleeps for
  * it. */
 static void
-lw_watcher_sample (LagWatch *watch, LwLag *lag)
+lw_watcher_sample_by_signal (LagWatch *watch, LwLag *lag)
 {
   LwSlot *slot = watch->slot;
   LwCaptureResult result;
@@ -241,6 +300,22 @@ lw_watcher_sample (LagWatch *watch, LwLag *lag)
     }
   else
     lw_watcher_took (watch, lag, result);
+}
+
+/* Watcher thread. One sampling round of the loop thread. */
+static void
+lw_watcher_sample (LagWatch *watch, LwLag *lag)
+{
+  LwSlot *slot = watch->slot;
+
+  if (lag->by_timer)
+    lw_watcher_sample_by_timer (watch, lag);
+  else
+    {
+      lw_watcher_sample_by_signal (watch, lag);
+      if (lag->caught_ns >= 0)
+        lw_watcher_start_timer (watch, lag);
+    }
 
   /* The source's name is copied while the loop is provably still in this
    * busy period (so the source is alive): read, then check. */
@@ -397,6 +472,7 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   LagWatchReport *report;
 
   /* The all-threads snapshot reuses the capture request and snapshot. */
+  lw_watcher_stop_timer (watch, lag);
   lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
   report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
                                     lw_watcher_lag_cpu (watch, lag, now_ns));
@@ -404,6 +480,7 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   lw_watcher_snapshot_threads (watch, lag, report);
   lw_reporter_submit (watch->reporter, report, LW_REPORT_HANG);
   lag->hang_written = TRUE;
+  lw_watcher_start_timer (watch, lag);
 }
 
 /* Watcher thread. TRUE when this busy period must not be reported because
@@ -452,6 +529,7 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
   lag->caught_ns = -1;
   lag->syscall_nr = -1;
   lag->interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  lag->timer_allowed = !atomic_load (&watch->explicit_sampling);
   if (lw_watcher_excused (watch, lag))
     return FALSE;
   lag->id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
@@ -534,7 +612,11 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
           dropped = TRUE;
           break;
         }
-      next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
+      /* By timer, the handler's post wakes the watcher for each stack. */
+      if (lag.by_timer)
+        next_sample_ns = MAX (lag.look_at_ns, now_ns + LW_NSEC_PER_MSEC);
+      else
+        next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
       lw_watcher_sleep (slot, next_sample_ns);
       if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS)
         {
@@ -547,6 +629,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
     }
   /* The last signal's stack, if its handler ran in time: it checked that
    * the loop was still in this busy period. Otherwise it is given up. */
+  lw_watcher_stop_timer (watch, &lag);
   lw_watcher_collect (watch, &lag, 0, 0);
 
   g_source_destroy (lag.sentinel);

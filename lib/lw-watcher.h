@@ -51,6 +51,9 @@ struct _LagWatch
    * period's deadline, as an idle CPU or a loaded machine may wake the
    * watcher late. 0 otherwise. */
   _Atomic int64_t  test_oversleep_ns;
+  /* Tests and bench only: sample every lag by explicit signals, as where
+   * no CPU-time timer can be used. FALSE otherwise. */
+  _Atomic gboolean explicit_sampling;
 
   /* Watcher thread only. */
   LwSnapshot      *snapshot;

@@ -68,6 +68,75 @@ sleep_ms (gpointer data)
   KEEP_FRAME ();
 }
 
+static LAGGY void
+running_half (void)
+{
+  spin_ms (GINT_TO_POINTER (400));
+  KEEP_FRAME ();
+}
+
+static LAGGY void
+sleeping_half (void)
+{
+  sleep_ms (GINT_TO_POINTER (400));
+  KEEP_FRAME ();
+}
+
+static LAGGY void
+run_then_sleep (gpointer data)
+{
+  running_half ();
+  sleeping_half ();
+  KEEP_FRAME ();
+}
+
+/* The samples of the report's stacks that name @symbol. */
+static guint
+samples_naming (JsonArray *stacks, const char *symbol)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < json_array_get_length (stacks); i++)
+    {
+      JsonObject *stack = json_array_get_object_element (stacks, i);
+
+      if (json_frames_have (json_object_get_array_member (stack, "stack"), symbol))
+        n += json_object_get_int_member (stack, "samples");
+    }
+  return n;
+}
+
+/* A lag that runs, then sleeps, each for 400 ms: the running part is
+ * sampled by the thread's CPU-time timer, the sleeping part by the
+ * watcher through /proc. Both halves get their share of the samples
+ * (about 30 and 40 past the 100 ms threshold), neither is left out. */
+static void
+test_running_and_sleeping_halves (void)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *json = NULL;
+  LagWatchReport *report;
+  JsonArray *stacks;
+  guint running, sleeping, total;
+  Harness h;
+
+  harness_init (&h, 100);
+  harness_run_lag (&h, run_then_sleep, NULL);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  json = lagwatch_report_to_json (report);
+  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
+  stacks = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "stacks");
+  running = samples_naming (stacks, "running_half");
+  sleeping = samples_naming (stacks, "sleeping_half");
+  total = lagwatch_report_get_n_samples (report);
+  g_test_message ("%u samples: %u running, %u sleeping", total, running, sleeping);
+  g_assert_cmpuint (running, >=, total / 4);
+  g_assert_cmpuint (sleeping, >=, total / 4);
+  g_assert_cmpuint (running + sleeping, >=, 50);
+  harness_clear (&h);
+}
+
 static void
 test_cpu_and_state (void)
 {
@@ -622,6 +691,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/diagnose/heaviest-stack", test_heaviest_stack);
   g_test_add_func ("/diagnose/cpu-and-state", test_cpu_and_state);
+  g_test_add_func ("/diagnose/running-and-sleeping-halves", test_running_and_sleeping_halves);
   g_test_add_func ("/diagnose/source-name", test_source_name);
   g_test_add_func ("/diagnose/starved", test_starved);
   g_test_add_func ("/diagnose/sample-budget", test_sample_budget);

@@ -1,9 +1,13 @@
 /* test-watcher.c: the watcher's timing, with its wake-ups made late on
  * purpose (LagWatch.test_oversleep_ns), as an idle CPU or a loaded machine
- * makes them now and then.
+ * makes them now and then; and its two ways of sampling a lag (by the
+ * thread's CPU-time timer, or by explicit signals where no such timer can
+ * be used: LagWatch.explicit_sampling).
  */
 #include <glib.h>
 #include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
@@ -144,10 +148,127 @@ test_short_busy_periods_stay_quiet (void)
   harness_clear (&h);
 }
 
+/* The process's POSIX timers: one "ID:" line each in /proc/self/timers;
+ * -1 when the kernel does not show them. */
+static int
+count_posix_timers (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  int n = 0;
+
+  if (!g_file_get_contents ("/proc/self/timers", &text, NULL, NULL))
+    return -1;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    n += g_str_has_prefix (lines[i], "ID:");
+  return n;
+}
+
+typedef struct
+{
+  int timers_during;  /* counted halfway through the lag */
+} TimedLag;
+
+static LAGGY void
+spin_and_count_timers (gpointer data)
+{
+  TimedLag *lag = data;
+
+  spin_ms (GINT_TO_POINTER (300));
+  lag->timers_during = count_posix_timers ();
+  spin_ms (GINT_TO_POINTER (250));
+  __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
+}
+
+/* Either way, a 550 ms lag at a 50 ms threshold gets about one sample per
+ * 10 ms past the threshold, in the function that spins. By timer, one
+ * timer exists while the lag is sampled and none is left after it. */
+static void
+test_sampling_way (gconstpointer data)
+{
+  gboolean explicit_sampling = GPOINTER_TO_INT (data);
+  TimedLag lag = { -1 };
+  LagWatchReport *report;
+  int timers_before;
+  Harness h;
+
+  harness_init (&h, 50);
+  atomic_store (&h.watch->explicit_sampling, explicit_sampling);
+  timers_before = count_posix_timers ();
+  harness_run_lag (&h, spin_and_count_timers, &lag);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_test_message ("%u samples; timers: %d before, %d during, %d after",
+                  lagwatch_report_get_n_samples (report), timers_before, lag.timers_during,
+                  count_posix_timers ());
+  g_assert_cmpuint (lagwatch_report_get_n_samples (report), >=, 35);
+  g_assert_true (harness_stack_has (report, "spin_and_count_timers", NULL));
+  if (timers_before >= 0)
+    {
+      g_assert_cmpint (lag.timers_during, ==, timers_before + (explicit_sampling ? 0 : 1));
+      g_assert_cmpint (count_posix_timers (), ==, timers_before);
+    }
+  harness_clear (&h);
+}
+
+static LAGGY void
+spin_past_hang_and_count_timers (gpointer data)
+{
+  TimedLag *lag = data;
+
+  spin_ms (GINT_TO_POINTER (450));
+  lag->timers_during = count_posix_timers ();
+  spin_ms (GINT_TO_POINTER (200));
+  __asm__ volatile ("" ::: "memory");
+}
+
+/* The hang record at 300 ms takes every thread's stack with the capture
+ * the timer uses: the timer stops for it, and sampling goes on by timer
+ * after it. */
+static void
+test_sampling_through_hang_record (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-watcher-XXXXXX", NULL);
+  g_autofree char *state = g_build_filename (dir, "state", NULL);
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  TimedLag lag = { -1 };
+  LagWatchReport *report;
+  int timers_before;
+  Harness h;
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 50));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  g_assert_true (lagwatch_config_set_hang_ms (config, 300));
+  g_assert_true (lagwatch_config_set_state_dir (config, state));
+  harness_init_with_config (&h, config);
+  timers_before = count_posix_timers ();
+  harness_run_lag (&h, spin_past_hang_and_count_timers, &lag);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_test_message ("%u samples; timers: %d before, %d after the hang record, %d after",
+                  lagwatch_report_get_n_samples (report), timers_before, lag.timers_during,
+                  count_posix_timers ());
+  /* 600 ms past the threshold: about 60 samples, less the hang record's time. */
+  g_assert_cmpuint (lagwatch_report_get_n_samples (report), >=, 40);
+  if (timers_before >= 0)
+    {
+      g_assert_cmpint (lag.timers_during, ==, timers_before + 1);
+      g_assert_cmpint (count_posix_timers (), ==, timers_before);
+    }
+  harness_clear (&h);
+  /* The hang record is removed once the lag it belongs to is reported. */
+  g_assert_cmpint (g_rmdir (state), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_data_func ("/watcher/sampling/by-timer", GINT_TO_POINTER (FALSE), test_sampling_way);
+  g_test_add_data_func ("/watcher/sampling/by-signal", GINT_TO_POINTER (TRUE), test_sampling_way);
+  g_test_add_func ("/watcher/sampling/through-hang-record", test_sampling_through_hang_record);
   g_test_add_func ("/watcher/lag-ended-before-late-wake", test_lag_ended_before_late_wake);
   g_test_add_func ("/watcher/short-busy-periods-stay-quiet", test_short_busy_periods_stay_quiet);
   return g_test_run ();
