@@ -155,7 +155,9 @@ LAGWATCH_API gboolean lagwatch_config_set_signal (LagWatchConfig *config,
  * lagwatch_config_set_sample_ms:
  * @config: a configuration
  * @sample_ms: interval between two stacks taken during a lag, 1 to 1000
- *   (default 10); a long lag keeps at most 256 samples, thinned out evenly
+ *   (default 10): of the thread's CPU time while it runs (no finer than
+ *   the kernel's tick), of wall time while it sleeps; a long lag keeps at
+ *   most 256 samples, thinned out evenly
  *
  * Returns: %TRUE if the value was accepted
  * Since: 0.1

@@ -9,8 +9,11 @@
  * reports the lag with its true duration. While it sleeps to a deadline it
  * has the wrapper stamp the poll entry that ends that busy period, so a lag
  * that ends before a late wake-up is still reported (without a stack).
- * Samples are pipelined: each round collects the stack the previous
- * round's signal took, then sends the next.
+ * After the first stack, a timer on the loop thread's CPU clock takes the
+ * samples (lw-capture.h): the watcher wakes when the handler posts one, or
+ * when none came for an interval and a half, to look at a sleeping thread
+ * through /proc. Where no such timer can be used, each round collects the
+ * stack the previous round's signal took, then sends the next.
  */
 #pragma once
 
