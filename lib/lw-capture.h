@@ -11,6 +11,9 @@
  *    lock, no libunwind state), no allocation, errno preserved, bounded by
  *    the copy size.
  * Either way the stack is unwound later by lw-unwind.c on the watcher thread.
+ * That is how the first stack of a lag is taken. The samples after it come
+ * from a timer on the thread's CPU clock, whose signal the same handler
+ * answers (lw_capture_periodic_start() says why).
  */
 #pragma once
 
