@@ -226,21 +226,30 @@ lw_capture_disposition_is_free (const struct sigaction *action)
 }
 
 /* Normal context. TRUE when the kernel defers CPU-time timers to task
- * work (x86-64 since Linux 5.10): the tick only notes the expiry, and the
- * signal is queued on the thread's way back to user space, after whatever
- * system call it was in has returned. Such a signal never finds the thread
- * asleep, so it never cuts a sleep short. Older kernels queue it from the
- * tick, which can land in a system call on its way to sleep. */
+ * work (CONFIG_POSIX_CPU_TIMERS_TASK_WORK, on by default on x86-64 since
+ * Linux 5.10): the tick only notes the expiry, and the signal is queued on
+ * the thread's way back to user space, after whatever system call it was
+ * in has returned. Such a signal never finds the thread asleep, so it
+ * never cuts a sleep short. Older kernels queue it from the tick, which
+ * can land in a system call on its way to sleep. The kernel's build
+ * configuration, where the distribution ships it, has the last word. */
 static gboolean
 lw_capture_kernel_defers_cpu_timers (void)
 {
 #if defined(__x86_64__)
+  g_autofree char *config_path = NULL;
+  g_autofree char *config = NULL;
   struct utsname name;
   int major = 0, minor = 0;
 
-  if (uname (&name) != 0 || sscanf (name.release, "%d.%d", &major, &minor) != 2)
+  if (uname (&name) != 0 || sscanf (name.release, "%d.%d", &major, &minor) != 2
+      || !(major > 5 || (major == 5 && minor >= 10)))
     return FALSE;
-  return major > 5 || (major == 5 && minor >= 10);
+  config_path = g_strdup_printf ("/boot/config-%s", name.release);
+  if (g_file_get_contents (config_path, &config, NULL, NULL)
+      && strstr (config, "\nCONFIG_POSIX_CPU_TIMERS_TASK_WORK=y\n") == NULL)
+    return FALSE;
+  return TRUE;
 #else
   return FALSE;
 #endif
@@ -682,6 +691,12 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
   atomic_store (&req->state, LW_CAPTURE_ARMED);
   lw_capture_periodic_set_interval (slot, interval_ns);
   return TRUE;
+}
+
+gboolean
+lw_capture_periodic_supported (void)
+{
+  return lw_capture_timers_ok;
 }
 
 /* Watcher thread of @slot, between start and stop. */

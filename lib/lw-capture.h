@@ -104,6 +104,10 @@ gboolean        lw_capture_periodic_start        (LwSlot     *slot,
                                                   LwSnapshot *snapshot,
                                                   int64_t     interval_ns);
 
+/* Any thread, once a watch is attached. FALSE where lw_capture_periodic_start()
+ * is always refused (this kernel may queue the timer's signal from the tick). */
+gboolean        lw_capture_periodic_supported    (void);
+
 /* Watcher thread of @slot, while sampling: the timer's new period. */
 void            lw_capture_periodic_set_interval (LwSlot     *slot,
                                                   int64_t     interval_ns);
