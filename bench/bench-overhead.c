@@ -844,6 +844,8 @@ main (int argc, char **argv)
       else if (g_str_equal (argv[i], "--section") && i + 1 < argc)
         section = (int) g_ascii_strtoll (argv[++i], NULL, 10);
       else
+        section = -1;
+      if (section < 0 || section > 5)
         {
           fprintf (stderr, "usage: %s [--short] [--section 1-5]\n", argv[0]);
           return 2;
