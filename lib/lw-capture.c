@@ -40,6 +40,7 @@ static _Atomic uint64_t  lw_cookie_serial;
 static gboolean          lw_capture_may_spin;   /* more than one CPU to run on */
 static uid_t             lw_capture_uid;        /* si_uid of our signals: informative only */
 static gboolean          lw_capture_timers_ok;  /* CPU-time timers never cut a call short here */
+static gboolean          lw_capture_timers_decided;
 
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
 
@@ -350,10 +351,15 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
     lw_capture_may_spin = sched_getaffinity (0, sizeof cpus, &cpus) == 0 && CPU_COUNT (&cpus) > 1;
   }
   lw_capture_uid = getuid ();
-  lw_capture_timers_ok = lw_capture_kernel_defers_cpu_timers ();
-  if (!lw_capture_timers_ok)
-    g_debug ("this kernel may queue a CPU-time timer's signal from the tick: "
-             "lags are sampled by explicit signals");
+  if (!lw_capture_timers_decided)
+    {
+      /* The kernel and its configuration file do not change: looked at once. */
+      lw_capture_timers_ok = lw_capture_kernel_defers_cpu_timers ();
+      lw_capture_timers_decided = TRUE;
+      if (!lw_capture_timers_ok)
+        g_debug ("this kernel may queue a CPU-time timer's signal from the tick: "
+                 "lags are sampled by explicit signals");
+    }
   lw_signo = chosen;
   lw_signal_users = 1;
   return chosen;
@@ -619,6 +625,27 @@ lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
   return (LwCaptureResult) atomic_load (&req->result);
 }
 
+/* Watcher thread of @slot. One look at thread @tid through /proc, no
+ * signal: OK when it sleeps in the kernel and its stack was copied; STALE,
+ * THREAD_GONE; else PENDING, with *@running TRUE when it runs, FALSE when
+ * it moved during the copy. */
+static LwCaptureResult
+lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                 uintptr_t stack_hi, LwSnapshot *snap, gboolean *running)
+{
+  LwProcSyscall now;
+
+  *running = FALSE;
+  if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
+    return LW_CAPTURE_STALE;
+  if (tid == 0 || !lw_capture_read_syscall (slot, tid, &now))
+    return LW_CAPTURE_THREAD_GONE;
+  *running = now.running;
+  if (!now.running && lw_capture_from_proc (slot, tid, &now, busy_seq, stack_lo, stack_hi, snap))
+    return LW_CAPTURE_OK;
+  return LW_CAPTURE_PENDING;
+}
+
 /* Watcher thread of @slot. */
 LwCaptureResult
 lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
@@ -630,16 +657,14 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
 
   for (int attempt = 0; attempt < 3; attempt++)
     {
-      LwProcSyscall now;
+      gboolean running;
+      LwCaptureResult result = lw_capture_look (slot, tid, busy_seq, stack_lo, stack_hi, snap,
+                                                &running);
 
-      if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
-        return LW_CAPTURE_STALE;
-      if (tid == 0 || !lw_capture_read_syscall (slot, tid, &now))
-        return LW_CAPTURE_THREAD_GONE;
-      if (now.running)
+      if (result != LW_CAPTURE_PENDING)
+        return result;
+      if (running)
         break;
-      if (lw_capture_from_proc (slot, tid, &now, busy_seq, stack_lo, stack_hi, snap))
-        return LW_CAPTURE_OK;
     }
 
   if (lw_signo == 0)
@@ -716,8 +741,7 @@ lw_capture_periodic_take (LwSlot *slot, gboolean look)
 {
   LwCaptureRequest *req = &slot->capture;
   int armed = LW_CAPTURE_ARMED;
-  pid_t tid = atomic_load (&req->target_tid);
-  LwProcSyscall now;
+  gboolean running;
 
   if (atomic_load (&req->state) == LW_CAPTURE_DONE)
     {
@@ -728,14 +752,9 @@ lw_capture_periodic_take (LwSlot *slot, gboolean look)
    * If the handler holds it instead, its stack is taken next time. */
   if (!look || !atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_IDLE))
     return LW_CAPTURE_PENDING;
-  if (req->expect_seq != 0 && atomic_load (&slot->seq) != req->expect_seq)
-    return LW_CAPTURE_STALE;
-  if (!lw_capture_read_syscall (slot, tid, &now))
-    return LW_CAPTURE_THREAD_GONE;
-  if (!now.running && lw_capture_from_proc (slot, tid, &now, req->expect_seq, req->stack_lo,
-                                            req->stack_hi, req->snapshot))
-    return LW_CAPTURE_OK;
-  return LW_CAPTURE_PENDING;  /* it runs (or just woke): the timer takes it */
+  /* PENDING when it runs (or just woke): the timer takes it. */
+  return lw_capture_look (slot, atomic_load (&req->target_tid), req->expect_seq, req->stack_lo,
+                          req->stack_hi, req->snapshot, &running);
 }
 
 /* Watcher thread of @slot, between start and stop. */
