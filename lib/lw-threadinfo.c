@@ -117,13 +117,22 @@ lw_threadinfo_tracer_pid (void)
   return lw_threadinfo_status_field ("/proc/self/status", "TracerPid", 10, &pid) ? (pid_t) pid : 0;
 }
 
+/* TRUE when the signal mask @field ("SigBlk", "SigPnd"...) of the status
+ * file @path has @signo. */
+static gboolean
+lw_threadinfo_mask_has (const char *path, const char *field, int signo)
+{
+  guint64 mask;
+
+  return lw_threadinfo_status_field (path, field, 16, &mask) && ((mask >> (signo - 1)) & 1);
+}
+
 gboolean
 lw_threadinfo_blocks_signal (pid_t tid, int signo)
 {
   g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
-  guint64 mask;
 
-  return lw_threadinfo_status_field (path, "SigBlk", 16, &mask) && ((mask >> (signo - 1)) & 1);
+  return lw_threadinfo_mask_has (path, "SigBlk", signo);
 }
 
 gboolean
@@ -135,9 +144,8 @@ lw_threadinfo_signal_pending_anywhere (int signo)
   while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
     {
       g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/status", entry);
-      guint64 mask;
 
-      if (lw_threadinfo_status_field (path, "SigPnd", 16, &mask) && ((mask >> (signo - 1)) & 1))
+      if (lw_threadinfo_mask_has (path, "SigPnd", signo))
         return TRUE;
     }
   return FALSE;
