@@ -166,9 +166,13 @@ count_posix_timers (void)
   return n;
 }
 
+/* A lag that spins @spin_ms, counts the process's timers, then spins
+ * @then_ms more. */
 typedef struct
 {
-  int timers_during;  /* counted halfway through the lag */
+  int spin_ms;
+  int then_ms;
+  int timers_during;
 } TimedLag;
 
 static LAGGY void
@@ -176,10 +180,21 @@ spin_and_count_timers (gpointer data)
 {
   TimedLag *lag = data;
 
-  spin_ms (GINT_TO_POINTER (300));
+  spin_ms (GINT_TO_POINTER (lag->spin_ms));
   lag->timers_during = count_posix_timers ();
-  spin_ms (GINT_TO_POINTER (250));
+  spin_ms (GINT_TO_POINTER (lag->then_ms));
   __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
+}
+
+/* TRUE, with the test skipped, where no lag is sampled by timer (call
+ * once a watch is attached). */
+static gboolean
+skip_without_cpu_timers (void)
+{
+  if (lw_capture_periodic_supported ())
+    return FALSE;
+  g_test_skip ("this kernel may queue a CPU-time timer's signal from the tick: no sampling by timer");
+  return TRUE;
 }
 
 /* Either way, a 550 ms lag at a 50 ms threshold gets about one sample per
@@ -189,15 +204,14 @@ static void
 test_sampling_way (gconstpointer data)
 {
   gboolean explicit_sampling = GPOINTER_TO_INT (data);
-  TimedLag lag = { -1 };
+  TimedLag lag = { 300, 250, -1 };
   LagWatchReport *report;
   int timers_before;
   Harness h;
 
   harness_init (&h, 50);
-  if (!explicit_sampling && !lw_capture_periodic_supported ())
+  if (!explicit_sampling && skip_without_cpu_timers ())
     {
-      g_test_skip ("this kernel may queue a CPU-time timer's signal from the tick: no sampling by timer");
       harness_clear (&h);
       return;
     }
@@ -219,17 +233,6 @@ test_sampling_way (gconstpointer data)
   harness_clear (&h);
 }
 
-static LAGGY void
-spin_past_hang_and_count_timers (gpointer data)
-{
-  TimedLag *lag = data;
-
-  spin_ms (GINT_TO_POINTER (450));
-  lag->timers_during = count_posix_timers ();
-  spin_ms (GINT_TO_POINTER (200));
-  __asm__ volatile ("" ::: "memory");
-}
-
 /* The hang record at 300 ms takes every thread's stack with the capture
  * the timer uses: the timer stops for it, and sampling goes on by timer
  * after it. */
@@ -239,7 +242,7 @@ test_sampling_through_hang_record (void)
   g_autofree char *dir = g_dir_make_tmp ("lagwatch-watcher-XXXXXX", NULL);
   g_autofree char *state = g_build_filename (dir, "state", NULL);
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
-  TimedLag lag = { -1 };
+  TimedLag lag = { 450, 200, -1 };  /* timers counted past the hang record */
   LagWatchReport *report;
   int timers_before;
   Harness h;
@@ -249,15 +252,14 @@ test_sampling_through_hang_record (void)
   g_assert_true (lagwatch_config_set_hang_ms (config, 300));
   g_assert_true (lagwatch_config_set_state_dir (config, state));
   harness_init_with_config (&h, config);
-  if (!lw_capture_periodic_supported ())
+  if (skip_without_cpu_timers ())
     {
-      g_test_skip ("this kernel may queue a CPU-time timer's signal from the tick: no sampling by timer");
       harness_clear (&h);
       g_rmdir (dir);
       return;
     }
   timers_before = count_posix_timers ();
-  harness_run_lag (&h, spin_past_hang_and_count_timers, &lag);
+  harness_run_lag (&h, spin_and_count_timers, &lag);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
   g_test_message ("%u samples; timers: %d before, %d after the hang record, %d after",
