@@ -3,9 +3,12 @@
  *
  *   lagwatch-demo [--kind=busy|sleep|io|mutex|recursion|timer]
  *                 [--duration=MS] [--threshold=MS] [--print-reports]
+ *                 [--save-reports=FILE]
  *
  * Ctrl+F freezes the way chosen in the window; Ctrl+1 to Ctrl+6 choose a
- * way and freeze at once; Ctrl+Q quits. Each way is its own noipa function
+ * way and freeze at once; Ctrl+S saves the session's reports (JSON Lines,
+ * for lagwatch-report); Ctrl+Q quits. The selected lag shows as its stack
+ * and as a flame graph of its samples. Each way is its own noipa function
  * (demo_freeze_busy, demo_freeze_sleep, ...), so the reports name it.
  *
  * Threads: everything here runs on the main thread (the one that runs the
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include <gtk/gtk.h>
+#include <json-glib/json-glib.h>
 
 #include "lagwatch.h"
 
@@ -67,6 +71,7 @@ static char *opt_kind;
 static int opt_duration_ms = 400;
 static int opt_threshold_ms = 100;
 static gboolean opt_print_reports;
+static char *opt_save_reports;
 
 static const GOptionEntry demo_options[] = {
   { "kind", 0, 0, G_OPTION_ARG_STRING, &opt_kind,
@@ -77,7 +82,21 @@ static const GOptionEntry demo_options[] = {
   { "print-reports", 0, 0, G_OPTION_ARG_NONE, &opt_print_reports,
     "Print each report on stdout as the window receives it, then a \"list:\" line once the list showing it is painted",
     NULL },
+  { "save-reports", 0, 0, G_OPTION_ARG_FILENAME, &opt_save_reports,
+    "Where Save (Ctrl+S) writes the session's reports, as JSON Lines, without asking (default: a file chooser)",
+    "FILE" },
   { NULL }
+};
+
+/* One box of the flame graph: a function called by its parent, with the
+ * samples that had it at this place in the stack. */
+typedef struct _DemoFlameNode DemoFlameNode;
+struct _DemoFlameNode
+{
+  char          *name;
+  gboolean       platform;  /* libc, GLib, GTK...: drawn in grey */
+  guint          samples;
+  GPtrArray     *children;  /* of DemoFlameNode, owned; NULL while none */
 };
 
 /* The application's state; main thread only. The widgets belong to the
@@ -93,6 +112,10 @@ static struct
   GtkSingleSelection *selection;
   GtkAdjustment      *table_scroll; /* the list's vertical scrolling */
   GtkTextBuffer      *stack_text;
+  GtkDrawingArea     *flame_area;
+  DemoFlameNode      *flame;       /* the selected lag's samples as a tree, NULL: none */
+  char               *flame_id;    /* its lag's id */
+  gboolean            flame_told;  /* its "flame:" line was printed (--print-reports) */
   GdkFrameClock      *painting_clock; /* set while a "list:" line waits for a paint */
   gulong              after_paint_handler;
 } demo;
@@ -445,6 +468,195 @@ demo_show_stack (LagWatchReport *report)
     gtk_text_buffer_insert (text, &end, "(no stack was taken)\n", -1);
 }
 
+/* ---- The flame graph: the selected lag's samples, outermost frame on top -- */
+
+#define DEMO_FLAME_ROW_HEIGHT 18
+#define DEMO_FLAME_LABEL_MIN_WIDTH 30
+
+/* Main thread. */
+static void
+demo_flame_node_free (DemoFlameNode *node)
+{
+  if (node == NULL)
+    return;
+  g_free (node->name);
+  if (node->children != NULL)
+    g_ptr_array_unref (node->children);
+  g_free (node);
+}
+
+/* Main thread. The child of @parent named @name, added when missing. */
+static DemoFlameNode *
+demo_flame_child (DemoFlameNode *parent, const char *name, gboolean platform)
+{
+  DemoFlameNode *child;
+
+  if (parent->children == NULL)
+    parent->children = g_ptr_array_new_with_free_func ((GDestroyNotify) demo_flame_node_free);
+  for (guint i = 0; i < parent->children->len; i++)
+    {
+      child = parent->children->pdata[i];
+      if (g_str_equal (child->name, name))
+        return child;
+    }
+  child = g_new0 (DemoFlameNode, 1);
+  child->name = g_strdup (name);
+  child->platform = platform;
+  g_ptr_array_add (parent->children, child);
+  return child;
+}
+
+/* A string member of @object, NULL when missing or null. */
+static const char *
+demo_json_string (JsonObject *object, const char *member)
+{
+  JsonNode *node = json_object_get_member (object, member);
+
+  return node != NULL && json_node_get_value_type (node) == G_TYPE_STRING ? json_node_get_string (node) : NULL;
+}
+
+/* Main thread. The samples of @report as a tree, from the stacks of its
+ * JSON record (each stack with its sample count, innermost frame first);
+ * NULL when it has none. Frames are merged by name, so one box per function
+ * at each place in the calling chain. */
+static DemoFlameNode *
+demo_flame_from_report (LagWatchReport *report)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *record;
+  JsonArray *stacks;
+  DemoFlameNode *root;
+
+  if (!json_parser_load_from_data (parser, json, -1, NULL)
+      || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    return NULL;
+  record = json_node_get_object (json_parser_get_root (parser));
+  if (!json_object_has_member (record, "stacks")
+      || !JSON_NODE_HOLDS_ARRAY (json_object_get_member (record, "stacks")))
+    return NULL;
+  stacks = json_object_get_array_member (record, "stacks");
+  root = g_new0 (DemoFlameNode, 1);
+  root->name = g_strdup ("all samples");
+  root->platform = TRUE;
+  for (guint i = 0; i < json_array_get_length (stacks); i++)
+    {
+      JsonObject *stack = json_array_get_object_element (stacks, i);
+      JsonArray *frames;
+      guint samples;
+      DemoFlameNode *node = root;
+
+      if (stack == NULL || !json_object_has_member (stack, "stack"))
+        continue;
+      samples = (guint) json_object_get_int_member (stack, "samples");
+      frames = json_object_get_array_member (stack, "stack");
+      root->samples += samples;
+      for (guint f = json_array_get_length (frames); f-- > 0;)
+        {
+          JsonObject *frame = json_array_get_object_element (frames, f);
+          const char *symbol = demo_json_string (frame, "symbol");
+          const char *module = demo_json_string (frame, "module");
+          g_autofree char *base = module != NULL ? g_path_get_basename (module) : NULL;
+          g_autofree char *unnamed = NULL;
+
+          if (symbol == NULL)
+            unnamed = g_strdup_printf ("?? (%s +%s)", base != NULL ? base : "?",
+                                       demo_json_string (frame, "module_offset") ?: "?");
+          node = demo_flame_child (node, symbol != NULL ? symbol : unnamed, demo_module_is_platform (module));
+          node->samples += samples;
+        }
+    }
+  if (root->samples == 0)
+    g_clear_pointer (&root, demo_flame_node_free);
+  return root;
+}
+
+/* Main thread. Draws @node and its children in [@x, @x + @width) at row
+ * @depth; counts the boxes drawn and keeps the widest program (non-platform)
+ * box, the deepest of equals, in @widest. */
+static void
+demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double x, double width, guint depth,
+                      guint *n_boxes, guint *n_rows, DemoFlameNode **widest)
+{
+  double y = depth * DEMO_FLAME_ROW_HEIGHT;
+
+  if (width < 1)
+    return;
+  *n_boxes += 1;
+  *n_rows = MAX (*n_rows, depth + 1);
+  if (!node->platform && (*widest == NULL || node->samples >= (*widest)->samples))
+    *widest = node;
+  if (node->platform)
+    cairo_set_source_rgb (cr, 0.80, 0.80, 0.80);
+  else
+    {
+      guint hash = g_str_hash (node->name);
+
+      cairo_set_source_rgb (cr, 0.90 + (hash % 10) / 100.0, 0.45 + (hash / 10 % 30) / 100.0, 0.20);
+    }
+  cairo_rectangle (cr, x + 0.5, y + 0.5, width - 1, DEMO_FLAME_ROW_HEIGHT - 1);
+  cairo_fill (cr);
+  if (width >= DEMO_FLAME_LABEL_MIN_WIDTH)
+    {
+      g_autoptr(PangoLayout) layout = gtk_widget_create_pango_layout (area, node->name);
+
+      pango_layout_set_width (layout, (int) ((width - 6) * PANGO_SCALE));
+      pango_layout_set_ellipsize (layout, PANGO_ELLIPSIZE_END);
+      cairo_set_source_rgb (cr, 0.1, 0.1, 0.1);
+      cairo_move_to (cr, x + 3, y + 2);
+      pango_cairo_show_layout (cr, layout);
+    }
+  if (node->children == NULL)
+    return;
+  for (guint i = 0; i < node->children->len; i++)
+    {
+      DemoFlameNode *child = node->children->pdata[i];
+      double child_width = width * child->samples / node->samples;
+
+      demo_flame_draw_node (cr, area, child, x, child_width, depth + 1, n_boxes, n_rows, widest);
+      x += child_width;
+    }
+}
+
+/* Main thread, GtkDrawingArea's draw function. With --print-reports, the
+ * first drawing of each lag's graph is told on stdout:
+ * "flame: ID: N boxes, R rows, widest program box NAME (S of T samples)". */
+static void
+demo_flame_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
+{
+  guint n_boxes = 0, n_rows = 0;
+  DemoFlameNode *widest = NULL;
+
+  if (demo.flame == NULL)
+    return;
+  demo_flame_draw_node (cr, GTK_WIDGET (area), demo.flame, 0, width, 0, &n_boxes, &n_rows, &widest);
+  gtk_drawing_area_set_content_height (area, (int) (n_rows * DEMO_FLAME_ROW_HEIGHT));
+  if (opt_print_reports && !demo.flame_told)
+    {
+      demo.flame_told = TRUE;
+      printf ("flame: %s: %u boxes, %u rows, widest program box %s (%u of %u samples)\n",
+              demo.flame_id, n_boxes, n_rows, widest != NULL ? widest->name : "(none)",
+              widest != NULL ? widest->samples : 0, demo.flame->samples);
+      fflush (stdout);
+    }
+}
+
+/* Main thread. Shows the samples of @report (NULL: none) in the graph. */
+static void
+demo_show_flame (LagWatchReport *report)
+{
+  g_clear_pointer (&demo.flame, demo_flame_node_free);
+  g_clear_pointer (&demo.flame_id, g_free);
+  demo.flame_told = FALSE;
+  if (report != NULL)
+    {
+      demo.flame = demo_flame_from_report (report);
+      demo.flame_id = g_strdup (lagwatch_report_get_id (report));
+    }
+  if (demo.flame_area != NULL)
+    gtk_widget_queue_draw (GTK_WIDGET (demo.flame_area));
+}
+
 /* ---- Reports: from the watcher thread to the window --------------------- */
 
 /* Main thread, after the first frame painted since a report arrived:
@@ -626,6 +838,7 @@ demo_on_selected (GtkSingleSelection *selection, GParamSpec *pspec, gpointer use
     demo_show_stack (lag->report);
   else
     gtk_text_buffer_set_text (demo.stack_text, "", 0);
+  demo_show_flame (lag != NULL ? lag->report : NULL);
 }
 
 /* The title counts the rows of the list: "lagwatch demo — 2 lags". */
@@ -664,6 +877,7 @@ demo_controls_new (void)
   GtkWidget *freeze = gtk_button_new_with_mnemonic ("_Freeze");
   GtkWidget *threshold = gtk_spin_button_new_with_range (1, DEMO_MAX_THRESHOLD_MS, 10);
   GtkWidget *spacer = gtk_label_new (NULL);
+  GtkWidget *save;
 
   for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
     labels[i] = demo_kinds[i].label;
@@ -675,6 +889,10 @@ demo_controls_new (void)
   gtk_actionable_set_action_name (GTK_ACTIONABLE (freeze), "app.freeze");
   gtk_widget_add_css_class (freeze, "suggested-action");
   gtk_box_append (GTK_BOX (box), freeze);
+  save = gtk_button_new_with_mnemonic ("_Save reports…");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (save), "app.save");
+  gtk_widget_set_tooltip_text (save, "Save this session's reports as JSON Lines, for lagwatch-report (Ctrl+S)");
+  gtk_box_append (GTK_BOX (box), save);
 
   gtk_widget_set_hexpand (spacer, TRUE);
   gtk_box_append (GTK_BOX (box), spacer);
@@ -710,10 +928,27 @@ demo_stack_view_new (void)
   return scrolled;
 }
 
+/* The flame graph of the selected lag, scrolled vertically when deep. */
+static GtkWidget *
+demo_flame_view_new (void)
+{
+  GtkWidget *area = gtk_drawing_area_new ();
+  GtkWidget *scrolled = gtk_scrolled_window_new ();
+
+  demo.flame_area = GTK_DRAWING_AREA (area);
+  g_object_add_weak_pointer (G_OBJECT (area), (gpointer *) &demo.flame_area);
+  gtk_drawing_area_set_draw_func (demo.flame_area, demo_flame_draw, NULL, NULL);
+  gtk_widget_set_tooltip_text (area, "The selected lag's samples: callers above callees, "
+                                     "width = share of the samples; program frames in colour");
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scrolled), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), area);
+  return scrolled;
+}
+
 static void
 demo_activate (GApplication *app, gpointer user_data)
 {
-  GtkWidget *window, *content, *hint, *paned, *table_scroll;
+  GtkWidget *window, *content, *hint, *paned, *details, *table_scroll;
 
   if (demo.window != NULL)
     {
@@ -748,7 +983,11 @@ demo_activate (GApplication *app, gpointer user_data)
   paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
   gtk_widget_set_vexpand (paned, TRUE);
   gtk_paned_set_start_child (GTK_PANED (paned), table_scroll);
-  gtk_paned_set_end_child (GTK_PANED (paned), demo_stack_view_new ());
+  details = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
+  gtk_paned_set_start_child (GTK_PANED (details), demo_stack_view_new ());
+  gtk_paned_set_end_child (GTK_PANED (details), demo_flame_view_new ());
+  gtk_paned_set_position (GTK_PANED (details), 560);
+  gtk_paned_set_end_child (GTK_PANED (paned), details);
   gtk_paned_set_position (GTK_PANED (paned), 220);
   gtk_box_append (GTK_BOX (content), paned);
 
@@ -789,6 +1028,73 @@ demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_d
   DEMO_KEEP_FRAME ();
 }
 
+/* Main thread. Writes the session's reports to @file, oldest first, one
+ * JSON record a line (the JSON Lines sink's format, for lagwatch-report).
+ * Says on stderr when it fails; with --print-reports, on stdout when done:
+ * "saved: N reports to PATH". */
+static void
+demo_save_reports_to (GFile *file)
+{
+  GListModel *lags = G_LIST_MODEL (demo.lags);
+  guint n = g_list_model_get_n_items (lags);
+  GString *lines = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = g_file_get_path (file);
+
+  for (guint i = n; i-- > 0;)
+    {
+      g_autoptr(DemoLag) lag = g_list_model_get_item (lags, i);
+      g_autofree char *json = lagwatch_report_to_json (lag->report);
+
+      g_string_append (lines, json);
+      g_string_append_c (lines, '\n');
+    }
+  if (!g_file_replace_contents (file, lines->str, lines->len, NULL, FALSE, G_FILE_CREATE_NONE, NULL, NULL, &error))
+    g_printerr ("lagwatch-demo: could not save the reports to %s: %s\n", path, error->message);
+  else if (opt_print_reports)
+    {
+      printf ("saved: %u reports to %s\n", n, path);
+      fflush (stdout);
+    }
+  g_string_free (lines, TRUE);
+}
+
+/* Main thread: the file chooser of Save answered. */
+static void
+demo_on_save_response (GtkNativeDialog *chooser, int response, gpointer user_data)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (chooser));
+
+      demo_save_reports_to (file);
+    }
+  g_object_unref (chooser);
+}
+
+/* app.save (Ctrl+S, the Save button): to --save-reports' file, else where
+ * a file chooser says. */
+static void
+demo_on_save (GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+  GtkFileChooserNative *chooser;
+
+  if (demo.window == NULL)
+    return;
+  if (opt_save_reports != NULL)
+    {
+      g_autoptr(GFile) file = g_file_new_for_commandline_arg (opt_save_reports);
+
+      demo_save_reports_to (file);
+      return;
+    }
+  chooser = gtk_file_chooser_native_new ("Save the reports", demo.window, GTK_FILE_CHOOSER_ACTION_SAVE,
+                                         "_Save", "_Cancel");
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), "lagwatch-reports.jsonl");
+  g_signal_connect (chooser, "response", G_CALLBACK (demo_on_save_response), NULL);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));
+}
+
 static void
 demo_on_quit (GSimpleAction *action, GVariant *parameter, gpointer app)
 {
@@ -798,6 +1104,7 @@ demo_on_quit (GSimpleAction *action, GVariant *parameter, gpointer app)
 static const GActionEntry demo_actions[] = {
   { .name = "freeze", .activate = demo_on_freeze },
   { .name = "freeze-kind", .activate = demo_on_freeze_kind, .parameter_type = "s" },
+  { .name = "save", .activate = demo_on_save },
   { .name = "quit", .activate = demo_on_quit },
 };
 
@@ -840,6 +1147,8 @@ demo_startup (GApplication *app, gpointer user_data)
   g_action_map_add_action_entries (G_ACTION_MAP (app), demo_actions, G_N_ELEMENTS (demo_actions), app);
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.freeze",
                                          (const char *const[]) { "<Control>f", NULL });
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.save",
+                                         (const char *const[]) { "<Control>s", NULL });
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.quit",
                                          (const char *const[]) { "<Control>q", NULL });
   for (guint i = 0; i < G_N_ELEMENTS (demo_kinds); i++)
@@ -879,6 +1188,9 @@ main (int argc, char **argv)
   g_signal_connect (app, "shutdown", G_CALLBACK (demo_shutdown), NULL);
   status = g_application_run (G_APPLICATION (app), argc, argv);
   g_clear_object (&demo.lags);
+  g_clear_pointer (&demo.flame, demo_flame_node_free);
+  g_free (demo.flame_id);
   g_free (opt_kind);
+  g_free (opt_save_reports);
   return status;
 }

@@ -16,6 +16,11 @@
 #     the same id (LAGWATCH_OUTPUT=json:, lagwatch's own sink). The CPU share
 #     of a busy freeze is not checked: on a loaded machine the spinning thread
 #     gets less than all of a CPU, and the report rightly says so.
+# The busy freeze's flame graph (the newest lag is selected, so drawn) must
+# hold every sample and have demo_freeze_busy as its widest program box: the
+# demo's "flame:" line, printed at the graph's first drawing. Ctrl+S saves
+# the session's reports (--save-reports: no file chooser): every lag record
+# of the JSON sink must be in the saved file, as a JSON line with its stacks.
 # Then a screenshot of the window goes to OUTDIR/demo-test.png, and Ctrl+Q
 # must end the demo with status 0 and no lagwatch warning.
 #
@@ -106,6 +111,18 @@ lag_json() {
   lag_record "$1" "$2" > /dev/null
 }
 
+# flame_drawn ID: the flame graph of lag ID was drawn; sets flame (the line).
+flame_drawn() {
+  flame=$(grep -E "^flame: $1: " "$tmp/stdout" | head -n 1)
+  [ -n "$flame" ]
+}
+
+# saved_all: the demo said it saved as many reports as the JSON sink has lags.
+saved_all() {
+  grep -Eq "^saved: $(jq -R -c 'fromjson? | select(.event == "lag") | .id' "$tmp/lags.json" | wc -l) reports to " \
+    "$tmp/stdout"
+}
+
 # title_counts_rows: the window title counts as many lags as the last list line has rows.
 title_counts_rows() {
   rows=$(grep '^list: ' "$tmp/stdout" | tail -n 1 | sed -E 's/^list: ([0-9]+) rows?:.*/\1/')
@@ -148,7 +165,7 @@ check_freeze() {
   ok "$key: JSON record $id: 400 ± 50 ms, complete, $symbol in the stack, $json"
 }
 
-echo "1..15"
+echo "1..17"
 
 # The display: Xvfb picks a free number itself (-displayfd); the cookie is
 # loaded by the server from the file at start, then filed under that number.
@@ -174,7 +191,7 @@ export GDK_BACKEND=x11 GSK_RENDERER=cairo
 here=$(cd "$(dirname "$0")" && pwd)
 export LSAN_OPTIONS="${LSAN_OPTIONS:-}:suppressions=$here/lsan-demo.supp"
 LAGWATCH_OUTPUT="json:$tmp/lags.json" LAGWATCH_STATE_DIR="$tmp/state" \
-  "$demo" --print-reports --threshold=100 > "$tmp/stdout" 2> "$tmp/stderr" &
+  "$demo" --print-reports --threshold=100 --save-reports="$tmp/saved.jsonl" > "$tmp/stdout" 2> "$tmp/stderr" &
 demo_pid=$!
 
 window=$(timeout "$deadline_s" xdotool search --sync --onlyvisible --name '^lagwatch demo' | head -n 1) \
@@ -184,10 +201,25 @@ ok "demo window $window mapped and focused"
 
 check_freeze ctrl+1 demo_freeze_busy 'by signal \(the thread was running\)' \
   '.thread_state == "running"'
+busy_id=$id
+busy_samples=$(lag_record "$busy_id" '.samples')
+wait_until flame_drawn "$busy_id" || fail "flame graph of $busy_id drawn"
+printf '%s\n' "$flame" | grep -Eq "widest program box demo_freeze_busy \(([0-9]+) of \1 samples\)\$" \
+  && printf '%s\n' "$flame" | grep -Eq "of $busy_samples samples\)\$" \
+  || fail "flame graph of $busy_id: demo_freeze_busy holds all $busy_samples samples (got: $flame)"
+ok "flame graph of $busy_id: $flame"
 check_freeze ctrl+2 demo_freeze_sleep '^  waiting: .*, sleeping in clock_nanosleep\(\)' \
   '.thread_state == "sleeping" and .syscall == "clock_nanosleep"'
 check_freeze ctrl+6 demo_freeze_timer_callback '^  in GSource "demo: slow timer"' \
   '.source == "demo: slow timer" and .thread_state == "running"'
+
+xdotool key ctrl+s
+wait_until saved_all || fail "Ctrl+S saved every lag (stdout: $(grep '^saved: ' "$tmp/stdout"))"
+jq -R -c 'fromjson? | select(.event == "lag") | .id' "$tmp/lags.json" | sort > "$tmp/sink-ids"
+jq -e -c 'select(.event == "lag" and (.stacks | length) > 0) | .id' "$tmp/saved.jsonl" | sort > "$tmp/saved-ids" \
+  && cmp -s "$tmp/sink-ids" "$tmp/saved-ids" \
+  || fail "the saved file has every lag of the JSON sink, with stacks ($(tr '\n' ' ' < "$tmp/saved-ids"))"
+ok "Ctrl+S: saved $(wc -l < "$tmp/saved-ids") lags as JSON Lines, the same ids as the JSON sink"
 
 mkdir -p "$(dirname "$screenshot")"
 import -window "$window" "$screenshot" \
