@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -199,6 +200,9 @@ test_hang_with_blocked_thread (void)
       spinner.stop = 1;
       g_thread_join (thread);
       harness_clear (&h);
+      /* The hang record is gone once its lag is reported. */
+      g_assert_cmpint (g_rmdir (state), ==, 0);
+      g_assert_cmpint (g_rmdir (dir), ==, 0);
       return;
     }
   g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
@@ -419,13 +423,15 @@ test_low_stack (void)
 }
 
 /* A process that is not dumpable (/proc/self/task/TID/syscall closed to
- * it): a running lag is reported with its stack, a sleeping one with the
- * reason it has none. */
+ * it): a running lag is reported with its stack, a sleeping one too, with
+ * the reason it has no stack. */
 static void
 test_not_dumpable (void)
 {
   if (g_test_subprocess ())
     {
+      g_autofree char *dir = NULL;
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
       Harness h;
 
       child_allow_warnings ();
@@ -437,15 +443,22 @@ test_not_dumpable (void)
           g_assert_cmpint (setresuid (65534, 65534, 65534), ==, 0);
         }
       g_assert_cmpint (prctl (PR_SET_DUMPABLE, 0, 0, 0, 0), ==, 0);
-      harness_init (&h, 50);
+      dir = g_dir_make_tmp ("lagwatch-signals-XXXXXX", NULL);
+      g_assert_nonnull (dir);
+      g_assert_true (lagwatch_config_set_threshold_ms (config, 50));
+      g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+      g_assert_true (lagwatch_config_set_state_dir (config, dir));
+      harness_init_with_config (&h, config);
       harness_run_lag (&h, spin_ms, GINT_TO_POINTER (250));
       harness_wait_reports (&h, 1);
       g_assert_true (harness_stack_has (harness_report (&h, 0), "spin_ms", NULL));
       harness_run_lag (&h, (HarnessLagFunc) (void (*) (void)) g_usleep, GINT_TO_POINTER (250 * 1000));
       harness_wait_reports (&h, 2);
-      g_assert_nonnull (stack_error (harness_report (&h, 1)));
-      g_assert_nonnull (strstr (stack_error (harness_report (&h, 1)), "not dumpable"));
+      /* Unless a sample met the thread running at the lag's very end. */
+      if (lagwatch_report_get_n_frames (harness_report (&h, 1)) == 0)
+        g_assert_nonnull (strstr (stack_error (harness_report (&h, 1)), "not dumpable"));
       harness_clear (&h);
+      g_assert_cmpint (g_rmdir (dir), ==, 0);
       /* LeakSanitizer, at exit, needs to ptrace the process. */
       prctl (PR_SET_DUMPABLE, 1, 0, 0, 0);
       return;
