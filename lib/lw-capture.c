@@ -1,41 +1,47 @@
 /* lw-capture.c: registers and stack of the stuck thread, by /proc or by signal
  *
- * Everything reached from lw_capture_on_signal() is async-signal-safe: plain
- * loads and stores, lock-free atomics, gettid/getpid/process_vm_readv
- * system calls and sem_post. Nothing else may be called from there.
+ * The signal handler and the stack copy live in lw-capture-core.c, built
+ * without GLib (lw-capture-core.h). This file decides, on the watcher
+ * thread, how each stack is taken, and installs the handler.
+ *
+ * Before every signal (an explicit one, or arming a CPU-time timer) the
+ * watcher checks that the signal is still lagwatch's and may be sent: its
+ * handler is still installed (a program may reset every signal to SIG_DFL,
+ * whose default action would kill it; install its own handler or SIG_IGN;
+ * or block it on the loop thread and read it through a signalfd, which
+ * would hand lagwatch's signal to the program as its own), the thread does
+ * not block it (a running thread that blocks it keeps it pending forever:
+ * GLib's worker threads block every signal), and none of ours is still
+ * queued for it. A program that took the signal over is never sent
+ * another (said once); stacks are then taken from /proc only, which shows
+ * the stacks of threads asleep in a system call.
  */
 #include "lw-capture.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/utsname.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "lw-clock.h"
-#include "lw-hooks.h"
 #include "lw-private.h"
 #include "lw-threadinfo.h"
 
-/* si_value of a lagwatch signal: magic (16 bits) | slot (8) | serial (40). */
-#define LW_COOKIE_MAGIC  UINT64_C (0x1a97)
-#define LW_COOKIE_SLOT(c)   ((unsigned) (((c) >> 40) & 0xff))
-#define LW_PAGE_SIZE 4096
-
 /* Signal state, process-wide. Written under the library lock in normal
- * context; read by the handler (lw_old_action only, never while changing:
- * it is set before the handler is installed). */
+ * context, read by watcher threads. */
 static int               lw_signo;
 static unsigned          lw_signal_users;
 static struct sigaction  lw_old_action;
-static _Atomic int       lw_signals_in_flight;  /* sent, handler not yet entered */
+static _Atomic int       lw_signal_taken;       /* the program took the signal over: send no more */
 static _Atomic uint64_t  lw_cookie_serial;
 static gboolean          lw_capture_may_spin;   /* more than one CPU to run on */
 static uid_t             lw_capture_uid;        /* si_uid of our signals: informative only */
@@ -43,172 +49,29 @@ static gboolean          lw_capture_timers_ok;  /* CPU-time timers never cut a c
 static gboolean          lw_capture_timers_decided;
 
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
+/* How long the watcher waits for a handler it found copying (WRITING) when
+ * it wants to give the request up. The copy takes microseconds; a thread
+ * preempted or stopped in the middle of it is left to finish later, and
+ * the snapshot is not used again until it has. */
+#define LW_CAPTURE_WRITING_WAIT_NS (100 * 1000 * 1000)
 
-/* /proc/self/task/TID/syscall, parsed. */
-typedef struct
+/* A thread found blocking the signal is looked at again this often, this
+ * many times (1 ms in all): see lw_capture_may_signal(). */
+#define LW_CAPTURE_MASK_RETRY_NS (200 * 1000)
+#define LW_CAPTURE_MASK_RETRIES  5
+
+/* What reading /proc/self/task/TID/syscall gave. */
+typedef enum
 {
-  char      text[256];
-  gboolean  running;
-  long      nr;
-  uintptr_t sp;
-  uintptr_t pc;
-} LwProcSyscall;
+  LW_SYSCALL_READ,
+  LW_SYSCALL_GONE,    /* the thread no longer exists */
+  LW_SYSCALL_CLOSED,  /* it exists, but the file is closed to us (not dumpable) */
+} LwSyscallRead;
 
 int
 lw_capture_get_signal (void)
 {
   return lw_signal_users > 0 ? lw_signo : 0;
-}
-
-/* Async-signal-safe. Copies the words of [start, end) into the snapshot
- * without ASan's checks (the stack holds other frames' redzones) and without
- * letting the compiler turn the loop into a memcpy call (intercepted). */
-__attribute__ ((no_sanitize_address, no_sanitize ("undefined")))
-static size_t
-lw_capture_copy_words (unsigned char *dst, uintptr_t start, size_t len)
-{
-  const volatile uint64_t *src = (const volatile uint64_t *) start;
-  uint64_t *out = (uint64_t *) (void *) dst;
-  size_t n = len / sizeof (uint64_t);
-
-  for (size_t i = 0; i < n; i++)
-    out[i] = src[i];
-  return n * sizeof (uint64_t);
-}
-
-/* Async-signal-safe. Copies the stack from @sp up. Within the known stack
- * bounds a plain copy is safe; outside them (an alternate signal stack, a
- * coroutine) the kernel copies page by page and stops at the first unmapped
- * one instead of faulting. */
-static void
-lw_capture_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi)
-{
-  uintptr_t start = sp & ~(uintptr_t) 7;
-
-  snap->stack_base = start;
-  snap->stack_len = 0;
-  if (lo < hi && start >= lo && start < hi)
-    {
-      size_t len = MIN ((size_t) (hi - start), snap->stack_capacity);
-
-      snap->stack_len = lw_capture_copy_words (snap->stack, start, len);
-    }
-  else
-    {
-      struct iovec local = { snap->stack, snap->stack_capacity };
-      struct iovec remote[64];
-      size_t n = 0;
-      uintptr_t at = start;
-      ssize_t got;
-
-      while (n < G_N_ELEMENTS (remote) && at < start + snap->stack_capacity)
-        {
-          uintptr_t page_end = (at + LW_PAGE_SIZE) & ~(uintptr_t) (LW_PAGE_SIZE - 1);
-
-          page_end = MIN (page_end, start + snap->stack_capacity);
-          remote[n].iov_base = (void *) at;
-          remote[n].iov_len = page_end - at;
-          at = page_end;
-          n++;
-        }
-      got = syscall (SYS_process_vm_readv, getpid (), &local, 1UL, remote, (unsigned long) n, 0UL);
-      snap->stack_len = got > 0 ? (size_t) got & ~(size_t) 7 : 0;
-    }
-}
-
-/* Async-signal-safe. */
-static void
-lw_capture_copy_registers (LwSnapshot *snap, const ucontext_t *uc)
-{
-  static const int from_greg[LW_N_REGS] = {
-    [LW_REG_RAX] = REG_RAX, [LW_REG_RDX] = REG_RDX, [LW_REG_RCX] = REG_RCX,
-    [LW_REG_RBX] = REG_RBX, [LW_REG_RSI] = REG_RSI, [LW_REG_RDI] = REG_RDI,
-    [LW_REG_RBP] = REG_RBP, [LW_REG_RSP] = REG_RSP, [LW_REG_R8] = REG_R8,
-    [LW_REG_R9] = REG_R9,   [LW_REG_R10] = REG_R10, [LW_REG_R11] = REG_R11,
-    [LW_REG_R12] = REG_R12, [LW_REG_R13] = REG_R13, [LW_REG_R14] = REG_R14,
-    [LW_REG_R15] = REG_R15, [LW_REG_RIP] = REG_RIP,
-  };
-
-  for (int r = 0; r < LW_N_REGS; r++)
-    snap->regs[r] = (uint64_t) uc->uc_mcontext.gregs[from_greg[r]];
-  snap->regs_valid = (1u << LW_N_REGS) - 1;
-}
-
-/* Async-signal-safe. Hands a signal that is not lagwatch's to whatever the
- * program had installed, as the kernel would have. */
-static void
-lw_capture_chain (int signo, siginfo_t *info, void *ucontext)
-{
-  if (lw_old_action.sa_flags & SA_SIGINFO)
-    {
-      if (lw_old_action.sa_sigaction != NULL)
-        lw_old_action.sa_sigaction (signo, info, ucontext);
-    }
-  else if (lw_old_action.sa_handler == SIG_DFL)
-    {
-      /* The default action of a real-time signal terminates the process:
-       * do what would have happened without lagwatch. */
-      signal (signo, SIG_DFL);
-      syscall (SYS_tgkill, getpid (), gettid (), signo);
-    }
-  else if (lw_old_action.sa_handler != SIG_IGN)
-    lw_old_action.sa_handler (signo);
-}
-
-/* Async-signal-safe: the signal handler. Runs on the stuck thread. */
-static void
-lw_capture_on_signal (int signo, siginfo_t *info, void *ucontext)
-{
-  int saved_errno = errno;
-  uintptr_t cookie = info != NULL ? (uintptr_t) info->si_value.sival_ptr : 0;
-  LwSlot *slot;
-  LwCaptureRequest *req;
-  int armed = LW_CAPTURE_ARMED;
-  int result = LW_CAPTURE_STALE;
-  gboolean by_timer;
-
-  if (info == NULL || (cookie >> 48) != LW_COOKIE_MAGIC
-      || !((info->si_code == SI_QUEUE && info->si_pid == getpid ()) || info->si_code == SI_TIMER))
-    {
-      lw_capture_chain (signo, info, ucontext);
-      errno = saved_errno;
-      return;
-    }
-
-  by_timer = info->si_code == SI_TIMER;
-  if (!by_timer)
-    atomic_fetch_sub (&lw_signals_in_flight, 1);
-  slot = lw_hooks_get_slot (LW_COOKIE_SLOT (cookie));
-  if (slot == NULL)
-    goto out;
-  req = &slot->capture;
-  if (atomic_load (&req->cookie) != cookie)
-    goto out;  /* a late signal from a request (or timer) gone since */
-  if (!by_timer)
-    atomic_store (&req->in_flight, 0);
-  if (!atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_WRITING))
-    goto out;  /* the watcher gave up on this request, or has not re-armed it */
-
-  if ((req->expect_seq == 0 || atomic_load (&slot->seq) == req->expect_seq)
-      && gettid () == atomic_load (&req->target_tid))
-    {
-      const ucontext_t *uc = ucontext;
-      LwSnapshot *snap = req->snapshot;
-
-      lw_capture_copy_registers (snap, uc);
-      lw_capture_copy_stack (snap, (uintptr_t) uc->uc_mcontext.gregs[REG_RSP],
-                             req->stack_lo, req->stack_hi);
-      snap->syscall_nr = -1;
-      snap->via_signal = 1;
-      snap->taken_ns = lw_clock_now_ns ();
-      result = LW_CAPTURE_OK;
-    }
-  atomic_store (&req->result, result);
-  atomic_store (&req->state, LW_CAPTURE_DONE);
-  sem_post (by_timer ? &slot->wake : &req->done);
-
-out:
-  errno = saved_errno;
 }
 
 static char *
@@ -217,6 +80,13 @@ lw_capture_signal_name (int signo)
   if (signo - SIGRTMIN <= SIGRTMAX - signo)
     return g_strdup_printf ("SIGRTMIN+%d", signo - SIGRTMIN);
   return g_strdup_printf ("SIGRTMAX-%d", SIGRTMAX - signo);
+}
+
+/* Any thread. TRUE when @action is lagwatch's handler. */
+static gboolean
+lw_capture_is_ours (const struct sigaction *action)
+{
+  return (action->sa_flags & SA_SIGINFO) && action->sa_sigaction == lw_core_on_signal;
 }
 
 static gboolean
@@ -276,9 +146,10 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
       /* The handler stayed installed at the last detach because a signal
        * was still queued: take it up again as it is. */
       sigaction (lw_signo, NULL, &current);
-      if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == lw_capture_on_signal)
+      if (lw_capture_is_ours (&current))
         {
           lw_signal_users = 1;
+          atomic_store (&lw_signal_taken, 0);
           return lw_signo;
         }
     }
@@ -319,10 +190,20 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
     }
 
   memset (&ours, 0, sizeof ours);
-  ours.sa_sigaction = lw_capture_on_signal;
-  ours.sa_flags = SA_SIGINFO | SA_RESTART;
+  ours.sa_sigaction = lw_core_on_signal;
+  /* SA_ONSTACK: on the loop thread, the kernel's signal frame (about
+   * 3.4 KiB with AVX-512 state) goes to the alternate stack of
+   * lw_capture_prepare_thread(), so a lag deep in the stack survives. */
+  ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset (&ours.sa_mask);
-  if (sigaction (chosen, NULL, &lw_old_action) != 0 || sigaction (chosen, &ours, NULL) != 0)
+  if (sigaction (chosen, NULL, &lw_old_action) != 0)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_SIGNAL, "cannot install a handler for signal %d: %s",
+                   chosen, g_strerror (errno));
+      return 0;
+    }
+  lw_core_set_chained (&lw_old_action);
+  if (sigaction (chosen, &ours, NULL) != 0)
     {
       g_set_error (error, LW_ERROR, LW_ERROR_SIGNAL, "cannot install a handler for signal %d: %s",
                    chosen, g_strerror (errno));
@@ -362,6 +243,7 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
     }
   lw_signo = chosen;
   lw_signal_users = 1;
+  atomic_store (&lw_signal_taken, 0);
   return chosen;
 }
 
@@ -376,13 +258,12 @@ lw_capture_release_signal (void)
     return;
   /* A sampling timer's last signal stays queued after timer_delete() if
    * its thread blocks the signal: seen only in the threads' pending sets. */
-  if (atomic_load (&lw_signals_in_flight) > 0 || lw_threadinfo_signal_pending_anywhere (lw_signo))
+  if (lw_core_signals_in_flight () > 0 || lw_threadinfo_signal_pending_anywhere (lw_signo))
     {
       g_debug ("a lagwatch signal is still queued: its handler stays installed");
       return;
     }
-  if (sigaction (lw_signo, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO)
-      && current.sa_sigaction == lw_capture_on_signal)
+  if (sigaction (lw_signo, NULL, &current) == 0 && lw_capture_is_ours (&current))
     sigaction (lw_signo, &lw_old_action, NULL);
   lw_signo = 0;
 }
@@ -402,46 +283,20 @@ lw_snapshot_free (LwSnapshot *snapshot)
   g_free (snapshot);
 }
 
-/* Watcher thread. Parses the text of /proc/self/task/TID/syscall. */
-static void
-lw_capture_parse_syscall (LwProcSyscall *out)
-{
-  if (g_str_has_prefix (out->text, "running"))
-    out->running = TRUE;
-  else
-    {
-      /* "NR ARG1 .. ARG6 SP PC", or "-1 SP PC" when blocked outside a call. */
-      char *fields[9] = { 0 };
-      int count = 0;
-      char *save = NULL;
-      char copy[sizeof out->text];
-
-      memcpy (copy, out->text, sizeof copy);
-      for (char *tok = strtok_r (copy, " \n", &save); tok != NULL && count < 9;
-           tok = strtok_r (NULL, " \n", &save))
-        fields[count++] = tok;
-      if (count != 9 && count != 3)
-        {
-          out->running = TRUE;  /* unknown format: take it by signal */
-          return;
-        }
-      out->nr = strtol (fields[0], NULL, 10);
-      out->sp = (uintptr_t) strtoull (fields[count - 2], NULL, 16);
-      out->pc = (uintptr_t) strtoull (fields[count - 1], NULL, 16);
-    }
-}
 
 /* Watcher thread. Reads the syscall file of @tid: through the slot's open
- * file for the loop thread (one pread), opening it otherwise. FALSE when
- * the thread is gone. */
-static gboolean
+ * file for the loop thread (one pread), opening it otherwise. A file that
+ * cannot be read is not proof that the thread is gone: in a process that
+ * is not dumpable (setuid or setgid programs, prctl (PR_SET_DUMPABLE, 0))
+ * it belongs to root and stays closed to the process itself. */
+static LwSyscallRead
 lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
 {
   gboolean cached = tid == atomic_load (&slot->loop_tid);
+  char text[256];
   int fd = -1;
   ssize_t n;
 
-  memset (out, 0, sizeof *out);
   if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
     fd = slot->proc_syscall_fd;
   else
@@ -451,7 +306,7 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
       snprintf (path, sizeof path, "/proc/self/task/%d/syscall", (int) tid);
       fd = open (path, O_RDONLY | O_CLOEXEC);
       if (fd < 0)
-        return FALSE;
+        return lw_threadinfo_exists (tid) ? LW_SYSCALL_CLOSED : LW_SYSCALL_GONE;
       if (cached)
         {
           lw_capture_forget_thread (slot);
@@ -459,20 +314,20 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
           slot->proc_syscall_tid = tid;
         }
     }
-  n = pread (fd, out->text, sizeof out->text - 1, 0);
+  n = pread (fd, text, sizeof text, 0);
   if (!cached)
     close (fd);
   if (n <= 0)
     {
       if (cached)
-        lw_capture_forget_thread (slot);  /* the thread is gone (ESRCH) */
-      return FALSE;
+        lw_capture_forget_thread (slot);
+      return lw_threadinfo_exists (tid) ? LW_SYSCALL_CLOSED : LW_SYSCALL_GONE;
     }
-  out->text[n] = '\0';
-  lw_capture_parse_syscall (out);
-  return TRUE;
+  lw_threadinfo_parse_syscall (text, (gsize) n, out);
+  return LW_SYSCALL_READ;
 }
 
+/* Watcher thread of @slot. */
 void
 lw_capture_forget_thread (LwSlot *slot)
 {
@@ -497,11 +352,12 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
   snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
   snap->syscall_nr = before->nr;
   snap->via_signal = 0;
-  lw_capture_copy_stack (snap, before->sp, lo, hi);
+  lw_core_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
-  return lw_capture_read_syscall (slot, tid, &after)
-         && strcmp (after.text, before->text) == 0
+  return lw_capture_read_syscall (slot, tid, &after) == LW_SYSCALL_READ
+         && !after.running && after.nr == before->nr && after.sp == before->sp
+         && after.pc == before->pc && memcmp (after.args, before->args, sizeof after.args) == 0
          && (busy_seq == 0 || atomic_load (&slot->seq) == busy_seq);
 }
 
@@ -512,7 +368,7 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
  * Only when the process may run on two CPUs (else the spin only delays the
  * thread it waits for), and bounded. TRUE when the handler is done. */
 static gboolean
-lw_capture_spin_until_done (LwCaptureRequest *req)
+lw_capture_spin_until_done (LwCaptureRequest *req, uint64_t done)
 {
   int64_t until;
 
@@ -523,7 +379,7 @@ lw_capture_spin_until_done (LwCaptureRequest *req)
     {
       for (int i = 0; i < 64; i++)
         {
-          if (atomic_load (&req->state) == LW_CAPTURE_DONE)
+          if (atomic_load (&req->word) == done)
             return TRUE;
           __builtin_ia32_pause ();
         }
@@ -532,24 +388,125 @@ lw_capture_spin_until_done (LwCaptureRequest *req)
   return FALSE;
 }
 
-/* Watcher thread of @slot. Fills in a new request for @tid (not armed
- * yet) and returns its cookie, unique to it. */
+/* Watcher thread. Sleeps on @req's semaphore until its word is @done or
+ * @wait_ns passed. A post can be left over from an earlier request: only
+ * the word says this one is done. */
+static void
+lw_capture_wait_done (LwCaptureRequest *req, uint64_t done, int64_t wait_ns)
+{
+  struct timespec deadline = lw_clock_timespec (lw_clock_now_ns () + wait_ns);
+
+  while (atomic_load (&req->word) != done
+         && (sem_clockwait (&req->done, CLOCK_MONOTONIC, &deadline) == 0 || errno == EINTR))
+    ;
+}
+
+/* Watcher thread of @slot. TRUE while a handler is still copying into the
+ * snapshot for an earlier request (the watcher gave it up): nothing may
+ * write the snapshot until it has finished. */
+static gboolean
+lw_capture_handler_busy (LwSlot *slot)
+{
+  return LW_REQUEST_STATE (atomic_load (&slot->capture.word)) == LW_CAPTURE_WRITING;
+}
+
+/* Watcher thread of @slot, no handler busy (lw_capture_handler_busy()).
+ * Fills in a new request for @tid, not armed yet, and returns its cookie,
+ * unique to it. */
 static uintptr_t
 lw_capture_prepare (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
                     LwSnapshot *snap)
 {
   LwCaptureRequest *req = &slot->capture;
-  uintptr_t cookie = (uintptr_t) (LW_COOKIE_MAGIC << 48) | ((uintptr_t) slot->index << 40)
-                     | (uintptr_t) (atomic_fetch_add (&lw_cookie_serial, 1) & UINT64_C (0xffffffffff));
+  uint64_t serial = (atomic_fetch_add (&lw_cookie_serial, 1) + 1) & LW_COOKIE_SERIAL_MASK;
 
   req->snapshot = snap;
   req->expect_seq = busy_seq;
+  req->seq = &slot->seq;
+  req->wake = &slot->wake;
   req->stack_lo = lo;
   req->stack_hi = hi;
-  atomic_store (&req->target_tid, tid);
+  req->target_tid = tid;
+  req->serial = serial;
   atomic_store (&req->result, LW_CAPTURE_FAILED);
-  atomic_store (&req->cookie, cookie);
-  return cookie;
+  /* Not armed: a signal of this serial finds nothing to claim yet. */
+  atomic_store (&req->word, LW_REQUEST_WORD (serial, LW_CAPTURE_IDLE));
+  lw_core_register_request (slot->index, req);
+  return LW_COOKIE (slot->index, serial);
+}
+
+/* Watcher thread. Says once that the program took the signal over, and
+ * stops sending it. @how: what the program did. */
+static void
+lw_capture_signal_taken (const char *how)
+{
+  g_autofree char *name = NULL;
+
+  if (atomic_exchange (&lw_signal_taken, 1))
+    return;
+  name = lw_capture_signal_name (lw_signo);
+  g_message ("the program took over %s after lagwatch_attach() (%s); lagwatch sends it no more: "
+             "stacks are taken only while a thread sleeps in a system call", name, how);
+}
+
+/* Watcher thread. TRUE while lagwatch's handler is still the signal's
+ * disposition; else the program took the signal over: said once, and
+ * FALSE from then on. One system call. */
+static gboolean
+lw_capture_signal_still_ours (void)
+{
+  struct sigaction current;
+
+  if (atomic_load (&lw_signal_taken))
+    return FALSE;
+  if (sigaction (lw_signo, NULL, &current) == 0 && lw_capture_is_ours (&current))
+    return TRUE;
+  lw_capture_signal_taken (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL
+                             ? "reset to SIG_DFL, which would terminate it"
+                           : !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN
+                             ? "set to SIG_IGN"
+                             : "a handler of its own");
+  return FALSE;
+}
+
+/* Watcher thread of @slot. Whether lagwatch's signal may go to thread
+ * @tid now: OK; SIGNAL_TAKEN (never again); BLOCKED (not this thread);
+ * IN_FLIGHT (one of ours is still queued for it); THREAD_GONE; FAILED. */
+static LwCaptureResult
+lw_capture_may_signal (LwSlot *slot, pid_t tid)
+{
+  gboolean blocked, pending;
+
+  if (lw_signo == 0)
+    return LW_CAPTURE_FAILED;
+  if (!lw_capture_signal_still_ours ())
+    return LW_CAPTURE_SIGNAL_TAKEN;
+  /* A thread still returning from our previous handler has the signal
+   * blocked until its sigreturn: often just then, as the handler's post
+   * woke this watcher onto its CPU. Let the last request's thread finish
+   * (bounded) before calling the mask its own; any other thread's mask
+   * is taken as it is (a hang's snapshot meets many threads that block
+   * every signal). */
+  for (int retry = 0; ; retry++)
+    {
+      struct timespec pause = { 0, LW_CAPTURE_MASK_RETRY_NS };
+
+      if (!lw_threadinfo_signal_state (tid, lw_signo, &blocked, &pending))
+        return lw_threadinfo_exists (tid) ? LW_CAPTURE_FAILED : LW_CAPTURE_THREAD_GONE;
+      if (!blocked || retry == LW_CAPTURE_MASK_RETRIES || tid != slot->capture.target_tid)
+        break;
+      nanosleep (&pause, NULL);
+    }
+  if (blocked && tid == atomic_load (&slot->loop_tid) && lw_threadinfo_signalfd_reads (lw_signo))
+    {
+      lw_capture_signal_taken ("read through a signalfd");
+      return LW_CAPTURE_SIGNAL_TAKEN;
+    }
+  if (blocked)
+    return LW_CAPTURE_BLOCKED;
+  if (pending)
+    return LW_CAPTURE_IN_FLIGHT;
+  return LW_CAPTURE_OK;
 }
 
 /* Watcher thread. Sends the signal of a new request for @tid: PENDING
@@ -559,18 +516,17 @@ lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo
                         LwSnapshot *snap)
 {
   LwCaptureRequest *req = &slot->capture;
+  LwCaptureResult allowed = lw_capture_may_signal (slot, tid);
   uintptr_t cookie;
   siginfo_t info;
 
-  if (atomic_load (&req->in_flight))
-    return LW_CAPTURE_IN_FLIGHT;
-
+  if (allowed != LW_CAPTURE_OK)
+    return allowed;
   while (sem_trywait (&req->done) == 0)
     ;
   cookie = lw_capture_prepare (slot, tid, busy_seq, lo, hi, snap);
-  atomic_store (&req->in_flight, 1);
-  atomic_fetch_add (&lw_signals_in_flight, 1);
-  atomic_store (&req->state, LW_CAPTURE_ARMED);
+  lw_core_count_signal (1);
+  atomic_store (&req->word, LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED));
 
   memset (&info, 0, sizeof info);
   info.si_signo = lw_signo;
@@ -583,9 +539,8 @@ lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo
     {
       int err = errno;
 
-      atomic_store (&req->state, LW_CAPTURE_IDLE);
-      atomic_store (&req->in_flight, 0);
-      atomic_fetch_sub (&lw_signals_in_flight, 1);
+      atomic_store (&req->word, LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE));
+      lw_core_count_signal (-1);
       return err == ESRCH ? LW_CAPTURE_THREAD_GONE : LW_CAPTURE_FAILED;
     }
   return LW_CAPTURE_PENDING;
@@ -596,39 +551,37 @@ LwCaptureResult
 lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
 {
   LwCaptureRequest *req = &slot->capture;
-  int armed = LW_CAPTURE_ARMED;
-  int state = atomic_load (&req->state);
+  uint64_t armed = LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED);
+  uint64_t done = LW_REQUEST_WORD (req->serial, LW_CAPTURE_DONE);
+  uint64_t word = atomic_load (&req->word);
 
-  if (state == LW_CAPTURE_IDLE)
+  if (LW_REQUEST_SERIAL (word) != req->serial || LW_REQUEST_STATE (word) == LW_CAPTURE_IDLE)
     return LW_CAPTURE_FAILED;  /* nothing pending: a caller's mistake */
-  if (state != LW_CAPTURE_DONE && wait_ns > 0 && !lw_capture_spin_until_done (req))
-    {
-      struct timespec deadline = lw_clock_timespec (lw_clock_now_ns () + wait_ns);
-
-      /* A post can be left over from a request the spin saw done: only
-       * the state says this one is. */
-      while (atomic_load (&req->state) != LW_CAPTURE_DONE
-             && (sem_clockwait (&req->done, CLOCK_MONOTONIC, &deadline) == 0 || errno == EINTR))
-        ;
-    }
-  if (atomic_load (&req->state) != LW_CAPTURE_DONE)
+  if (word != done && wait_ns > 0 && !lw_capture_spin_until_done (req, done))
+    lw_capture_wait_done (req, done, wait_ns);
+  if (atomic_load (&req->word) != done)
     {
       if (lw_clock_now_ns () - req->sent_ns < give_up_ns)
         return LW_CAPTURE_PENDING;
-      if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_ABANDONED))
+      if (atomic_compare_exchange_strong (&req->word, &armed,
+                                          LW_REQUEST_WORD (req->serial, LW_CAPTURE_ABANDONED)))
         return LW_CAPTURE_TIMEOUT;
-      /* The handler is copying right now: its time is bounded, wait. */
-      while (atomic_load (&req->state) != LW_CAPTURE_DONE)
-        sem_wait (&req->done);
+      /* The handler is copying: that takes microseconds, unless its
+       * thread was preempted or stopped right there. Bounded: past the
+       * wait it is left to finish alone (lw_capture_handler_busy()). */
+      lw_capture_wait_done (req, done, LW_CAPTURE_WRITING_WAIT_NS);
+      if (atomic_load (&req->word) != done)
+        return LW_CAPTURE_TIMEOUT;
     }
-  atomic_store (&req->state, LW_CAPTURE_IDLE);
+  atomic_store (&req->word, LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE));
   return (LwCaptureResult) atomic_load (&req->result);
 }
 
 /* Watcher thread of @slot. One look at thread @tid through /proc, no
  * signal: OK when it sleeps in the kernel and its stack was copied; STALE,
- * THREAD_GONE; else PENDING, with *@running TRUE when it runs, FALSE when
- * it moved during the copy. */
+ * THREAD_GONE, PROC_CLOSED (it sleeps, and /proc hides where); else
+ * PENDING, with *@running TRUE when it runs, FALSE when it moved during
+ * the copy. */
 static LwCaptureResult
 lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
                  uintptr_t stack_hi, LwSnapshot *snap, gboolean *running)
@@ -638,8 +591,27 @@ lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
   *running = FALSE;
   if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
     return LW_CAPTURE_STALE;
-  if (tid == 0 || !lw_capture_read_syscall (slot, tid, &now))
+  if (tid == 0)
     return LW_CAPTURE_THREAD_GONE;
+  switch (lw_capture_read_syscall (slot, tid, &now))
+    {
+    case LW_SYSCALL_GONE:
+      return LW_CAPTURE_THREAD_GONE;
+    case LW_SYSCALL_CLOSED:
+      /* The stat file stays readable: a running thread is taken by signal. */
+      switch (lw_threadinfo_state (tid))
+        {
+        case LW_THREAD_GONE:
+          return LW_CAPTURE_THREAD_GONE;
+        case LW_THREAD_RUNNING:
+          *running = TRUE;
+          return LW_CAPTURE_PENDING;
+        default:
+          return LW_CAPTURE_PROC_CLOSED;
+        }
+    case LW_SYSCALL_READ:
+      break;
+    }
   *running = now.running;
   if (!now.running && lw_capture_from_proc (slot, tid, &now, busy_seq, stack_lo, stack_hi, snap))
     return LW_CAPTURE_OK;
@@ -651,6 +623,8 @@ LwCaptureResult
 lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
                   uintptr_t stack_hi, LwSnapshot *snap)
 {
+  if (lw_capture_handler_busy (slot))
+    return LW_CAPTURE_IN_FLIGHT;
   snap->regs_valid = 0;
   snap->stack_len = 0;
   snap->syscall_nr = -1;
@@ -666,9 +640,6 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
       if (running)
         break;
     }
-
-  if (lw_signo == 0)
-    return LW_CAPTURE_FAILED;
   return lw_capture_send_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap);
 }
 
@@ -694,9 +665,9 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
   uintptr_t cookie;
 
   g_return_val_if_fail (!req->periodic, FALSE);
-  /* A signal still queued for an earlier request must find that request's
-   * cookie to be recognised (and to clear in_flight). */
-  if (!lw_capture_timers_ok || lw_signo == 0 || atomic_load (&req->in_flight))
+  /* The same checks as before an explicit signal: the timer sends it too. */
+  if (!lw_capture_timers_ok || lw_capture_handler_busy (slot)
+      || lw_capture_may_signal (slot, tid) != LW_CAPTURE_OK)
     return FALSE;
 
   cookie = lw_capture_prepare (slot, tid, busy_seq, stack_lo, stack_hi, snap);
@@ -709,19 +680,19 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
     {
       g_debug ("no CPU-time timer for thread %d (%s): sampling by explicit signals",
                (int) tid, g_strerror (errno));
-      atomic_store (&req->cookie, 0);
       return FALSE;
     }
   req->periodic = TRUE;
-  atomic_store (&req->state, LW_CAPTURE_ARMED);
+  atomic_store (&req->word, LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED));
   lw_capture_periodic_set_interval (slot, interval_ns);
   return TRUE;
 }
 
+/* Any thread. */
 gboolean
 lw_capture_periodic_supported (void)
 {
-  return lw_capture_timers_ok;
+  return lw_capture_timers_ok && !atomic_load (&lw_signal_taken);
 }
 
 /* Watcher thread of @slot, between start and stop. */
@@ -730,6 +701,8 @@ lw_capture_periodic_set_interval (LwSlot *slot, int64_t interval_ns)
 {
   struct itimerspec spec;
 
+  if (atomic_load (&lw_signal_taken))
+    return;  /* disarmed for good (lw_capture_periodic_take) */
   spec.it_value = lw_clock_timespec (interval_ns);
   spec.it_interval = spec.it_value;
   timer_settime (slot->capture.timer, 0, &spec, NULL);
@@ -740,20 +713,28 @@ LwCaptureResult
 lw_capture_periodic_take (LwSlot *slot, gboolean look)
 {
   LwCaptureRequest *req = &slot->capture;
-  int armed = LW_CAPTURE_ARMED;
+  uint64_t armed = LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED);
+  uint64_t done = LW_REQUEST_WORD (req->serial, LW_CAPTURE_DONE);
+  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
   gboolean running;
 
-  if (atomic_load (&req->state) == LW_CAPTURE_DONE)
+  /* The timer sends the signal too: once the program took it over, the
+   * timer is disarmed at the next look (the sampling interval is the
+   * window left), and deleted by lw_capture_periodic_stop(). */
+  if (!lw_capture_signal_still_ours ())
     {
-      atomic_store (&req->state, LW_CAPTURE_IDLE);
-      return (LwCaptureResult) atomic_load (&req->result);
+      struct itimerspec disarm = { { 0, 0 }, { 0, 0 } };
+
+      timer_settime (req->timer, 0, &disarm, NULL);
     }
+  if (atomic_compare_exchange_strong (&req->word, &done, idle))
+    return (LwCaptureResult) atomic_load (&req->result);
   /* Held from here (IDLE): no expiry can write the snapshot until re-armed.
    * If the handler holds it instead, its stack is taken next time. */
-  if (!look || !atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_IDLE))
+  if (!look || !atomic_compare_exchange_strong (&req->word, &armed, idle))
     return LW_CAPTURE_PENDING;
   /* PENDING when it runs (or just woke): the timer takes it. */
-  return lw_capture_look (slot, atomic_load (&req->target_tid), req->expect_seq, req->stack_lo,
+  return lw_capture_look (slot, req->target_tid, req->expect_seq, req->stack_lo,
                           req->stack_hi, req->snapshot, &running);
 }
 
@@ -761,9 +742,10 @@ lw_capture_periodic_take (LwSlot *slot, gboolean look)
 void
 lw_capture_periodic_rearm (LwSlot *slot)
 {
-  int idle = LW_CAPTURE_IDLE;
+  LwCaptureRequest *req = &slot->capture;
+  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
 
-  atomic_compare_exchange_strong (&slot->capture.state, &idle, LW_CAPTURE_ARMED);
+  atomic_compare_exchange_strong (&req->word, &idle, LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED));
 }
 
 /* Watcher thread of @slot. */
@@ -771,21 +753,95 @@ LwCaptureResult
 lw_capture_periodic_stop (LwSlot *slot)
 {
   LwCaptureRequest *req = &slot->capture;
-  int armed = LW_CAPTURE_ARMED;
+  uint64_t armed = LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED);
+  uint64_t done = LW_REQUEST_WORD (req->serial, LW_CAPTURE_DONE);
+  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
+  int64_t until;
 
   if (!req->periodic)
     return LW_CAPTURE_STALE;
   timer_delete (req->timer);
   req->periodic = FALSE;
-  /* An expiry's signal still queued (the thread blocks it) is ignored. */
-  atomic_store (&req->cookie, 0);
-  if (atomic_compare_exchange_strong (&req->state, &armed, LW_CAPTURE_IDLE))
+  /* An expiry's signal still queued (the thread blocks it) finds its
+   * serial idle from here on, and claims nothing. */
+  if (atomic_compare_exchange_strong (&req->word, &armed, idle))
     return LW_CAPTURE_STALE;
-  /* The handler is copying: its time is bounded; let it run. */
-  while (atomic_load (&req->state) == LW_CAPTURE_WRITING)
+  /* The handler is copying: its time is bounded; let it run, within a
+   * bound of our own (then lw_capture_handler_busy() keeps the snapshot). */
+  until = lw_clock_now_ns () + LW_CAPTURE_WRITING_WAIT_NS;
+  while (LW_REQUEST_STATE (atomic_load (&req->word)) == LW_CAPTURE_WRITING
+         && lw_clock_now_ns () < until)
     sched_yield ();
-  if (atomic_load (&req->state) != LW_CAPTURE_DONE)
-    return LW_CAPTURE_STALE;  /* held by the watcher already */
-  atomic_store (&req->state, LW_CAPTURE_IDLE);
+  if (!atomic_compare_exchange_strong (&req->word, &done, idle))
+    return LW_CAPTURE_STALE;  /* held by the watcher already, or still writing */
   return (LwCaptureResult) atomic_load (&req->result);
+}
+
+/* The alternate signal stack of a loop thread: the handler's frame and
+ * the kernel's signal frame (getauxval (AT_MINSIGSTKSZ): 3376 bytes with
+ * AVX-512 state on the machines measured), with room to spare for a
+ * program's own handler of the same signal, chained from ours. A guard
+ * page below turns an overflow into a clean fault, not a corruption. */
+#define LW_ALTSTACK_BYTES (64 * 1024)
+#define LW_GUARD_BYTES    4096
+
+static pthread_key_t lw_altstack_key;
+static size_t        lw_altstack_size;
+
+/* The thread that owned the alternate stack, at its exit: drops it. */
+static void
+lw_capture_free_altstack (void *base)
+{
+  stack_t current;
+
+  if (sigaltstack (NULL, &current) == 0
+      && (char *) current.ss_sp == (char *) base + LW_GUARD_BYTES
+      && !(current.ss_flags & SS_ONSTACK))
+    {
+      stack_t off = { .ss_flags = SS_DISABLE };
+
+      sigaltstack (&off, NULL);
+    }
+  munmap (base, LW_GUARD_BYTES + lw_altstack_size);
+}
+
+static void
+lw_capture_init_altstack (void)
+{
+  lw_altstack_size = MAX ((size_t) getauxval (AT_MINSIGSTKSZ), (size_t) MINSIGSTKSZ) + LW_ALTSTACK_BYTES;
+  lw_altstack_size = (lw_altstack_size + 4095) & ~(size_t) 4095;
+  pthread_key_create (&lw_altstack_key, lw_capture_free_altstack);
+}
+
+/* Loop thread, normal context: once when a thread starts to run a watched
+ * context (lw-hooks.c). */
+void
+lw_capture_prepare_thread (void)
+{
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  stack_t current, ours;
+  char *base;
+
+  pthread_once (&once, lw_capture_init_altstack);
+  /* A program's own alternate stack is used as it is. */
+  if (sigaltstack (NULL, &current) != 0 || !(current.ss_flags & SS_DISABLE)
+      || pthread_getspecific (lw_altstack_key) != NULL)
+    return;
+  base = mmap (NULL, LW_GUARD_BYTES + lw_altstack_size, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED)
+    {
+      g_debug ("no alternate signal stack for thread %d: %s", (int) gettid (), g_strerror (errno));
+      return;
+    }
+  mprotect (base, LW_GUARD_BYTES, PROT_NONE);
+  ours.ss_sp = base + LW_GUARD_BYTES;
+  ours.ss_size = lw_altstack_size;
+  ours.ss_flags = 0;
+  if (sigaltstack (&ours, NULL) != 0)
+    {
+      munmap (base, LW_GUARD_BYTES + lw_altstack_size);
+      return;
+    }
+  pthread_setspecific (lw_altstack_key, base);
 }

@@ -11,6 +11,11 @@
  *    lock, no libunwind state), no allocation, errno preserved, bounded by
  *    the copy size.
  * Either way the stack is unwound later by lw-unwind.c on the watcher thread.
+ * Before any signal the watcher checks that it is still lagwatch's and may
+ * be sent (lw-capture.c says what is checked); a program that took it over
+ * gets no more, and only the /proc way is left. In a process that is not
+ * dumpable, /proc hides the syscall file: a running thread is still taken
+ * by signal, a sleeping one not at all (PROC_CLOSED says why).
  * That is how the first stack of a lag is taken. The samples after it come
  * from a timer on the thread's CPU clock, whose signal the same handler
  * answers (lw_capture_periodic_start() says why).
@@ -52,7 +57,9 @@ void        lw_snapshot_free   (LwSnapshot *snapshot);
  * the first hole). Does not wait: OK when the stack was copied from /proc
  * (the thread sleeps in the kernel), PENDING when the signal is on its way
  * (then lw_capture_finish() collects it), or why nothing was taken. Never
- * sends a second signal while one is queued (IN_FLIGHT). */
+ * sends a second signal while one is queued or an earlier handler still
+ * copies (IN_FLIGHT), nor to a thread that blocks it (BLOCKED), nor once
+ * the program took the signal over (SIGNAL_TAKEN). */
 LwCaptureResult lw_capture_start (LwSlot     *slot,
                                   pid_t       tid,
                                   uint64_t    busy_seq,
@@ -64,8 +71,10 @@ LwCaptureResult lw_capture_start (LwSlot     *slot,
  * Waits at most @wait_ns for the handler (0: only looks). Returns its
  * result once it has run; PENDING while it has not and the signal is
  * younger than @give_up_ns; else gives the request up (a late handler
- * then leaves the snapshot alone) and returns TIMEOUT. Any result other
- * than PENDING ends the request. */
+ * then leaves the snapshot alone) and returns TIMEOUT. A handler found
+ * copying is waited for a bounded time too; past it, TIMEOUT, and the
+ * snapshot stays the handler's until it is done. Any result other than
+ * PENDING ends the request. */
 LwCaptureResult lw_capture_finish (LwSlot  *slot,
                                    int64_t  wait_ns,
                                    int64_t  give_up_ns);
@@ -133,6 +142,17 @@ LwCaptureResult lw_capture_periodic_stop         (LwSlot     *slot);
 /* Watcher thread of @slot. Closes what the capture keeps open for the loop
  * thread (its /proc syscall file). */
 void lw_capture_forget_thread (LwSlot *slot);
+
+/* Loop thread, normal context, once per thread that starts to run a
+ * watched context (lw-hooks.c, when it adopts the thread). Gives the
+ * thread an alternate signal stack of lagwatch's (mmap'd, with a guard
+ * page), unless it has one of its own, which is then used as it is: the
+ * handler is installed with SA_ONSTACK, so the kernel's signal frame
+ * (about 3.4 KiB with AVX-512 state) never lands on a stack that is
+ * nearly full. Side effects: the thread's sigaltstack() reports ours, and
+ * the program's own SA_ONSTACK handlers run on it too (64 KiB); it is
+ * unmapped when the thread exits. */
+void lw_capture_prepare_thread (void);
 
 /* Any thread. The signal in use, 0 when none is installed. */
 int  lw_capture_get_signal (void);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-dispatch.h"
 #include "lw-private.h"
@@ -28,6 +29,7 @@ lw_hooks_adopt_thread (LwSlot *slot)
   int saved_errno = errno;
 
   lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
+  lw_capture_prepare_thread ();
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
 

@@ -4,12 +4,15 @@
  * Slots live in a static array (lw-hooks.c) and are never freed, so the poll
  * wrapper and the signal handler can always touch a slot without a lock and
  * without fear of use-after-free, even while a watch is being detached.
+ * The part the signal handler reads (the capture request) is a GLib-free
+ * struct of its own (lw-capture-core.h), embedded here; the handler finds
+ * it through lw_core_register_request(), never through this struct.
  *
  * Who writes what:
  *   seq, busy_since, loop_*           the loop thread (poll wrapper)
- *   wake_flags, capture.armed fields  the watcher thread
+ *   wake_flags, capture request       the watcher thread
  *   capture.snapshot, capture.result  the signal handler, once it owns the
- *                                     request (state ARMED -> WRITING)
+ *                                     request ({serial, ARMED} -> {serial, WRITING})
  *   lag_end_ns                        the loop thread, once per lag (CAS)
  *   entry_seq, entry_ticks            the loop thread, once per LW_STAMP_ENTRY;
  *                                     the watcher resets entry_seq before asking
@@ -24,9 +27,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "lw-capture-core.h"
 #include "lw-snapshot.h"
-
-#define LW_MAX_SLOTS 16
 
 /* wake_flags: what the watcher wants to be woken for (sem_post on slot->wake). */
 enum
@@ -38,37 +40,6 @@ enum
 };
 /* The poll entry's check: one test for every rare case. */
 #define LW_ENTRY_FLAGS (LW_WAKE_ON_IDLE | LW_STAMP_ENTRY)
-
-/* capture.state: one request at a time, owned by whoever moved it last. */
-enum
-{
-  LW_CAPTURE_IDLE,       /* no request */
-  LW_CAPTURE_ARMED,      /* watcher sent the signal, or awaits the timer's; handler may claim it */
-  LW_CAPTURE_WRITING,    /* handler is filling the snapshot */
-  LW_CAPTURE_DONE,       /* handler finished; watcher reads the result */
-  LW_CAPTURE_ABANDONED,  /* watcher gave up waiting; a late handler must not write */
-};
-
-/* A request is made either for one signal (lw_capture_start) or for a
- * CPU-time timer's signals (lw_capture_periodic_start): then the handler
- * fills the snapshot at each expiry the watcher has re-armed it for, and
- * posts the slot's wake semaphore instead of done. */
-typedef struct
-{
-  _Atomic int       state;
-  _Atomic uintptr_t cookie;     /* carried in si_value; identifies this request */
-  _Atomic int       in_flight;  /* a signal was queued and its handler has not run yet */
-  timer_t           timer;      /* the periodic request's timer (watcher only) */
-  gboolean          periodic;   /* the timer exists (watcher only) */
-  uint64_t          expect_seq; /* capture only if the loop is still in this busy period (0: any) */
-  _Atomic pid_t     target_tid; /* the thread the request is for */
-  uintptr_t         stack_lo;   /* its stack bounds, 0 when unknown */
-  uintptr_t         stack_hi;
-  LwSnapshot       *snapshot;   /* preallocated by the watcher, filled by the handler */
-  _Atomic int       result;     /* LwCaptureResult, set by the handler */
-  int64_t           sent_ns;    /* when the watcher sent the signal (watcher only) */
-  sem_t             done;       /* posted by the handler (sem_post is async-signal-safe) */
-} LwCaptureRequest;
 
 typedef struct _LwSlot LwSlot;
 

@@ -1,11 +1,13 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Linux encodes another thread's CPU clock as a clockid: ~tid << 3, with
  * the per-thread bit (4) and the scheduler-time clock (2). Unlike
@@ -24,18 +26,18 @@ lw_threadinfo_read (pid_t tid, const char *file)
   return contents;
 }
 
+/* Any thread. */
 LwThreadState
-lw_threadinfo_state (pid_t tid)
+lw_threadinfo_parse_state (const char *text, gsize len)
 {
-  g_autofree char *stat = lw_threadinfo_read (tid, "stat");
-  const char *after_name;
+  const char *after_name = NULL;
 
-  if (stat == NULL)
-    return LW_THREAD_GONE;
   /* "TID (comm) S ...": comm may hold spaces and parentheses, the state
    * follows the last ')'. */
-  after_name = strrchr (stat, ')');
-  if (after_name == NULL || after_name[1] != ' ')
+  for (gsize i = 0; i < len; i++)
+    if (text[i] == ')')
+      after_name = text + i;
+  if (after_name == NULL || (gsize) (after_name - text) + 2 >= len || after_name[1] != ' ')
     return LW_THREAD_UNKNOWN;
   switch (after_name[2])
     {
@@ -45,6 +47,20 @@ lw_threadinfo_state (pid_t tid)
     case 'T': case 't': return LW_THREAD_STOPPED;
     default: return LW_THREAD_UNKNOWN;
     }
+}
+
+/* Any thread. The stat file stays readable in a process that is not
+ * dumpable (unlike syscall): only a thread that is gone has none. */
+LwThreadState
+lw_threadinfo_state (pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/stat", (int) tid);
+  g_autofree char *stat = NULL;
+  gsize len;
+
+  if (!g_file_get_contents (path, &stat, &len, NULL))
+    return LW_THREAD_GONE;
+  return lw_threadinfo_parse_state (stat, len);
 }
 
 const char *
@@ -94,45 +110,105 @@ lw_threadinfo_name (pid_t tid)
   return name != NULL ? g_strchomp (name) : NULL;
 }
 
-/* The value of the line "FIELD:" in the status file at @path, parsed in
- * @base; FALSE when the file or the line is missing. */
+/* Any thread. The text after "@field:" in @text, up to the end of its line,
+ * copied into @value (NUL-terminated); FALSE when there is no such line. */
 static gboolean
-lw_threadinfo_status_field (const char *path, const char *field, int base, guint64 *value)
+lw_threadinfo_status_line (const char *text, gsize len, const char *field, char *value, gsize size)
 {
-  g_autofree char *status = NULL;
-  g_autofree char *key = g_strdup_printf ("\n%s:", field);
-  const char *line;
+  gsize field_len = strlen (field);
 
-  if (!g_file_get_contents (path, &status, NULL, NULL) || (line = strstr (status, key)) == NULL)
+  for (gsize at = 0; at < len; )
+    {
+      const char *nl = memchr (text + at, '\n', len - at);
+      gsize line_len = nl != NULL ? (gsize) (nl - (text + at)) : len - at;
+
+      if (line_len > field_len && memcmp (text + at, field, field_len) == 0 && text[at + field_len] == ':')
+        {
+          gsize n = MIN (line_len - field_len - 1, size - 1);
+
+          memcpy (value, text + at + field_len + 1, n);
+          value[n] = '\0';
+          return TRUE;
+        }
+      at += line_len + 1;
+    }
+  return FALSE;
+}
+
+/* Any thread. */
+gboolean
+lw_threadinfo_parse_mask (const char *text, gsize len, const char *field, guint64 *mask)
+{
+  char value[64];
+  const char *digits;
+  char *end = NULL;
+
+  if (!lw_threadinfo_status_line (text, len, field, value, sizeof value))
     return FALSE;
-  *value = g_ascii_strtoull (line + strlen (key), NULL, base);
-  return TRUE;
+  digits = value + strspn (value, " \t");
+  if (!g_ascii_isxdigit (*digits))
+    return FALSE;
+  errno = 0;
+  *mask = g_ascii_strtoull (digits, &end, 16);
+  return errno == 0 && (*end == '\0' || g_ascii_isspace (*end));
+}
+
+/* Any thread. The status file of @tid ("self" for the process when 0). */
+static char *
+lw_threadinfo_status (pid_t tid, gsize *len)
+{
+  g_autofree char *path = tid != 0 ? g_strdup_printf ("/proc/self/task/%d/status", (int) tid)
+                                   : g_strdup ("/proc/self/status");
+  char *status = NULL;
+
+  if (!g_file_get_contents (path, &status, len, NULL))
+    return NULL;
+  return status;
 }
 
 pid_t
 lw_threadinfo_tracer_pid (void)
 {
-  guint64 pid;
+  gsize len;
+  g_autofree char *status = lw_threadinfo_status (0, &len);
+  char value[32];
 
-  return lw_threadinfo_status_field ("/proc/self/status", "TracerPid", 10, &pid) ? (pid_t) pid : 0;
+  if (status == NULL || !lw_threadinfo_status_line (status, len, "TracerPid", value, sizeof value))
+    return 0;
+  return (pid_t) g_ascii_strtoll (value, NULL, 10);
 }
 
-/* TRUE when the signal mask @field ("SigBlk", "SigPnd"...) of the status
- * file @path has @signo. */
+/* Any thread. TRUE when mask @field of @status has @signo. */
 static gboolean
-lw_threadinfo_mask_has (const char *path, const char *field, int signo)
+lw_threadinfo_mask_has (const char *status, gsize len, const char *field, int signo)
 {
   guint64 mask;
 
-  return lw_threadinfo_status_field (path, field, 16, &mask) && ((mask >> (signo - 1)) & 1);
+  return signo >= 1 && signo <= 64 && lw_threadinfo_parse_mask (status, len, field, &mask)
+         && ((mask >> (signo - 1)) & 1);
 }
 
 gboolean
 lw_threadinfo_blocks_signal (pid_t tid, int signo)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/status", (int) tid);
+  gboolean blocked, pending;
 
-  return lw_threadinfo_mask_has (path, "SigBlk", signo);
+  return lw_threadinfo_signal_state (tid, signo, &blocked, &pending) && blocked;
+}
+
+gboolean
+lw_threadinfo_signal_state (pid_t tid, int signo, gboolean *blocked, gboolean *pending)
+{
+  gsize len;
+  g_autofree char *status = lw_threadinfo_status (tid, &len);
+
+  *blocked = *pending = FALSE;
+  if (status == NULL)
+    return FALSE;
+  *blocked = lw_threadinfo_mask_has (status, len, "SigBlk", signo);
+  *pending = lw_threadinfo_mask_has (status, len, "SigPnd", signo)
+             || lw_threadinfo_mask_has (status, len, "ShdPnd", signo);
+  return TRUE;
 }
 
 gboolean
@@ -143,12 +219,78 @@ lw_threadinfo_signal_pending_anywhere (int signo)
 
   while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
     {
-      g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/status", entry);
+      gboolean blocked, pending;
 
-      if (lw_threadinfo_mask_has (path, "SigPnd", signo))
+      if (lw_threadinfo_signal_state ((pid_t) g_ascii_strtoll (entry, NULL, 10), signo,
+                                      &blocked, &pending) && pending)
         return TRUE;
     }
   return FALSE;
+}
+
+gboolean
+lw_threadinfo_signalfd_reads (int signo)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *entry;
+
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link_path = g_strdup_printf ("/proc/self/fd/%s", entry);
+      g_autofree char *target = g_file_read_link (link_path, NULL);
+      g_autofree char *info_path = NULL;
+      g_autofree char *info = NULL;
+      gsize len;
+
+      if (g_strcmp0 (target, "anon_inode:[signalfd]") != 0)
+        continue;
+      /* "sigmask:\t0000000000000200": the signals it reads, bit signo - 1. */
+      info_path = g_strdup_printf ("/proc/self/fdinfo/%s", entry);
+      if (g_file_get_contents (info_path, &info, &len, NULL)
+          && lw_threadinfo_mask_has (info, len, "sigmask", signo))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean
+lw_threadinfo_exists (pid_t tid)
+{
+  return tid > 0 && (syscall (SYS_tgkill, getpid (), tid, 0) == 0 || errno != ESRCH);
+}
+
+void
+lw_threadinfo_parse_syscall (const char *text, gsize len, LwProcSyscall *out)
+{
+  char copy[256];
+  char *fields[9] = { 0 };
+  int count = 0;
+  char *save = NULL;
+
+  memset (out, 0, sizeof *out);
+  out->nr = -1;
+  len = MIN (len, sizeof copy - 1);
+  memcpy (copy, text, len);
+  copy[len] = '\0';
+  if (g_str_has_prefix (copy, "running"))
+    {
+      out->running = TRUE;
+      return;
+    }
+  /* "NR ARG1 .. ARG6 SP PC", or "-1 SP PC" when blocked outside a call. */
+  for (char *tok = strtok_r (copy, " \n", &save); tok != NULL && count < 9;
+       tok = strtok_r (NULL, " \n", &save))
+    fields[count++] = tok;
+  if ((count != 9 && count != 3) || strtok_r (NULL, " \n", &save) != NULL)
+    {
+      out->running = TRUE;  /* unknown format: take it by signal */
+      return;
+    }
+  out->nr = strtol (fields[0], NULL, 10);
+  for (int i = 1; i < count - 2; i++)
+    out->args[i - 1] = g_ascii_strtoull (fields[i], NULL, 16);
+  out->sp = (uintptr_t) g_ascii_strtoull (fields[count - 2], NULL, 16);
+  out->pc = (uintptr_t) g_ascii_strtoull (fields[count - 1], NULL, 16);
 }
 
 const char *

@@ -3,6 +3,9 @@
  * CPU clock.
  *
  * Every function: any thread, normal context (the watcher in practice).
+ * The parsers (lw_threadinfo_parse_*) take the text of one file, read by
+ * the caller, and are fuzzed (fuzz/fuzz-proc.c): the kernel writes these
+ * files, but a parser must never trust a length or a field count.
  */
 #pragma once
 
@@ -55,6 +58,50 @@ const char   *lw_threadinfo_syscall_name (long nr);
 /* TRUE when the thread @tid blocks signal @signo (its SigBlk mask). */
 gboolean      lw_threadinfo_blocks_signal (pid_t tid,
                                            int   signo);
+
+/* Signal @signo as thread @tid sees it, from one read of its status file:
+ * *@blocked (SigBlk), *@pending (queued for the thread or the process,
+ * SigPnd or ShdPnd). FALSE when the file cannot be read. */
+gboolean      lw_threadinfo_signal_state (pid_t     tid,
+                                          int       signo,
+                                          gboolean *blocked,
+                                          gboolean *pending);
+
+/* TRUE when a signalfd of the process reads signal @signo (from
+ * /proc/self/fdinfo; FALSE too when that cannot be read). */
+gboolean      lw_threadinfo_signalfd_reads (int signo);
+
+/* TRUE when thread @tid of this process exists (tgkill with signal 0,
+ * which needs no access to /proc). */
+gboolean      lw_threadinfo_exists       (pid_t tid);
+
+/* /proc/self/task/TID/syscall, parsed. */
+typedef struct
+{
+  gboolean  running;  /* "running", or a format not understood */
+  long      nr;       /* the system call it sleeps in, -1 outside one */
+  uint64_t  args[6];  /* its arguments */
+  uintptr_t sp;
+  uintptr_t pc;
+} LwProcSyscall;
+
+/* Parses the text of a syscall file ("NR ARG1..ARG6 SP PC", "-1 SP PC",
+ * "running"); @len bytes, no terminator needed. Anything else reads as
+ * running (then the stack is taken by signal). */
+void          lw_threadinfo_parse_syscall (const char    *text,
+                                           gsize          len,
+                                           LwProcSyscall *out);
+
+/* The scheduler state in the text of a stat file ("TID (comm) S ..."). */
+LwThreadState lw_threadinfo_parse_state  (const char *text,
+                                          gsize       len);
+
+/* The hexadecimal mask of line "@field:" in the text of a status file;
+ * FALSE when the line is missing or malformed. */
+gboolean      lw_threadinfo_parse_mask   (const char *text,
+                                          gsize       len,
+                                          const char *field,
+                                          guint64    *mask);
 
 /* TRUE when some thread of the process has signal @signo pending (its
  * SigPnd mask): queued for it, its handler not yet run. */

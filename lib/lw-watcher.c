@@ -142,6 +142,11 @@ lw_watcher_capture_error (LwCaptureResult result)
     case LW_CAPTURE_IN_FLIGHT: return "an earlier signal is still queued";
     case LW_CAPTURE_FAILED: return "no signal could be sent";
     case LW_CAPTURE_PENDING: return "the signal's handler had not run when the lag ended";
+    case LW_CAPTURE_BLOCKED: return "the thread ran with lagwatch's signal blocked";
+    case LW_CAPTURE_SIGNAL_TAKEN: return "the program took lagwatch's signal over: "
+                                         "no stack while the thread runs";
+    case LW_CAPTURE_PROC_CLOSED: return "the process is not dumpable: /proc hides where a "
+                                        "sleeping thread waits";
     }
   return "unknown";
 }
@@ -169,8 +174,7 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
 
   if (lag->caught_ns < 0)
     lag->first_result = result;
-  if (result == LW_CAPTURE_TIMEOUT && !watch->warned_signal_blocked
-      && lw_threadinfo_blocks_signal (lag->tid, watch->signo))
+  if (result == LW_CAPTURE_BLOCKED && !watch->warned_signal_blocked)
     {
       g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
                  "of a running thread; its lags are reported without a stack while it runs",
