@@ -6,10 +6,12 @@
 
 #include "lw-symtab.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* Any thread. */
 void
@@ -128,38 +130,16 @@ const guint8 *
 lw_elf_get_build_id (Elf   *elf,
                      gsize *len)
 {
-  Elf_Scn *scn = NULL;
+  const void *id = NULL;
+  ssize_t n = dwelf_elf_gnu_build_id (elf, &id);
 
-  while ((scn = elf_nextscn (elf, scn)) != NULL)
+  if (n <= 0 || id == NULL)
     {
-      GElf_Shdr shdr;
-      GElf_Nhdr nhdr;
-      Elf_Data *data;
-      size_t offset = 0;
-      size_t next;
-      size_t name_offset;
-      size_t desc_offset;
-
-      if (gelf_getshdr (scn, &shdr) == NULL || shdr.sh_type != SHT_NOTE ||
-          (data = elf_getdata (scn, NULL)) == NULL)
-        continue;
-
-      while ((next = gelf_getnote (data, offset, &nhdr, &name_offset, &desc_offset)) > 0)
-        {
-          const guint8 *base = data->d_buf;
-
-          if (nhdr.n_type == NT_GNU_BUILD_ID &&
-              nhdr.n_namesz == sizeof ELF_NOTE_GNU &&
-              memcmp (base + name_offset, ELF_NOTE_GNU, sizeof ELF_NOTE_GNU) == 0)
-            {
-              *len = nhdr.n_descsz;
-              return base + desc_offset;
-            }
-          offset = next;
-        }
+      *len = 0;
+      return NULL;
     }
-  *len = 0;
-  return NULL;
+  *len = (gsize) n;
+  return id;
 }
 
 /* Any thread. */
@@ -181,78 +161,14 @@ lw_elf_get_debuglink (Elf      *elf,
                       char    **name,
                       guint32  *crc)
 {
-  Elf_Scn *scn = NULL;
-  size_t shstrndx;
-  GElf_Ehdr ehdr;
+  GElf_Word link_crc;
+  const char *link_name = dwelf_elf_gnu_debuglink (elf, &link_crc);
 
-  if (elf_getshdrstrndx (elf, &shstrndx) != 0 || gelf_getehdr (elf, &ehdr) == NULL)
+  if (link_name == NULL || link_name[0] == '\0' || strchr (link_name, '/') != NULL)
     return FALSE;
-
-  while ((scn = elf_nextscn (elf, scn)) != NULL)
-    {
-      GElf_Shdr shdr;
-      Elf_Data *data;
-      const guint8 *bytes;
-      const char *section_name;
-      gsize name_len;
-      gsize crc_offset;
-
-      if (gelf_getshdr (scn, &shdr) == NULL ||
-          (section_name = elf_strptr (elf, shstrndx, shdr.sh_name)) == NULL ||
-          strcmp (section_name, ".gnu_debuglink") != 0)
-        continue;
-
-      /* The name, NUL-terminated and padded to 4, then the CRC in the
-       * file's byte order. */
-      if ((data = elf_getdata (scn, NULL)) == NULL || data->d_size < 8)
-        return FALSE;
-      bytes = data->d_buf;
-      name_len = strnlen ((const char *) bytes, data->d_size);
-      crc_offset = (name_len + 1 + 3) & ~(gsize) 3;
-      /* A name with a '/' would lead the search out of its directories. */
-      if (name_len == 0 || crc_offset + 4 > data->d_size ||
-          memchr (bytes, '/', name_len) != NULL)
-        return FALSE;
-
-      *name = g_strndup ((const char *) bytes, name_len);
-      if (ehdr.e_ident[EI_DATA] == ELFDATA2MSB)
-        *crc = (guint32) bytes[crc_offset] << 24 | (guint32) bytes[crc_offset + 1] << 16 |
-               (guint32) bytes[crc_offset + 2] << 8 | bytes[crc_offset + 3];
-      else
-        *crc = (guint32) bytes[crc_offset + 3] << 24 | (guint32) bytes[crc_offset + 2] << 16 |
-               (guint32) bytes[crc_offset + 1] << 8 | bytes[crc_offset];
-      return TRUE;
-    }
-  return FALSE;
-}
-
-/* Any thread. The CRC-32 of zlib and of .gnu_debuglink (reflected
- * polynomial 0xedb88320) of @len bytes, continuing from @crc (0 to start). */
-static guint32
-lw_crc32_update (guint32       crc,
-                 const guint8 *data,
-                 gsize         len)
-{
-  static guint32 table[256];
-  static gsize table_ready;
-
-  if (g_once_init_enter (&table_ready))
-    {
-      for (guint32 i = 0; i < 256; i++)
-        {
-          guint32 c = i;
-
-          for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-          table[i] = c;
-        }
-      g_once_init_leave (&table_ready, 1);
-    }
-
-  crc = ~crc;
-  for (gsize i = 0; i < len; i++)
-    crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
+  *name = g_strdup (link_name);
+  *crc = link_crc;
+  return TRUE;
 }
 
 /* Any thread, normal context. */
@@ -260,20 +176,22 @@ gboolean
 lw_file_crc32 (int      fd,
                guint32 *crc)
 {
-  guint8 *buffer = g_malloc (64 * 1024);
+  enum { LW_CRC_CHUNK = 64 * 1024 };
+  guint8 *buffer = g_malloc (LW_CRC_CHUNK);
+  uLong value = crc32 (0, Z_NULL, 0);
   off_t offset = 0;
   ssize_t n;
 
-  *crc = 0;
-  while ((n = pread (fd, buffer, 64 * 1024, offset)) != 0)
+  while ((n = pread (fd, buffer, LW_CRC_CHUNK, offset)) != 0)
     {
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
         break;
-      *crc = lw_crc32_update (*crc, buffer, n);
+      value = crc32 (value, buffer, (uInt) n);
       offset += n;
     }
   g_free (buffer);
+  *crc = (guint32) value;
   return n == 0;
 }

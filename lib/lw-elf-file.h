@@ -2,7 +2,8 @@
  *
  * The symbolizer opens files named by the loader, by a build-id, by a
  * .gnu_debuglink and by the user's debug roots, and reads their symbol
- * tables, build-id note and .gnu_debuglink with libelf.
+ * tables with libelf, their build-id note and .gnu_debuglink with libdw's
+ * dwelf readers, and checks a debug file's CRC-32 with zlib.
  *
  * Thread safety: any thread, normal context (never a signal handler).
  */
