@@ -5,9 +5,10 @@
  * install them); then the file the module's .gnu_debuglink names, in the
  * module's directory, its .debug/ subdirectory and that directory under
  * each debug root, the directory both as loaded and with symbolic links
- * resolved. A candidate is used only if it is an ELF file with a .symtab
- * and the module's own: the same build-id, and for a .gnu_debuglink file
- * the CRC-32 the link states.
+ * resolved. A candidate is used only if it is a regular file (a FIFO or a
+ * device at that path is skipped, never waited on), an ELF file with a
+ * .symtab, and the module's own: the same build-id, and for a
+ * .gnu_debuglink file the CRC-32 the link states.
  *
  * Thread safety: any thread, normal context. Internally locked.
  */

@@ -1,4 +1,4 @@
-/* lw-elf-file.c: reading one ELF file
+/* lw-elf-file.c: reading one ELF file, whatever is at its path
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -26,6 +27,59 @@ lw_elf_init (void)
     }
 }
 
+/* Any thread. What a file of @mode is, for a message. */
+static const char *
+lw_file_type_name (mode_t mode)
+{
+  if (S_ISFIFO (mode))
+    return "a FIFO";
+  if (S_ISSOCK (mode))
+    return "a socket";
+  if (S_ISCHR (mode))
+    return "a character device";
+  if (S_ISBLK (mode))
+    return "a block device";
+  if (S_ISDIR (mode))
+    return "a directory";
+  return "not a regular file";
+}
+
+/* Any thread, normal context. */
+int
+lw_open_regular_file (const char *path,
+                      gboolean    missing_ok,
+                      char      **why)
+{
+  struct stat st;
+  int fd;
+
+  /* O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer,
+   * forever. It changes nothing for a regular file. O_NOCTTY: a terminal
+   * opened here must not become the process's controlling one. */
+  fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    {
+      int saved_errno = errno;
+
+      if (!(missing_ok && (saved_errno == ENOENT || saved_errno == ENOTDIR)))
+        *why = g_strdup_printf ("%s: %s", path, g_strerror (saved_errno));
+      return -1;
+    }
+  if (fstat (fd, &st) != 0)
+    {
+      *why = g_strdup_printf ("%s: %s", path, g_strerror (errno));
+      close (fd);
+      return -1;
+    }
+  if (!S_ISREG (st.st_mode))
+    {
+      *why = g_strdup_printf ("%s: %s, skipped", path, lw_file_type_name (st.st_mode));
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
 /* Any thread, normal context. */
 gboolean
 lw_elf_file_open (LwElfFile  *file,
@@ -36,15 +90,9 @@ lw_elf_file_open (LwElfFile  *file,
   size_t n_sections = 0;
 
   *file = (LwElfFile) { -1, NULL };
-  file->fd = open (path, O_RDONLY | O_CLOEXEC);
+  file->fd = lw_open_regular_file (path, missing_ok, why);
   if (file->fd < 0)
-    {
-      int saved_errno = errno;
-
-      if (!(missing_ok && (saved_errno == ENOENT || saved_errno == ENOTDIR)))
-        *why = g_strdup_printf ("%s: %s", path, g_strerror (saved_errno));
-      return FALSE;
-    }
+    return FALSE;
 
   /* ELF_C_READ reads the sections it is asked for with pread(): a file
    * truncated under us gives an error, not the SIGBUS of a mapping. */

@@ -1,9 +1,13 @@
-/* lw-elf-file.h: reading one ELF file
+/* lw-elf-file.h: reading one ELF file, whatever is at its path
  *
  * The symbolizer opens files named by the loader, by a build-id, by a
- * .gnu_debuglink and by the user's debug roots, and reads their symbol
- * tables with libelf, their build-id note and .gnu_debuglink with libdw's
- * dwelf readers, and checks a debug file's CRC-32 with zlib.
+ * .gnu_debuglink and by the user's debug roots: any of them may be a FIFO,
+ * a device, a directory, or a corrupt or truncated ELF file. A path is
+ * opened without blocking (O_NONBLOCK, so that opening a FIFO with no
+ * writer returns at once) and used only if it is a regular file. Symbol
+ * tables are read with libelf's bounds-checked accessors, the build-id
+ * note and .gnu_debuglink with libdw's dwelf readers, a debug file's
+ * CRC-32 with zlib.
  *
  * Thread safety: any thread, normal context (never a signal handler).
  */
@@ -28,10 +32,18 @@ typedef struct
  * (once is enough, more are harmless). */
 void           lw_elf_init                  (void);
 
-/* Any thread, normal context. Opens @path as an ELF file with section
- * headers; FALSE with the reason in @why (left NULL when @path does not
- * exist and @missing_ok: an absent debug file is the common case, not a
- * problem). */
+/* Any thread, normal context. Opens @path for reading if it is a regular
+ * file: a descriptor (close-on-exec), or -1 with the reason in @why (left
+ * NULL when @path does not exist and @missing_ok: an absent debug file is
+ * the common case, not a problem). Never blocks: a FIFO, socket, device or
+ * directory is refused after a non-blocking open. */
+int            lw_open_regular_file         (const char *path,
+                                             gboolean    missing_ok,
+                                             char      **why);
+
+/* Any thread, normal context. Opens @path (see lw_open_regular_file()) as
+ * an ELF file with section headers; FALSE with the reason in @why (NULL
+ * when it is missing and @missing_ok). */
 gboolean       lw_elf_file_open             (LwElfFile  *file,
                                              const char *path,
                                              gboolean    missing_ok,

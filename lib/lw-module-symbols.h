@@ -6,8 +6,9 @@
  * .gnu_debuglink file (lw-debug-file.h), the module file's .symtab, its
  * .dynsym. The module's own file is used only when its build-id equals
  * the one in memory; otherwise (replaced by an upgrade, deleted,
- * unreadable, corrupt) the .dynsym of the mapped image
- * is read (lw-image-symbols.h), so no name ever comes from the wrong file.
+ * unreadable, not a regular file, corrupt) the .dynsym of the mapped
+ * image is read (lw-image-symbols.h), so no name ever comes from the wrong
+ * file.
  * The vDSO is read from memory.
  *
  * Thread safety: any thread, normal context (never a signal handler).

@@ -12,9 +12,11 @@
  * have one) (lw-debug-file.h); the file's own .symtab; its .dynsym. The
  * vDSO is read from memory. A file on disk whose build-id differs from the
  * mapped image is not trusted (its names would be wrong), nor is one that
- * is missing or corrupt: such a module is named from the .dynsym of its
- * mapped image, read through its dynamic section (lw-image-symbols.h), so
- * its static functions get module + offset only. When several symbols share an address, the name kept is
+ * is missing, corrupt, or not a regular file (a FIFO planted at a debug
+ * file's path is skipped, never waited on: lw-elf-file.h): such a module
+ * is named from the .dynsym of its mapped image, read through its dynamic
+ * section (lw-image-symbols.h), so its static functions get module +
+ * offset only. When several symbols share an address, the name kept is
  * GLOBAL before WEAK before LOCAL, then without a leading '_', then the
  * shortest. Names are shown without their ELF version suffix ("@@GLIBC_2.17")
  * and, for C++ names ("_Z..."), demangled by the __cxa_demangle of the

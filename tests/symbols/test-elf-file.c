@@ -1,7 +1,8 @@
 /* test-elf-file.c: reading one ELF file (lw-elf-file.h)
  *
  * Known answers from the fixtures the suite builds (build-id from readelf,
- * .gnu_debuglink CRC from objcopy) and from the CRC-32 check value.
+ * .gnu_debuglink CRC from objcopy) and from the CRC-32 check value; paths
+ * that are not regular files.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LW_FIXTURE_SYMTAB      LW_FIXTURE_DIR "/libsymbols-fixture.so"
@@ -134,6 +136,54 @@ test_debuglink (void)
   lw_elf_file_close (&file);
 }
 
+/* Paths that are not regular files are refused at once, with what they
+ * are; a missing one is silent only when that is allowed. In a subprocess
+ * with a deadline: opening the FIFO must not wait for a writer. */
+static void
+test_open_non_regular (void)
+{
+  GError *error = NULL;
+  char *dir;
+  char *fifo;
+  char *why = NULL;
+
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      return;
+    }
+
+  dir = g_dir_make_tmp ("lw-elf-file-XXXXXX", &error);
+  g_assert_no_error (error);
+  fifo = g_build_filename (dir, "planted.debug", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+
+  g_assert_cmpint (lw_open_regular_file (fifo, TRUE, &why), ==, -1);
+  g_assert_nonnull (why);
+  g_assert_true (g_str_has_suffix (why, "planted.debug: a FIFO, skipped"));
+  g_clear_pointer (&why, g_free);
+
+  g_assert_cmpint (lw_open_regular_file (dir, TRUE, &why), ==, -1);
+  g_assert_cmpstr (why + strlen (dir), ==, ": a directory, skipped");
+  g_clear_pointer (&why, g_free);
+
+  g_assert_cmpint (lw_open_regular_file ("/dev/null", TRUE, &why), ==, -1);
+  g_assert_cmpstr (why, ==, "/dev/null: a character device, skipped");
+  g_clear_pointer (&why, g_free);
+
+  g_assert_cmpint (lw_open_regular_file ("/nonexistent/x.debug", TRUE, &why), ==, -1);
+  g_assert_null (why);
+  g_assert_cmpint (lw_open_regular_file ("/nonexistent/x.debug", FALSE, &why), ==, -1);
+  g_assert_nonnull (why);
+  g_clear_pointer (&why, g_free);
+
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -143,6 +193,7 @@ main (int    argc,
   g_test_add_func ("/elf-file/crc32", test_crc32);
   g_test_add_func ("/elf-file/build-id", test_build_id);
   g_test_add_func ("/elf-file/debuglink", test_debuglink);
+  g_test_add_func ("/elf-file/open-non-regular", test_open_non_regular);
 
   return g_test_run ();
 }
