@@ -141,6 +141,7 @@ lw_elf_add_functions (Elf       *elf,
           shdr.sh_entsize == 0 || (data = elf_getdata (scn, NULL)) == NULL)
         continue;
 
+      /* gelf_getsym() takes an int index. */
       for (gsize i = 0; i < shdr.sh_size / shdr.sh_entsize && i <= G_MAXINT; i++)
         {
           GElf_Sym sym;
