@@ -10,6 +10,7 @@
 #include "lw-lines.h"
 
 #include "lw-build-config.h"
+#include "lw-elf-file.h"
 #include "lw-modules.h"
 
 #ifdef LW_HAVE_LIBDW
@@ -18,8 +19,6 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -143,18 +142,22 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
   return TRUE;
 }
 
-/* HOLDS: lw_lines_lock. Opens the DWARF of the file @path into @entry. */
+/* HOLDS: lw_lines_lock. Opens the DWARF of the file @path into @entry.
+ * The module's file may have been replaced since it was loaded, by a FIFO
+ * too: it is opened without blocking, and only if it is a regular file. */
 static gboolean
 lw_dwarf_entry_open_path (LwDwarfEntry *entry,
                           LwModule     *module,
                           const char   *path,
                           gboolean      must_have_build_id)
 {
-  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  char *why = NULL;
+  int fd = lw_open_regular_file (path, FALSE, &why);
 
   if (fd < 0)
     {
-      g_debug ("No DWARF in %s: %s", path, g_strerror (errno));
+      g_debug ("No DWARF in %s", why);
+      g_free (why);
       return FALSE;
     }
   return lw_dwarf_entry_open_fd (entry, module, fd, path, must_have_build_id);

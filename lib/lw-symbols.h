@@ -1,25 +1,27 @@
 /* lw-symbols.h: naming code addresses (module, build-id, offset, symbol)
  *
- * Per-module sorted symbol tables read with libelf, built lazily the first
- * time an address in the module is resolved, searched through an index of
- * 4 KiB pages and a bisection of the page's few symbols. Sources,
- * best first: the .symtab of the debug file found by build-id under the debug
+ * The symbolizer's API. Behind it, per-module sorted symbol tables read
+ * with libelf, built lazily the first time an address in the module is
+ * resolved (lw-module-symbols.h), searched through an index of 4 KiB pages
+ * and a bisection of the page's few symbols (lw-symtab.h). Sources, best
+ * first: the .symtab of the debug file found by build-id under the debug
  * roots; the .symtab of the debug file named by the module's
  * .gnu_debuglink, looked for in the module's directory, its .debug/
  * subdirectory and that directory under each debug root, and used only when
  * its CRC-32 matches the link's (and its build-id the module's, when both
- * have one); the file's own .symtab; its .dynsym. The vDSO is read from
- * memory. A file on disk whose build-id differs from the mapped image is
- * not trusted (its names would be wrong), nor is one that is missing or
- * corrupt: such a module is named from the .dynsym of its mapped image,
- * read through its dynamic section, so its static functions get module +
+ * have one) (lw-debug-file.h); the file's own .symtab; its .dynsym. The
+ * vDSO is read from memory. A file on disk whose build-id differs from the
+ * mapped image is not trusted (its names would be wrong), nor is one that
+ * is missing, corrupt, or not a regular file (a FIFO planted at a debug
+ * file's path is skipped, never waited on: lw-elf-file.h): such a module
+ * is named from the .dynsym of its mapped image, read through its dynamic
+ * section (lw-image-symbols.h), so its static functions get module +
  * offset only. When several symbols share an address, the name kept is
  * GLOBAL before WEAK before LOCAL, then without a leading '_', then the
  * shortest. Names are shown without their ELF version suffix ("@@GLIBC_2.17")
  * and, for C++ names ("_Z..."), demangled by the __cxa_demangle of the
- * libstdc++.so.6 already loaded in the process, if any (looked up in its
- * symbol table, never with dlsym(): the stopped thread may hold the loader
- * lock); without it they stay mangled.
+ * libstdc++.so.6 already loaded in the process, if any (lw-demangle.h);
+ * without it they stay mangled.
  *
  * Lookups go through a cache per thread (direct-mapped, 1024 entries keyed
  * by address and is-return-address, about 56 KiB, freed when the thread
@@ -29,8 +31,9 @@
  * a module whose table is built takes no lock of lagwatch's unless the
  * module table changed.
  *
- * Thread safety: any thread, normal context (the watcher thread in practice;
- * never the watched thread, never a signal handler). Internally locked.
+ * Thread safety: any thread, normal context (never the watched thread,
+ * never a signal handler): building a module's table opens files and may
+ * take milliseconds. Internally locked.
  */
 #pragma once
 

@@ -4,15 +4,16 @@
 LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 # Build: compilers, meson, the three libraries of the design card (+ libdw,
-# used from the symbolization work on). Tests: json-glib to read JSON Lines,
-# binutils for nm/objcopy/readelf, libc6-dbg for glibc's static functions.
+# used from the symbolization work on, and zlib for debug files' CRC-32).
+# Tests: json-glib to read JSON Lines, binutils for nm/objcopy/readelf,
+# libc6-dbg for glibc's static functions.
 # The GTK 4 demo; its test and run-demo without a display: Xvfb, xauth,
 # xdotool, ImageMagick (screenshots), jq (JSON Lines). The launcher's test
 # runs gtk4-widget-factory (gtk-4-examples); the overhead benchmark counts
 # instructions with valgrind's callgrind. clang and its libFuzzer runtime
 # (libclang-rt-14-dev) build the fuzz targets (fuzz/).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
-  libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev
+  libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
   libjson-glib-dev libc6-dbg
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev"

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -581,7 +582,33 @@ typedef enum
   LW_REPLACE_BY_GARBAGE,
   LW_REPLACE_BY_NO_SECTIONS,
   LW_REPLACE_BY_NOTHING,
+  LW_REPLACE_BY_FIFO,
 } LwReplacement;
+
+/* Replaces @path by a FIFO that nobody opens for writing: opening it for
+ * reading without O_NONBLOCK waits forever. */
+static void
+lw_replace_by_fifo (const char *path)
+{
+  char *fifo = g_strconcat (path, ".fifo", NULL);
+
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  g_assert_cmpint (g_rename (fifo, path), ==, 0);
+  g_free (fifo);
+}
+
+/* Runs the calling test again in a subprocess that must pass within a
+ * generous deadline: for tests of files that could block the symbolizer
+ * forever. Its debug messages are on its stdout, for
+ * g_test_trap_assert_stdout(). */
+static void
+lw_trap_must_not_block (void)
+{
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  if (!g_test_trap_has_passed () && g_test_trap_reached_timeout ())
+    g_test_message ("the subprocess was still blocked after 60 s");
+  g_test_trap_assert_passed ();
+}
 
 /* The file of a loaded library changes under it (a package upgrade, a
  * broken disk): names come from the mapped image's .dynsym, never from
@@ -592,11 +619,20 @@ test_fixture_replaced (gconstpointer data)
   LwReplacement replacement = GPOINTER_TO_INT (data);
   GError *error = NULL;
   LwFixture fixture;
-  char *dir = g_dir_make_tmp ("lw-symbols-XXXXXX", &error);
+  char *dir;
   char *path;
   char *contents;
   gsize len;
 
+  if (replacement == LW_REPLACE_BY_FIFO && !g_test_subprocess ())
+    {
+      lw_trap_must_not_block ();
+      g_test_trap_assert_stdout ("*libsymbols-fixture-copy.so: a FIFO, skipped*");
+      return;
+    }
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  dir = g_dir_make_tmp ("lw-symbols-XXXXXX", &error);
   g_assert_no_error (error);
   path = g_build_filename (dir, "libsymbols-fixture-copy.so", NULL);
   g_file_get_contents (LW_FIXTURE_SYMTAB, &contents, &len, &error);
@@ -643,6 +679,9 @@ test_fixture_replaced (gconstpointer data)
       }
     case LW_REPLACE_BY_NOTHING:
       g_assert_cmpint (g_unlink (path), ==, 0);
+      break;
+    case LW_REPLACE_BY_FIFO:
+      lw_replace_by_fifo (path);
       break;
     default:
       g_assert_not_reached ();
@@ -1019,6 +1058,131 @@ test_fixture_debuglink_bad_crc (void)
   lw_fixture_close (&fixture);
 }
 
+/* A FIFO planted where the build-id debug file of a module is looked
+ * for: skipped at once (opening it would wait for a writer forever, and
+ * with it every report), and the module is named from its own .dynsym. */
+static void
+test_fifo_build_id_debug_file (void)
+{
+  GError *error = NULL;
+  LwFixture fixture;
+  char *build_id;
+  char *root;
+  char *dir;
+  char *fifo;
+  const char *roots[2] = { NULL, NULL };
+
+  if (!g_test_subprocess ())
+    {
+      lw_trap_must_not_block ();
+      g_test_trap_assert_stdout ("*/.build-id/*.debug: a FIFO, skipped*");
+      return;
+    }
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  g_file_get_contents (LW_FIXTURE_DIR "/symbols-fixture-split.build-id", &build_id, NULL, &error);
+  g_assert_no_error (error);
+  g_strstrip (build_id);
+  root = g_dir_make_tmp ("lw-fifo-root-XXXXXX", &error);
+  g_assert_no_error (error);
+  dir = g_strdup_printf ("%s/.build-id/%.2s", root, build_id);
+  fifo = g_strdup_printf ("%s/%s.debug", dir, build_id + 2);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  roots[0] = root;
+  lw_symbols_set_debug_roots (roots);
+
+  lw_fixture_open (&fixture, LW_FIXTURE_SPLIT);
+  lw_assert_static_unnamed (&fixture, LW_FIXTURE_SPLIT);
+  lw_assert_resolves_to ((uintptr_t) fixture.exported, LW_FIXTURE_SPLIT,
+                         "lw_fixture_exported_function", LW_FIXTURE_STRIPPED);
+  g_assert_null (lw_module_debug_file ((uintptr_t) fixture.exported));
+  lw_fixture_close (&fixture);
+
+  lw_symbols_set_debug_roots (NULL);
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+  dir = g_build_filename (root, ".build-id", NULL);
+  g_rmdir (dir);
+  g_rmdir (root);
+  g_free (dir);
+  g_free (root);
+  g_free (build_id);
+}
+
+/* FIFOs planted at every place the .gnu_debuglink's name is looked for:
+ * next to the module, in its .debug/, and under a debug root. */
+static void
+test_fifo_debuglink_debug_file (void)
+{
+  GError *error = NULL;
+  LwFixture fixture;
+  const char *name = "libsymbols-fixture-debuglink.so";
+  char *dir;
+  char *root;
+  char *module;
+  char *fifos[3];
+  char *contents;
+  gsize len;
+  const char *roots[2] = { NULL, NULL };
+
+  if (!g_test_subprocess ())
+    {
+      lw_trap_must_not_block ();
+      g_test_trap_assert_stdout ("*libsymbols-fixture-debuglink.so.debug: a FIFO, skipped*");
+      return;
+    }
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  /* A copy of the module in a directory of FIFOs (the fixture's own
+   * directory holds its real debug file). */
+  dir = g_dir_make_tmp ("lw-fifo-module-XXXXXX", &error);
+  g_assert_no_error (error);
+  root = g_dir_make_tmp ("lw-fifo-root-XXXXXX", &error);
+  g_assert_no_error (error);
+  module = g_build_filename (dir, name, NULL);
+  g_file_get_contents (LW_FIXTURE_DEBUGLINK, &contents, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (module, contents, len, &error);
+  g_assert_no_error (error);
+  fifos[0] = g_strdup_printf ("%s/%s.debug", dir, name);
+  fifos[1] = g_strdup_printf ("%s/.debug/%s.debug", dir, name);
+  fifos[2] = g_strdup_printf ("%s%s/%s.debug", root, dir, name);
+  for (guint i = 0; i < G_N_ELEMENTS (fifos); i++)
+    {
+      char *parent = g_path_get_dirname (fifos[i]);
+
+      g_assert_cmpint (g_mkdir_with_parents (parent, 0700), ==, 0);
+      g_assert_cmpint (mkfifo (fifos[i], 0600), ==, 0);
+      g_free (parent);
+    }
+  roots[0] = root;
+  lw_symbols_set_debug_roots (roots);
+
+  lw_fixture_open (&fixture, module);
+  lw_assert_resolves_to_full ((uintptr_t) fixture.exported, module, FALSE,
+                              "lw_fixture_exported_function", LW_FIXTURE_DEBUGLINK);
+  g_assert_null (lw_module_debug_file ((uintptr_t) fixture.exported));
+  lw_fixture_close (&fixture);
+
+  lw_symbols_set_debug_roots (NULL);
+  {
+    const char *argv[] = { "rm", "-rf", dir, root, NULL };
+
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                  NULL, NULL, NULL, &error);
+    g_assert_no_error (error);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (fifos); i++)
+    g_free (fifos[i]);
+  g_free (contents);
+  g_free (module);
+  g_free (root);
+  g_free (dir);
+}
+
 /* Repeated lookups come from the cache and agree with the first; a
  * dlclose() and a dlopen() (another library, likely mapped at the same
  * place) invalidate it. */
@@ -1379,6 +1543,53 @@ test_lines_budget (void)
   lw_fixture_close (&fixture);
 }
 
+/* The file of a loaded module replaced by a FIFO after its symbols were
+ * read: the line lookup, which opens the module's file for its DWARF,
+ * skips it instead of waiting for a writer. */
+static void
+test_lines_fifo_module_file (void)
+{
+  GError *error = NULL;
+  LwFixture fixture;
+  LwFrame frame;
+  char *dir;
+  char *path;
+  char *contents;
+  gsize len;
+
+  if (!g_test_subprocess ())
+    {
+      lw_trap_must_not_block ();
+      g_test_trap_assert_stdout ("*libsymbols-fixture-copy.so: a FIFO, skipped*");
+      return;
+    }
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  dir = g_dir_make_tmp ("lw-lines-XXXXXX", &error);
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "libsymbols-fixture-copy.so", NULL);
+  g_file_get_contents (LW_FIXTURE_SYMTAB, &contents, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (path, contents, len, &error);
+  g_assert_no_error (error);
+  lw_fixture_open (&fixture, path);
+
+  lw_symbols_resolve ((uintptr_t) fixture.exported + LW_INSIDE, FALSE, &frame);
+  g_assert_cmpstr (frame.symbol, ==, "lw_fixture_exported_function");
+  lw_replace_by_fifo (path);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_null (frame.file);
+  g_assert_cmpuint (frame.line, ==, 0);
+  lw_frame_clear (&frame);
+
+  lw_fixture_close (&fixture);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (contents);
+  g_free (path);
+  g_free (dir);
+}
+
 /* A TCP listener on 127.0.0.1 standing in for a debuginfod server. */
 static int
 lw_listen_local (char **url)
@@ -1558,6 +1769,7 @@ lw_skip_without_libdw (void)
 }
 
 #define test_lines_self              lw_skip_without_libdw
+#define test_lines_fifo_module_file  lw_skip_without_libdw
 #define test_lines_debug_files       lw_skip_without_libdw
 #define test_lines_libc              lw_skip_without_libdw
 #define test_lines_budget            lw_skip_without_libdw
@@ -1700,6 +1912,10 @@ main (int    argc,
                         GINT_TO_POINTER (LW_REPLACE_BY_NO_SECTIONS), test_fixture_replaced);
   g_test_add_data_func ("/symbols/fixture/deleted",
                         GINT_TO_POINTER (LW_REPLACE_BY_NOTHING), test_fixture_replaced);
+  g_test_add_data_func ("/symbols/fixture/replaced-by-fifo",
+                        GINT_TO_POINTER (LW_REPLACE_BY_FIFO), test_fixture_replaced);
+  g_test_add_func ("/symbols/fifo/build-id-debug-file", test_fifo_build_id_debug_file);
+  g_test_add_func ("/symbols/fifo/debuglink-debug-file", test_fifo_debuglink_debug_file);
   g_test_add_func ("/symbols/fixture/debuglink", test_fixture_debuglink);
   g_test_add_func ("/symbols/fixture/debuglink-bad-crc", test_fixture_debuglink_bad_crc);
   g_test_add_func ("/symbols/version-suffix", test_version_suffix);
@@ -1717,6 +1933,7 @@ main (int    argc,
   g_test_add_func ("/lines/debug-files", test_lines_debug_files);
   g_test_add_func ("/lines/libc", test_lines_libc);
   g_test_add_func ("/lines/budget", test_lines_budget);
+  g_test_add_func ("/lines/fifo-module-file", test_lines_fifo_module_file);
   g_test_add_func ("/lines/no-debuginfod", test_lines_no_debuginfod);
   g_test_add_func ("/lines/debuginfod-opt-in", test_lines_debuginfod_opt_in);
   if (g_test_perf ())
