@@ -155,26 +155,25 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
   return v;
 }
 
-/* A reader over the readable segment holding @addr, or FALSE. */
+/* A reader from @addr to the end of @table's CFI segment, or FALSE when
+ * @addr lies outside it. */
 static gboolean
-lw_reader_in_module (LwReader *r, uintptr_t addr)
+lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
 {
-  uintptr_t lo, hi;
-
-  if (!lw_modules_readable_range (addr, &lo, &hi))
+  if (addr < table->cfi_lo || addr >= table->cfi_hi)
     return FALSE;
-  lw_reader_init (r, addr, hi);
+  lw_reader_init (r, addr, table->cfi_hi);
   return TRUE;
 }
 
 /* A CIE or FDE record at @addr: its reader is bounded by the record's end.
  * @id_field is where the CIE id / CIE pointer field starts. */
 static gboolean
-lw_cfi_open_record (uintptr_t addr, LwReader *r, uintptr_t *id_field)
+lw_cfi_open_record (const LwUnwindTable *table, uintptr_t addr, LwReader *r, uintptr_t *id_field)
 {
   uint64_t length;
 
-  if (!lw_reader_in_module (r, addr))
+  if (!lw_reader_in_table (r, table, addr))
     return FALSE;
   length = lw_read_fixed (r, 4);
   if (length == 0xffffffff)
@@ -192,7 +191,7 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
   LwReader r;
   uint8_t version, eh_frame_encoding, count_encoding, table_encoding;
 
-  if (table->eh_frame_hdr == 0 || !lw_reader_in_module (&r, table->eh_frame_hdr))
+  if (table->eh_frame_hdr == 0 || !lw_reader_in_table (&r, table, table->eh_frame_hdr))
     return FALSE;
   r.end = MIN (r.end, table->eh_frame_hdr + table->eh_frame_hdr_len);
   version = lw_read_u8 (&r);
@@ -209,15 +208,13 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
 
 /* The FDE whose table entry covers @pc (its range is checked by the caller). */
 static gboolean
-lw_cfi_find_fde (uintptr_t pc, uintptr_t *fde)
+lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
-  LwUnwindTable table;
   uintptr_t data;
   uint64_t count, lo = 0, hi;
   int32_t entry[2];
 
-  if (!lw_modules_find_unwind_table (pc, &table) || !lw_cfi_search_table (&table, &data, &count)
-      || count == 0)
+  if (!lw_cfi_search_table (table, &data, &count) || count == 0)
     return FALSE;
   /* The last entry whose initial location is <= pc. */
   hi = count;
@@ -226,15 +223,15 @@ lw_cfi_find_fde (uintptr_t pc, uintptr_t *fde)
       uint64_t mid = lo + (hi - lo) / 2;
 
       memcpy (entry, (const void *) (data + mid * 8), sizeof entry);
-      if (table.eh_frame_hdr + (intptr_t) entry[0] <= pc)
+      if (table->eh_frame_hdr + (intptr_t) entry[0] <= pc)
         lo = mid;
       else
         hi = mid;
     }
   memcpy (entry, (const void *) (data + lo * 8), sizeof entry);
-  if (table.eh_frame_hdr + (intptr_t) entry[0] > pc)
+  if (table->eh_frame_hdr + (intptr_t) entry[0] > pc)
     return FALSE;
-  *fde = table.eh_frame_hdr + (intptr_t) entry[1];
+  *fde = table->eh_frame_hdr + (intptr_t) entry[1];
   return TRUE;
 }
 
@@ -251,7 +248,7 @@ typedef struct
 } LwCie;
 
 static gboolean
-lw_cfi_read_cie (uintptr_t addr, LwCie *cie)
+lw_cfi_read_cie (const LwUnwindTable *table, uintptr_t addr, LwCie *cie)
 {
   LwReader r;
   uintptr_t id_field;
@@ -260,7 +257,7 @@ lw_cfi_read_cie (uintptr_t addr, LwCie *cie)
   uint8_t version;
   uint64_t return_column;
 
-  if (!lw_cfi_open_record (addr, &r, &id_field) || lw_read_fixed (&r, 4) != 0)
+  if (!lw_cfi_open_record (table, addr, &r, &id_field) || lw_read_fixed (&r, 4) != 0)
     return FALSE;
   version = lw_read_u8 (&r);
   if (version != 1 && version != 3 && version != 4)
@@ -500,7 +497,7 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
 }
 
 LwCfiStatus
-lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *row)
 {
   LwCfiMachine m;
   LwCie cie;
@@ -510,10 +507,11 @@ lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
   uint32_t cie_pointer;
 
   row->signal_frame = FALSE;
-  if (!lw_cfi_find_fde (pc, &fde) || !lw_cfi_open_record (fde, &r, &id_field))
+  if (!lw_cfi_find_fde (table, pc, &fde) || !lw_cfi_open_record (table, fde, &r, &id_field))
     return LW_CFI_NO_FDE;
   cie_pointer = (uint32_t) lw_read_fixed (&r, 4);
-  if (cie_pointer == 0 || cie_pointer > id_field || !lw_cfi_read_cie (id_field - cie_pointer, &cie))
+  if (cie_pointer == 0 || cie_pointer > id_field
+      || !lw_cfi_read_cie (table, id_field - cie_pointer, &cie))
     return LW_CFI_UNSUPPORTED;
   pc_begin = lw_read_encoded (&r, cie.fde_encoding, 0);
   pc_range = lw_read_encoded (&r, cie.fde_encoding & LW_PE_FORMAT_MASK, 0);
@@ -549,4 +547,17 @@ lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
   m.row.signal_frame = cie.signal_frame;
   *row = m.row;
   return LW_CFI_FOUND;
+}
+
+LwCfiStatus
+lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+{
+  LwUnwindTable table;
+
+  if (!lw_modules_find_unwind_table (pc, &table))
+    {
+      row->signal_frame = FALSE;
+      return LW_CFI_NO_FDE;
+    }
+  return lw_cfi_find_row_in_table (&table, pc, row);
 }

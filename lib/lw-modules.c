@@ -482,6 +482,21 @@ lw_modules_init (void)
   g_mutex_unlock (&lw_modules_lock);
 }
 
+/* Any thread. The readable PT_LOAD segment of @module holding @addr, or NULL. */
+static const LwSegment *
+lw_module_readable_segment (const LwModule *module,
+                            uintptr_t       addr)
+{
+  for (guint i = 0; i < module->n_segments; i++)
+    {
+      const LwSegment *segment = &module->segments[i];
+
+      if ((segment->flags & PF_R) && addr >= segment->start && addr < segment->end)
+        return segment;
+    }
+  return NULL;
+}
+
 /* Any thread, normal context. */
 gboolean
 lw_modules_find_unwind_table (uintptr_t      addr,
@@ -494,13 +509,19 @@ lw_modules_find_unwind_table (uintptr_t      addr,
   g_mutex_lock (&lw_modules_lock);
   module = lw_modules_find_unlocked (addr);
   if (module != NULL)
-    *out = (LwUnwindTable) {
-      .start = module->start,
-      .end = module->end,
-      .eh_frame_hdr = module->eh_frame_hdr,
-      .eh_frame_hdr_len = module->eh_frame_hdr_len,
-      .dt_pltgot = module->dt_pltgot,
-    };
+    {
+      const LwSegment *cfi = lw_module_readable_segment (module, module->eh_frame_hdr);
+
+      *out = (LwUnwindTable) {
+        .start = module->start,
+        .end = module->end,
+        .eh_frame_hdr = cfi != NULL ? module->eh_frame_hdr : 0,
+        .eh_frame_hdr_len = module->eh_frame_hdr_len,
+        .dt_pltgot = module->dt_pltgot,
+        .cfi_lo = cfi != NULL ? cfi->start : 0,
+        .cfi_hi = cfi != NULL ? cfi->end : 0,
+      };
+    }
   g_mutex_unlock (&lw_modules_lock);
 
   return module != NULL;
@@ -557,13 +578,8 @@ lw_modules_readable_range (uintptr_t  addr,
 
   g_mutex_lock (&lw_modules_lock);
   module = lw_modules_find_unlocked (addr);
-  for (guint i = 0; module != NULL && i < module->n_segments && found == NULL; i++)
-    {
-      const LwSegment *segment = &module->segments[i];
-
-      if ((segment->flags & PF_R) && addr >= segment->start && addr < segment->end)
-        found = segment;
-    }
+  if (module != NULL)
+    found = lw_module_readable_segment (module, addr);
   if (found != NULL)
     {
       *lo = found->start;

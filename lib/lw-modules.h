@@ -28,6 +28,8 @@ typedef struct
   uintptr_t eh_frame_hdr;     /* runtime address of PT_GNU_EH_FRAME, 0 if none */
   uintptr_t eh_frame_hdr_len; /* its p_memsz */
   uintptr_t dt_pltgot;        /* runtime DT_PLTGOT value, 0 if none ("gp") */
+  uintptr_t cfi_lo;           /* the readable PT_LOAD segment holding */
+  uintptr_t cfi_hi;           /* .eh_frame_hdr: lw-cfi reads the header and .eh_frame within it */
 } LwUnwindTable;
 
 /* Any thread, normal context. Builds the process-wide table on first use. */
