@@ -130,7 +130,15 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
     return 0;
   if ((encoding & LW_PE_APPL_MASK) == LW_PE_ALIGNED)
     {
-      r->p = (r->p + 7) & ~(uintptr_t) 7;
+      uintptr_t aligned = (r->p + 7) & ~(uintptr_t) 7;
+
+      /* Past the end, the bounds check's end - p would wrap. */
+      if (aligned < r->p || aligned > r->end)
+        {
+          r->ok = FALSE;
+          return 0;
+        }
+      r->p = aligned;
       return lw_read_fixed (r, 8);
     }
   at = r->p;
@@ -193,7 +201,8 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
 
   if (table->eh_frame_hdr == 0 || !lw_reader_in_table (&r, table, table->eh_frame_hdr))
     return FALSE;
-  r.end = MIN (r.end, table->eh_frame_hdr + table->eh_frame_hdr_len);
+  if (table->eh_frame_hdr_len < r.end - r.p)
+    r.end = r.p + table->eh_frame_hdr_len;
   version = lw_read_u8 (&r);
   eh_frame_encoding = lw_read_u8 (&r);
   count_encoding = lw_read_u8 (&r);
@@ -321,10 +330,38 @@ typedef struct
 {
   LwCfiRow  row;
   LwCfiRow  initial;                       /* after the CIE: what restore means */
+  gboolean  has_initial;                   /* the CIE's instructions have run */
   LwCfiRow  stack[LW_CFI_STATE_DEPTH];
   guint     depth;
   gboolean  unsupported;
 } LwCfiMachine;
+
+/* @value * @factor; a product that does not fit in 64 bits is corrupt CFI
+ * (its wrapped value could look like a normal rule). */
+static int64_t
+lw_cfi_mul (LwCfiMachine *m, int64_t value, int64_t factor)
+{
+  int64_t product;
+
+  if (__builtin_mul_overflow (value, factor, &product))
+    {
+      m->unsupported = TRUE;
+      return 0;
+    }
+  return product;
+}
+
+/* An unsigned operand used as a signed offset. */
+static int64_t
+lw_cfi_signed (LwCfiMachine *m, uint64_t value)
+{
+  if (value > INT64_MAX)
+    {
+      m->unsupported = TRUE;
+      return 0;
+    }
+  return (int64_t) value;
+}
 
 /* A register rule that only libunwind handles: fine for registers the
  * unwinder never looks at (vector registers), not for the others. */
@@ -353,11 +390,14 @@ lw_cfi_set_rule (LwCfiMachine *m, uint64_t reg, int32_t rule)
     m->row.saved[reg] = rule;
 }
 
-/* DW_CFA_restore: back to the rule the CIE set. */
+/* DW_CFA_restore: back to the rule the CIE set; DWARF allows it only in
+ * an FDE, so in the CIE there is no such rule yet. */
 static void
 lw_cfi_restore (LwCfiMachine *m, uint64_t reg)
 {
-  if (reg < LW_N_REGS)
+  if (!m->has_initial)
+    m->unsupported = TRUE;
+  else if (reg < LW_N_REGS)
     m->row.saved[reg] = m->initial.saved[reg];
 }
 
@@ -393,7 +433,8 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
           advance = TRUE;
           break;
         case LW_CFA_OFFSET:
-          lw_cfi_set_offset (m, op & 0x3f, (int64_t) lw_read_uleb (r) * cie->data_align);
+          lw_cfi_set_offset (m, op & 0x3f,
+                             lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
           break;
         case LW_CFA_RESTORE:
           lw_cfi_restore (m, op & 0x3f);
@@ -412,15 +453,17 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
             case LW_CFA_ADVANCE_LOC4: delta = lw_read_fixed (r, 4); advance = TRUE; break;
             case LW_CFA_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, (int64_t) lw_read_uleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg,
+                                 lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
               break;
             case LW_CFA_OFFSET_EXTENDED_SF:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, -(int64_t) lw_read_uleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg,
+                                 lw_cfi_mul (m, -lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
               break;
             case LW_CFA_RESTORE_EXTENDED: lw_cfi_restore (m, lw_read_uleb (r)); break;
             case LW_CFA_UNDEFINED: lw_cfi_set_rule (m, lw_read_uleb (r), LW_CFI_UNDEFINED); break;
@@ -444,20 +487,20 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
               break;
             case LW_CFA_DEF_CFA:
               reg = lw_read_uleb (r);
-              lw_cfi_def_cfa (m, reg, (int64_t) lw_read_uleb (r));
+              lw_cfi_def_cfa (m, reg, lw_cfi_signed (m, lw_read_uleb (r)));
               break;
             case LW_CFA_DEF_CFA_SF:
               reg = lw_read_uleb (r);
-              lw_cfi_def_cfa (m, reg, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_def_cfa (m, reg, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_DEF_CFA_REGISTER:
               lw_cfi_def_cfa (m, lw_read_uleb (r), m->row.cfa_offset);
               break;
             case LW_CFA_DEF_CFA_OFFSET:
-              lw_cfi_def_cfa (m, UINT64_MAX, (int64_t) lw_read_uleb (r));
+              lw_cfi_def_cfa (m, UINT64_MAX, lw_cfi_signed (m, lw_read_uleb (r)));
               break;
             case LW_CFA_DEF_CFA_OFFSET_SF:
-              lw_cfi_def_cfa (m, UINT64_MAX, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_def_cfa (m, UINT64_MAX, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_EXPRESSION:
             case LW_CFA_VAL_EXPRESSION:
@@ -485,12 +528,10 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
               break;
             }
         }
-      if (advance)
-        {
-          loc += delta * cie->code_align;
-          if (loc > pc)
-            return;
-        }
+      /* A location past the end of the address space is past @pc too. */
+      if (advance && (__builtin_mul_overflow (delta, cie->code_align, &delta)
+                      || __builtin_add_overflow (loc, delta, &loc) || loc > pc))
+        return;
     }
   if (!r->ok)
     m->unsupported = TRUE;
@@ -540,6 +581,7 @@ lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *ro
     lw_cfi_run (&m, &initial, &cie, pc_begin, pc);
   }
   m.initial = m.row;
+  m.has_initial = TRUE;
   m.depth = 0;
   lw_cfi_run (&m, &r, &cie, pc_begin, pc);
   if (m.unsupported || m.row.cfa_reg == LW_CFI_NO_REG)
