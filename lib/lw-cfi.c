@@ -44,13 +44,16 @@ enum
 #define LW_CFI_NO_REG       0xff
 #define LW_CFI_STATE_DEPTH  8   /* remember_state nesting; GCC uses 1 or 2 */
 
-/* A bounded cursor over mapped module memory: a read past @end clears @ok
- * and reads zeroes, so a parser checks once at the end of a step. */
+/* A bounded cursor over module memory: a read past @end, or of memory no
+ * longer mapped (the module was unloaded meanwhile), clears @ok and reads
+ * zeroes, so a parser checks once at the end of a step. The bytes are
+ * copied by the kernel (lw_modules_read_memory()), a window at a time. */
 typedef struct
 {
-  uintptr_t p;
-  uintptr_t end;
-  gboolean  ok;
+  uintptr_t      p;
+  uintptr_t      end;
+  gboolean       ok;
+  LwMemoryWindow window;
 } LwReader;
 
 static void
@@ -59,6 +62,8 @@ lw_reader_init (LwReader *r, uintptr_t p, uintptr_t end)
   r->p = p;
   r->end = end;
   r->ok = p <= end;
+  r->window.start = 0;
+  r->window.len = 0;
 }
 
 static uint64_t
@@ -66,12 +71,12 @@ lw_read_fixed (LwReader *r, size_t size)
 {
   uint64_t v = 0;
 
-  if (!r->ok || r->end - r->p < size)
+  /* x86-64: little-endian, like the data. */
+  if (!r->ok || r->end - r->p < size || !lw_memory_window_read (&r->window, r->p, size, r->end, &v))
     {
       r->ok = FALSE;
       return 0;
     }
-  memcpy (&v, (const void *) r->p, size);  /* x86-64: little-endian, like the data */
   r->p += size;
   return v;
 }
@@ -219,6 +224,7 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
 static gboolean
 lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
+  LwMemoryWindow window = { 0, 0, { 0 } };
   uintptr_t data;
   uint64_t count, lo = 0, hi;
   int32_t entry[2];
@@ -231,14 +237,15 @@ lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
     {
       uint64_t mid = lo + (hi - lo) / 2;
 
-      memcpy (entry, (const void *) (data + mid * 8), sizeof entry);
+      if (!lw_memory_window_read (&window, data + mid * 8, sizeof entry, data + count * 8, entry))
+        return FALSE;
       if (table->eh_frame_hdr + (intptr_t) entry[0] <= pc)
         lo = mid;
       else
         hi = mid;
     }
-  memcpy (entry, (const void *) (data + lo * 8), sizeof entry);
-  if (table->eh_frame_hdr + (intptr_t) entry[0] > pc)
+  if (!lw_memory_window_read (&window, data + lo * 8, sizeof entry, data + count * 8, entry)
+      || table->eh_frame_hdr + (intptr_t) entry[0] > pc)
     return FALSE;
   *fde = table->eh_frame_hdr + (intptr_t) entry[1];
   return TRUE;

@@ -12,7 +12,9 @@
  *
  * Every read of module memory is bounded by the readable PT_LOAD segment
  * that holds .eh_frame_hdr (.eh_frame lies in the same one in every
- * linker's layout): corrupt CFI gives LW_CFI_UNSUPPORTED, never a fault.
+ * linker's layout) and copied by the kernel: corrupt CFI gives
+ * LW_CFI_UNSUPPORTED, and memory unmapped meanwhile (a module unloaded by
+ * another thread) LW_CFI_NO_FDE or LW_CFI_UNSUPPORTED, never a fault.
  */
 #pragma once
 

@@ -12,12 +12,15 @@
 #include "lw-modules.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 typedef struct
 {
@@ -588,6 +591,70 @@ lw_modules_readable_range (uintptr_t  addr,
   g_mutex_unlock (&lw_modules_lock);
 
   return found != NULL;
+}
+
+/* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
+ * kernel copied into @buf: fewer than @len when a page is not readable (it
+ * stops there), -1 when it copied none. */
+static ssize_t
+lw_modules_copy_memory (uintptr_t addr,
+                        void     *buf,
+                        size_t    len)
+{
+  static gsize refused;
+  struct iovec local = { buf, len };
+  struct iovec remote = { (void *) addr, len };
+  ssize_t n;
+
+  /* getpid() at each call: a cached pid would be the parent's in a child
+   * of fork(), whose memory the kernel would let us read instead. */
+  n = process_vm_readv (getpid (), &local, 1, &remote, 1, 0);
+  if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
+    {
+      g_message ("process_vm_readv() on this process fails (%s); lagwatch reads no "
+                 "unwind tables, so stacks hold only their innermost frame",
+                 g_strerror (errno));
+      g_once_init_leave (&refused, 1);
+    }
+  return n;
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_modules_read_memory (uintptr_t addr,
+                        void     *buf,
+                        size_t    len)
+{
+  return lw_modules_copy_memory (addr, buf, len) == (ssize_t) len;
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_memory_window_read (LwMemoryWindow *window,
+                       uintptr_t       addr,
+                       size_t          len,
+                       uintptr_t       limit,
+                       void           *out)
+{
+  g_return_val_if_fail (len <= 8, FALSE);
+
+  if (addr > limit || limit - addr < len)
+    return FALSE;
+  if (addr < window->start || addr - window->start > window->len
+      || window->len - (addr - window->start) < len)
+    {
+      /* The window may reach an unreadable page that the bytes asked for
+       * do not: what was copied before it is enough. */
+      ssize_t copied = lw_modules_copy_memory (addr, window->bytes,
+                                               MIN (sizeof window->bytes, limit - addr));
+
+      window->start = addr;
+      window->len = MAX (copied, 0);
+      if (window->len < len)
+        return FALSE;
+    }
+  memcpy (out, window->bytes + (addr - window->start), len);
+  return TRUE;
 }
 
 /* Any thread, normal context. */

@@ -10,10 +10,12 @@
  * so that every kind of CFI row these modules hold is interpreted both ways
  * (compared up to the first frame outside every module: see walks_agree).
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -348,6 +350,91 @@ test_synthetic (gconstpointer anchor)
   lw_module_unref (module);
 }
 
+/* Called at its first instruction, where every function's row is the
+ * same (CFA = rsp + 8, return address at CFA - 8): a walk from there reads
+ * the return address from the stack copy. */
+static NOIPA void
+entry_point (void)
+{
+  __asm__ volatile ("" ::: "memory");
+}
+
+/* A walk over the copy of [words] with rip = @pc: how many frames. */
+static guint
+walk_over (LwUnwinder *unwinder, uintptr_t pc, const uint64_t *words, guint n_words,
+           uintptr_t *ips, guint max_frames)
+{
+  LwSnapshot *snap = lw_snapshot_new (n_words * sizeof (uint64_t));
+  gboolean truncated;
+  guint n;
+
+  memcpy (snap->stack, words, n_words * sizeof (uint64_t));
+  snap->stack_base = (uintptr_t) snap->stack;
+  snap->stack_len = n_words * sizeof (uint64_t);
+  snap->regs[LW_REG_RIP] = pc;
+  snap->regs[LW_REG_RSP] = snap->stack_base;
+  snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
+  n = lw_unwinder_walk (unwinder, snap, ips, max_frames, &truncated);
+  lw_snapshot_free (snap);
+  return n;
+}
+
+/* A library's code and CFI unmapped while the module table still lists it:
+ * what a walk sees when another thread dlclose()s the library after the
+ * table was read, or when a garbage return address points into a range
+ * that is no longer mapped. Each walk must stop there, not fault. In a
+ * subprocess: the library's mappings are gone for good. */
+static void
+test_unmapped_module (void)
+{
+  if (g_test_subprocess ())
+    {
+      const char *path = g_getenv ("LW_UNWIND_VICTIM_LIB");
+      uintptr_t page = (uintptr_t) sysconf (_SC_PAGESIZE);
+      LwUnwinder *ours = lw_unwinder_new ();
+      LwUnwindTable table;
+      uintptr_t victim, lo, hi, ips[MAX_FRAMES];
+      uint64_t words[8];
+      void *handle;
+      guint n;
+
+      g_assert_nonnull (path);
+      handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+      g_assert_nonnull (handle);
+      victim = (uintptr_t) dlsym (handle, "unwind_victim_function");
+      g_assert_cmpuint (victim, !=, 0);
+      g_assert_true (lw_modules_find_unwind_table (victim, &table));
+      g_assert_cmpuint (table.eh_frame_hdr, !=, 0);
+
+      /* The code segment, then the one holding the CFI (headers and
+       * program headers stay: the loader reads them). */
+      g_assert_true (lw_modules_readable_range (victim, &lo, &hi));
+      g_assert_cmpint (munmap ((void *) (lo & ~(page - 1)), ((hi + page - 1) & ~(page - 1)) - (lo & ~(page - 1))), ==, 0);
+      if (lw_modules_readable_range (table.eh_frame_hdr, &lo, &hi))
+        g_assert_cmpint (munmap ((void *) (lo & ~(page - 1)), ((hi + page - 1) & ~(page - 1)) - (lo & ~(page - 1))), ==, 0);
+
+      for (guint i = 0; i < G_N_ELEMENTS (words); i++)
+        words[i] = victim + 8 + i;
+
+      /* Stopped inside the unmapped library. */
+      n = walk_over (ours, victim + 4, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_test_message ("from the unmapped library: %u frames", n);
+      g_assert_cmpuint (n, ==, 1);
+      g_assert_cmpuint (ips[0], ==, victim + 4);
+
+      /* Stopped in this program, returning into the unmapped library. */
+      n = walk_over (ours, (uintptr_t) entry_point, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_test_message ("into the unmapped library: %u frames", n);
+      g_assert_cmpuint (n, ==, 2);
+      g_assert_cmpuint (ips[1], ==, victim + 8);
+
+      lw_unwinder_free (ours);
+      _exit (0);  /* the library's destructors are unmapped too: no exit handlers */
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDOUT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -365,5 +452,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/unwind/synthetic/libglib", (gconstpointer) g_main_context_iteration, test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/vdso", (gconstpointer) getauxval (AT_SYSINFO_EHDR), test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/executable", (gconstpointer) test_synthetic, test_synthetic);
+  g_test_add_func ("/unwind/unmapped-module", test_unmapped_module);
   return g_test_run ();
 }
