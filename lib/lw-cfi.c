@@ -43,6 +43,7 @@ enum
 
 #define LW_CFI_NO_REG       0xff
 #define LW_CFI_STATE_DEPTH  8   /* remember_state nesting; GCC uses 1 or 2 */
+#define LW_CFI_SEARCH_CHUNK 256 /* search-table entries copied at once: 2 KiB */
 
 /* A bounded cursor over module memory: a read past @end, or of memory no
  * longer mapped (the module was unloaded meanwhile), clears @ok and reads
@@ -224,30 +225,42 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
 static gboolean
 lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
-  LwMemoryWindow window = { 0, 0, { 0 } };
+  int32_t entries[LW_CFI_SEARCH_CHUNK][2];
   uintptr_t data;
-  uint64_t count, lo = 0, hi;
-  int32_t entry[2];
+  uint64_t count, lo = 0, hi, base;
 
   if (!lw_cfi_search_table (table, &data, &count) || count == 0)
     return FALSE;
-  /* The last entry whose initial location is <= pc. */
+  /* The last entry whose initial location is <= pc: probes one entry at a
+   * time, then copies the remaining range at once (each copy is a system
+   * call, whose fixed cost dwarfs that of the bytes). */
   hi = count;
-  while (hi - lo > 1)
+  while (hi - lo > LW_CFI_SEARCH_CHUNK)
     {
       uint64_t mid = lo + (hi - lo) / 2;
 
-      if (!lw_memory_window_read (&window, data + mid * 8, sizeof entry, data + count * 8, entry))
+      if (!lw_modules_read_memory (data + mid * 8, entries[0], sizeof entries[0]))
         return FALSE;
-      if (table->eh_frame_hdr + (intptr_t) entry[0] <= pc)
+      if (table->eh_frame_hdr + (intptr_t) entries[0][0] <= pc)
         lo = mid;
       else
         hi = mid;
     }
-  if (!lw_memory_window_read (&window, data + lo * 8, sizeof entry, data + count * 8, entry)
-      || table->eh_frame_hdr + (intptr_t) entry[0] > pc)
+  base = lo;
+  if (!lw_modules_read_memory (data + base * 8, entries, (hi - base) * sizeof entries[0]))
     return FALSE;
-  *fde = table->eh_frame_hdr + (intptr_t) entry[1];
+  while (hi - lo > 1)
+    {
+      uint64_t mid = lo + (hi - lo) / 2;
+
+      if (table->eh_frame_hdr + (intptr_t) entries[mid - base][0] <= pc)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  if (table->eh_frame_hdr + (intptr_t) entries[lo - base][0] > pc)
+    return FALSE;
+  *fde = table->eh_frame_hdr + (intptr_t) entries[lo - base][1];
   return TRUE;
 }
 

@@ -14,6 +14,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -593,6 +594,39 @@ lw_modules_readable_range (uintptr_t  addr,
   return found != NULL;
 }
 
+/* This process's pid for process_vm_readv(), 0 until known. getpid() is a
+ * system call as costly as the read itself, so it is kept; a child of
+ * fork() forgets it, or it would read its parent's memory. (atomic) */
+static atomic_int lw_modules_pid;
+
+/* Async-signal-safe (a pthread_atfork() child handler). */
+static void
+lw_modules_forget_pid (void)
+{
+  atomic_store (&lw_modules_pid, 0);
+}
+
+/* Any thread, normal context. */
+static pid_t
+lw_modules_self_pid (void)
+{
+  static gsize forget_at_fork;
+  pid_t pid = atomic_load (&lw_modules_pid);
+
+  if (pid != 0)
+    return pid;
+  /* Registered before the first pid is kept: every fork after that one
+   * clears it in the child. */
+  if (g_once_init_enter (&forget_at_fork))
+    {
+      pthread_atfork (NULL, NULL, lw_modules_forget_pid);
+      g_once_init_leave (&forget_at_fork, 1);
+    }
+  pid = getpid ();
+  atomic_store (&lw_modules_pid, pid);
+  return pid;
+}
+
 /* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
  * kernel copied into @buf: fewer than @len when a page is not readable (it
  * stops there), -1 when it copied none. */
@@ -606,9 +640,7 @@ lw_modules_copy_memory (uintptr_t addr,
   struct iovec remote = { (void *) addr, len };
   ssize_t n;
 
-  /* getpid() at each call: a cached pid would be the parent's in a child
-   * of fork(), whose memory the kernel would let us read instead. */
-  n = process_vm_readv (getpid (), &local, 1, &remote, 1, 0);
+  n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
   if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
     {
       g_message ("process_vm_readv() on this process fails (%s); lagwatch reads no "
