@@ -11,11 +11,18 @@
  * (compared up to the first frame outside every module: see walks_agree).
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -435,6 +442,41 @@ test_unmapped_module (void)
   g_test_trap_assert_passed ();
 }
 
+/* A sandbox that refuses process_vm_readv() (as container runtimes did
+ * before Linux 4.8): the unwinder cannot read unwind tables, says so once,
+ * and a walk holds the innermost frame, without a fault. */
+static void
+test_memory_read_refused (void)
+{
+  if (g_test_subprocess ())
+    {
+      struct sock_filter filter[] = {
+        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, arch)),
+        BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
+        BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      };
+      struct sock_fprog program = { G_N_ELEMENTS (filter), filter };
+      LwUnwinder *ours = lw_unwinder_new ();
+      uint64_t words[4] = { (uintptr_t) test_memory_read_refused + 8, 0, 0, 0 };
+      uintptr_t ips[MAX_FRAMES];
+      guint n;
+
+      g_assert_cmpint (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), ==, 0);
+      g_assert_cmpint (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program), ==, 0);
+      n = walk_over (ours, (uintptr_t) entry_point, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_assert_cmpuint (n, ==, 1);
+      lw_unwinder_free (ours);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*process_vm_readv() on this process fails (Operation not permitted)*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -453,5 +495,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/unwind/synthetic/vdso", (gconstpointer) getauxval (AT_SYSINFO_EHDR), test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/executable", (gconstpointer) test_synthetic, test_synthetic);
   g_test_add_func ("/unwind/unmapped-module", test_unmapped_module);
+  g_test_add_func ("/unwind/memory-read-refused", test_memory_read_refused);
   return g_test_run ();
 }
