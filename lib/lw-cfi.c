@@ -57,6 +57,7 @@ typedef struct
   LwMemoryWindow window;
 } LwReader;
 
+/* Any thread (as is every function of this file: none keeps state). */
 static void
 lw_reader_init (LwReader *r, uintptr_t p, uintptr_t end)
 {
@@ -67,6 +68,7 @@ lw_reader_init (LwReader *r, uintptr_t p, uintptr_t end)
   r->window.len = 0;
 }
 
+/* Any thread. */
 static uint64_t
 lw_read_fixed (LwReader *r, size_t size)
 {
@@ -122,7 +124,7 @@ lw_read_sleb (LwReader *r)
   return (int64_t) lw_read_leb (r, TRUE);
 }
 
-/* One value in @encoding. @datarel is the base of DW_EH_PE_datarel (the
+/* Any thread. One value in @encoding. @datarel is the base of DW_EH_PE_datarel (the
  * .eh_frame_hdr address; nothing in .eh_frame uses it on x86-64). An
  * indirect value is returned as the address it points at: only the
  * personality routine is encoded so, and it is skipped, not used. */
@@ -169,7 +171,7 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
   return v;
 }
 
-/* A reader from @addr to the end of @table's CFI segment, or FALSE when
+/* Any thread. A reader from @addr to the end of @table's CFI segment, or FALSE when
  * @addr lies outside it. */
 static gboolean
 lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
@@ -180,7 +182,7 @@ lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
   return TRUE;
 }
 
-/* A CIE or FDE record at @addr: its reader is bounded by the record's end.
+/* Any thread. A CIE or FDE record at @addr: its reader is bounded by the record's end.
  * @id_field is where the CIE id / CIE pointer field starts. */
 static gboolean
 lw_cfi_open_record (const LwUnwindTable *table, uintptr_t addr, LwReader *r, uintptr_t *id_field)
@@ -221,7 +223,7 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
   return r.ok && *count <= (r.end - r.p) / 8;
 }
 
-/* The FDE whose table entry covers @pc (its range is checked by the caller). */
+/* Any thread. The FDE whose table entry covers @pc (its range is checked by the caller). */
 static gboolean
 lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
@@ -276,6 +278,7 @@ typedef struct
   uintptr_t end;
 } LwCie;
 
+/* Any thread. */
 static gboolean
 lw_cfi_read_cie (const LwUnwindTable *table, uintptr_t addr, LwCie *cie)
 {
@@ -356,7 +359,7 @@ typedef struct
   gboolean  unsupported;
 } LwCfiMachine;
 
-/* @value * @factor; a product that does not fit in 64 bits is corrupt CFI
+/* Any thread. @value * @factor; a product that does not fit in 64 bits is corrupt CFI
  * (its wrapped value could look like a normal rule). */
 static int64_t
 lw_cfi_mul (LwCfiMachine *m, int64_t value, int64_t factor)
@@ -371,7 +374,7 @@ lw_cfi_mul (LwCfiMachine *m, int64_t value, int64_t factor)
   return product;
 }
 
-/* An unsigned operand used as a signed offset. */
+/* Any thread. An unsigned operand used as a signed offset. */
 static int64_t
 lw_cfi_signed (LwCfiMachine *m, uint64_t value)
 {
@@ -410,7 +413,7 @@ lw_cfi_set_rule (LwCfiMachine *m, uint64_t reg, int32_t rule)
     m->row.saved[reg] = rule;
 }
 
-/* DW_CFA_restore: back to the rule the CIE set; DWARF allows it only in
+/* Any thread. DW_CFA_restore: back to the rule the CIE set; DWARF allows it only in
  * an FDE, so in the CIE there is no such rule yet. */
 static void
 lw_cfi_restore (LwCfiMachine *m, uint64_t reg)
@@ -435,7 +438,7 @@ lw_cfi_def_cfa (LwCfiMachine *m, uint64_t reg, int64_t offset)
   m->row.cfa_offset = (int32_t) offset;
 }
 
-/* Runs the instructions in [@r) for the address range starting at @loc,
+/* Any thread. Runs the instructions in [@r) for the address range starting at @loc,
  * stopping at the first one that applies past @pc. */
 static void
 lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintptr_t pc)
