@@ -28,6 +28,7 @@
 
 #include "lagwatch.h"
 #include "lw-capture.h"
+#include "lw-cfi.h"
 #include "lw-clock.h"
 #include "lw-modules.h"
 #include "lw-unwind.h"
@@ -198,10 +199,12 @@ print_stack (const char *label, const uintptr_t *ips, guint n, gboolean truncate
 }
 
 /* Walks @snap both ways; TRUE when they agree (else prints both). With
- * @up_to_foreign, only as far as the first frame outside every module: a
- * walk of random words reaches addresses such as 0xf0, from which libunwind
- * guesses the caller by frame-pointer heuristics that depend on its
- * cursor's history (lagwatch hands it one frame at a time). */
+ * @up_to_foreign, only as far as the first frame outside every module, or
+ * returning to an address no FDE covers (the padding between two
+ * functions): a walk of random words reaches addresses such as 0xf0, or a
+ * function's first byte, from which libunwind guesses the caller by
+ * frame-pointer heuristics that depend on its cursor's history (lagwatch
+ * hands it one frame at a time). */
 static gboolean
 walks_agree (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap, guint max_frames,
              gboolean up_to_foreign, guint *depth)
@@ -213,8 +216,13 @@ walks_agree (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap, gu
 
   *depth = na;
   for (guint i = 0; i < MIN (na, nb) && a[i] == b[i]; i++)
-    if (up_to_foreign && !lw_modules_is_readable (a[i], 1))
-      return TRUE;
+    {
+      LwCfiRow row;
+
+      if (up_to_foreign && (!lw_modules_is_readable (a[i], 1)
+                            || (i > 0 && lw_cfi_find_row (a[i] - 1, &row) == LW_CFI_NO_FDE)))
+        return TRUE;
+    }
   if (na == nb && a_truncated == b_truncated && memcmp (a, b, na * sizeof a[0]) == 0)
     return TRUE;
   print_stack ("lagwatch's unwinder", a, na, a_truncated);
