@@ -124,9 +124,9 @@ lw_read_sleb (LwReader *r)
   return (int64_t) lw_read_leb (r, TRUE);
 }
 
-/* Any thread. One value in @encoding. @datarel is the base of DW_EH_PE_datarel (the
- * .eh_frame_hdr address; nothing in .eh_frame uses it on x86-64). An
- * indirect value is returned as the address it points at: only the
+/* Any thread. One value in @encoding. @datarel is the base of
+ * DW_EH_PE_datarel (the .eh_frame_hdr address; nothing in .eh_frame uses
+ * it on x86-64). An indirect value is returned as the address it points at: only the
  * personality routine is encoded so, and it is skipped, not used. */
 static uint64_t
 lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
@@ -171,8 +171,8 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
   return v;
 }
 
-/* Any thread. A reader from @addr to the end of @table's CFI segment, or FALSE when
- * @addr lies outside it. */
+/* Any thread. A reader from @addr to the end of @table's CFI segment, or
+ * FALSE when @addr lies outside it. */
 static gboolean
 lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
 {
@@ -182,8 +182,8 @@ lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
   return TRUE;
 }
 
-/* Any thread. A CIE or FDE record at @addr: its reader is bounded by the record's end.
- * @id_field is where the CIE id / CIE pointer field starts. */
+/* Any thread. A CIE or FDE record at @addr: its reader is bounded by the
+ * record's end. @id_field is where the CIE id / CIE pointer field starts. */
 static gboolean
 lw_cfi_open_record (const LwUnwindTable *table, uintptr_t addr, LwReader *r, uintptr_t *id_field)
 {
@@ -223,7 +223,8 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
   return r.ok && *count <= (r.end - r.p) / 8;
 }
 
-/* Any thread. The FDE whose table entry covers @pc (its range is checked by the caller). */
+/* Any thread. The FDE whose table entry covers @pc (its range is checked
+ * by the caller). */
 static gboolean
 lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
@@ -359,8 +360,8 @@ typedef struct
   gboolean  unsupported;
 } LwCfiMachine;
 
-/* Any thread. @value * @factor; a product that does not fit in 64 bits is corrupt CFI
- * (its wrapped value could look like a normal rule). */
+/* Any thread. @value * @factor; a product that does not fit in 64 bits is
+ * corrupt CFI (its wrapped value could look like a normal rule). */
 static int64_t
 lw_cfi_mul (LwCfiMachine *m, int64_t value, int64_t factor)
 {
@@ -413,8 +414,8 @@ lw_cfi_set_rule (LwCfiMachine *m, uint64_t reg, int32_t rule)
     m->row.saved[reg] = rule;
 }
 
-/* Any thread. DW_CFA_restore: back to the rule the CIE set; DWARF allows it only in
- * an FDE, so in the CIE there is no such rule yet. */
+/* Any thread. DW_CFA_restore: back to the rule the CIE set; DWARF allows
+ * it only in an FDE, so in the CIE there is no such rule yet. */
 static void
 lw_cfi_restore (LwCfiMachine *m, uint64_t reg)
 {
@@ -438,8 +439,8 @@ lw_cfi_def_cfa (LwCfiMachine *m, uint64_t reg, int64_t offset)
   m->row.cfa_offset = (int32_t) offset;
 }
 
-/* Any thread. Runs the instructions in [@r) for the address range starting at @loc,
- * stopping at the first one that applies past @pc. */
+/* Any thread. Runs the instructions in [@r) for the address range
+ * starting at @loc, stopping at the first one that applies past @pc. */
 static void
 lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintptr_t pc)
 {
@@ -476,8 +477,8 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
             case LW_CFA_ADVANCE_LOC4: delta = lw_read_fixed (r, 4); advance = TRUE; break;
             case LW_CFA_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg,
-                                 lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)),
+                                                     cie->data_align));
               break;
             case LW_CFA_OFFSET_EXTENDED_SF:
               reg = lw_read_uleb (r);
@@ -485,8 +486,8 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
               break;
             case LW_CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg,
-                                 lw_cfi_mul (m, -lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, -lw_cfi_signed (m, lw_read_uleb (r)),
+                                                     cie->data_align));
               break;
             case LW_CFA_RESTORE_EXTENDED: lw_cfi_restore (m, lw_read_uleb (r)); break;
             case LW_CFA_UNDEFINED: lw_cfi_set_rule (m, lw_read_uleb (r), LW_CFI_UNDEFINED); break;

@@ -394,6 +394,16 @@ walk_over (LwUnwinder *unwinder, uintptr_t pc, const uint64_t *words, guint n_wo
   return n;
 }
 
+/* Unmaps the pages that hold [@lo, @hi). */
+static void
+unmap_pages (uintptr_t lo, uintptr_t hi)
+{
+  uintptr_t page = (uintptr_t) sysconf (_SC_PAGESIZE);
+  uintptr_t start = lo & ~(page - 1), end = (hi + page - 1) & ~(page - 1);
+
+  g_assert_cmpint (munmap ((void *) start, end - start), ==, 0);
+}
+
 /* A library's code and CFI unmapped while the module table still lists it:
  * what a walk sees when another thread dlclose()s the library after the
  * table was read, or when a garbage return address points into a range
@@ -405,7 +415,6 @@ test_unmapped_module (void)
   if (g_test_subprocess ())
     {
       const char *path = g_getenv ("LW_UNWIND_VICTIM_LIB");
-      uintptr_t page = (uintptr_t) sysconf (_SC_PAGESIZE);
       LwUnwinder *ours = lw_unwinder_new ();
       LwUnwindTable table;
       uintptr_t victim, lo, hi, ips[MAX_FRAMES];
@@ -424,9 +433,9 @@ test_unmapped_module (void)
       /* The code segment, then the one holding the CFI (headers and
        * program headers stay: the loader reads them). */
       g_assert_true (lw_modules_readable_range (victim, &lo, &hi));
-      g_assert_cmpint (munmap ((void *) (lo & ~(page - 1)), ((hi + page - 1) & ~(page - 1)) - (lo & ~(page - 1))), ==, 0);
+      unmap_pages (lo, hi);
       if (lw_modules_readable_range (table.eh_frame_hdr, &lo, &hi))
-        g_assert_cmpint (munmap ((void *) (lo & ~(page - 1)), ((hi + page - 1) & ~(page - 1)) - (lo & ~(page - 1))), ==, 0);
+        unmap_pages (lo, hi);
 
       for (guint i = 0; i < G_N_ELEMENTS (words); i++)
         words[i] = victim + 8 + i;
