@@ -43,35 +43,43 @@ enum
 
 #define LW_CFI_NO_REG       0xff
 #define LW_CFI_STATE_DEPTH  8   /* remember_state nesting; GCC uses 1 or 2 */
+#define LW_CFI_SEARCH_CHUNK 256 /* search-table entries copied at once: 2 KiB */
 
-/* A bounded cursor over mapped module memory: a read past @end clears @ok
- * and reads zeroes, so a parser checks once at the end of a step. */
+/* A bounded cursor over module memory: a read past @end, or of memory no
+ * longer mapped (the module was unloaded meanwhile), clears @ok and reads
+ * zeroes, so a parser checks once at the end of a step. The bytes are
+ * copied by the kernel (lw_modules_read_memory()), a window at a time. */
 typedef struct
 {
-  uintptr_t p;
-  uintptr_t end;
-  gboolean  ok;
+  uintptr_t      p;
+  uintptr_t      end;
+  gboolean       ok;
+  LwMemoryWindow window;
 } LwReader;
 
+/* Any thread (as is every function of this file: none keeps state). */
 static void
 lw_reader_init (LwReader *r, uintptr_t p, uintptr_t end)
 {
   r->p = p;
   r->end = end;
   r->ok = p <= end;
+  r->window.start = 0;
+  r->window.len = 0;
 }
 
+/* Any thread. */
 static uint64_t
 lw_read_fixed (LwReader *r, size_t size)
 {
   uint64_t v = 0;
 
-  if (!r->ok || r->end - r->p < size)
+  /* x86-64: little-endian, like the data. */
+  if (!r->ok || r->end - r->p < size || !lw_memory_window_read (&r->window, r->p, size, r->end, &v))
     {
       r->ok = FALSE;
       return 0;
     }
-  memcpy (&v, (const void *) r->p, size);  /* x86-64: little-endian, like the data */
   r->p += size;
   return v;
 }
@@ -116,9 +124,9 @@ lw_read_sleb (LwReader *r)
   return (int64_t) lw_read_leb (r, TRUE);
 }
 
-/* One value in @encoding. @datarel is the base of DW_EH_PE_datarel (the
- * .eh_frame_hdr address; nothing in .eh_frame uses it on x86-64). An
- * indirect value is returned as the address it points at: only the
+/* Any thread. One value in @encoding. @datarel is the base of
+ * DW_EH_PE_datarel (the .eh_frame_hdr address; nothing in .eh_frame uses
+ * it on x86-64). An indirect value is returned as the address it points at: only the
  * personality routine is encoded so, and it is skipped, not used. */
 static uint64_t
 lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
@@ -130,7 +138,15 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
     return 0;
   if ((encoding & LW_PE_APPL_MASK) == LW_PE_ALIGNED)
     {
-      r->p = (r->p + 7) & ~(uintptr_t) 7;
+      uintptr_t aligned = (r->p + 7) & ~(uintptr_t) 7;
+
+      /* Past the end, the bounds check's end - p would wrap. */
+      if (aligned < r->p || aligned > r->end)
+        {
+          r->ok = FALSE;
+          return 0;
+        }
+      r->p = aligned;
       return lw_read_fixed (r, 8);
     }
   at = r->p;
@@ -155,26 +171,25 @@ lw_read_encoded (LwReader *r, uint8_t encoding, uintptr_t datarel)
   return v;
 }
 
-/* A reader over the readable segment holding @addr, or FALSE. */
+/* Any thread. A reader from @addr to the end of @table's CFI segment, or
+ * FALSE when @addr lies outside it. */
 static gboolean
-lw_reader_in_module (LwReader *r, uintptr_t addr)
+lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
 {
-  uintptr_t lo, hi;
-
-  if (!lw_modules_readable_range (addr, &lo, &hi))
+  if (addr < table->cfi_lo || addr >= table->cfi_hi)
     return FALSE;
-  lw_reader_init (r, addr, hi);
+  lw_reader_init (r, addr, table->cfi_hi);
   return TRUE;
 }
 
-/* A CIE or FDE record at @addr: its reader is bounded by the record's end.
- * @id_field is where the CIE id / CIE pointer field starts. */
+/* Any thread. A CIE or FDE record at @addr: its reader is bounded by the
+ * record's end. @id_field is where the CIE id / CIE pointer field starts. */
 static gboolean
-lw_cfi_open_record (uintptr_t addr, LwReader *r, uintptr_t *id_field)
+lw_cfi_open_record (const LwUnwindTable *table, uintptr_t addr, LwReader *r, uintptr_t *id_field)
 {
   uint64_t length;
 
-  if (!lw_reader_in_module (r, addr))
+  if (!lw_reader_in_table (r, table, addr))
     return FALSE;
   length = lw_read_fixed (r, 4);
   if (length == 0xffffffff)
@@ -192,9 +207,10 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
   LwReader r;
   uint8_t version, eh_frame_encoding, count_encoding, table_encoding;
 
-  if (table->eh_frame_hdr == 0 || !lw_reader_in_module (&r, table->eh_frame_hdr))
+  if (table->eh_frame_hdr == 0 || !lw_reader_in_table (&r, table, table->eh_frame_hdr))
     return FALSE;
-  r.end = MIN (r.end, table->eh_frame_hdr + table->eh_frame_hdr_len);
+  if (table->eh_frame_hdr_len < r.end - r.p)
+    r.end = r.p + table->eh_frame_hdr_len;
   version = lw_read_u8 (&r);
   eh_frame_encoding = lw_read_u8 (&r);
   count_encoding = lw_read_u8 (&r);
@@ -207,34 +223,47 @@ lw_cfi_search_table (const LwUnwindTable *table, uintptr_t *data, uint64_t *coun
   return r.ok && *count <= (r.end - r.p) / 8;
 }
 
-/* The FDE whose table entry covers @pc (its range is checked by the caller). */
+/* Any thread. The FDE whose table entry covers @pc (its range is checked
+ * by the caller). */
 static gboolean
-lw_cfi_find_fde (uintptr_t pc, uintptr_t *fde)
+lw_cfi_find_fde (const LwUnwindTable *table, uintptr_t pc, uintptr_t *fde)
 {
-  LwUnwindTable table;
+  int32_t entries[LW_CFI_SEARCH_CHUNK][2];
   uintptr_t data;
-  uint64_t count, lo = 0, hi;
-  int32_t entry[2];
+  uint64_t count, lo = 0, hi, base;
 
-  if (!lw_modules_find_unwind_table (pc, &table) || !lw_cfi_search_table (&table, &data, &count)
-      || count == 0)
+  if (!lw_cfi_search_table (table, &data, &count) || count == 0)
     return FALSE;
-  /* The last entry whose initial location is <= pc. */
+  /* The last entry whose initial location is <= pc: probes one entry at a
+   * time, then copies the remaining range at once (each copy is a system
+   * call, whose fixed cost dwarfs that of the bytes). */
   hi = count;
-  while (hi - lo > 1)
+  while (hi - lo > LW_CFI_SEARCH_CHUNK)
     {
       uint64_t mid = lo + (hi - lo) / 2;
 
-      memcpy (entry, (const void *) (data + mid * 8), sizeof entry);
-      if (table.eh_frame_hdr + (intptr_t) entry[0] <= pc)
+      if (!lw_modules_read_memory (data + mid * 8, entries[0], sizeof entries[0]))
+        return FALSE;
+      if (table->eh_frame_hdr + (intptr_t) entries[0][0] <= pc)
         lo = mid;
       else
         hi = mid;
     }
-  memcpy (entry, (const void *) (data + lo * 8), sizeof entry);
-  if (table.eh_frame_hdr + (intptr_t) entry[0] > pc)
+  base = lo;
+  if (!lw_modules_read_memory (data + base * 8, entries, (hi - base) * sizeof entries[0]))
     return FALSE;
-  *fde = table.eh_frame_hdr + (intptr_t) entry[1];
+  while (hi - lo > 1)
+    {
+      uint64_t mid = lo + (hi - lo) / 2;
+
+      if (table->eh_frame_hdr + (intptr_t) entries[mid - base][0] <= pc)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  if (table->eh_frame_hdr + (intptr_t) entries[lo - base][0] > pc)
+    return FALSE;
+  *fde = table->eh_frame_hdr + (intptr_t) entries[lo - base][1];
   return TRUE;
 }
 
@@ -250,8 +279,9 @@ typedef struct
   uintptr_t end;
 } LwCie;
 
+/* Any thread. */
 static gboolean
-lw_cfi_read_cie (uintptr_t addr, LwCie *cie)
+lw_cfi_read_cie (const LwUnwindTable *table, uintptr_t addr, LwCie *cie)
 {
   LwReader r;
   uintptr_t id_field;
@@ -260,7 +290,7 @@ lw_cfi_read_cie (uintptr_t addr, LwCie *cie)
   uint8_t version;
   uint64_t return_column;
 
-  if (!lw_cfi_open_record (addr, &r, &id_field) || lw_read_fixed (&r, 4) != 0)
+  if (!lw_cfi_open_record (table, addr, &r, &id_field) || lw_read_fixed (&r, 4) != 0)
     return FALSE;
   version = lw_read_u8 (&r);
   if (version != 1 && version != 3 && version != 4)
@@ -324,10 +354,38 @@ typedef struct
 {
   LwCfiRow  row;
   LwCfiRow  initial;                       /* after the CIE: what restore means */
+  gboolean  has_initial;                   /* the CIE's instructions have run */
   LwCfiRow  stack[LW_CFI_STATE_DEPTH];
   guint     depth;
   gboolean  unsupported;
 } LwCfiMachine;
+
+/* Any thread. @value * @factor; a product that does not fit in 64 bits is
+ * corrupt CFI (its wrapped value could look like a normal rule). */
+static int64_t
+lw_cfi_mul (LwCfiMachine *m, int64_t value, int64_t factor)
+{
+  int64_t product;
+
+  if (__builtin_mul_overflow (value, factor, &product))
+    {
+      m->unsupported = TRUE;
+      return 0;
+    }
+  return product;
+}
+
+/* Any thread. An unsigned operand used as a signed offset. */
+static int64_t
+lw_cfi_signed (LwCfiMachine *m, uint64_t value)
+{
+  if (value > INT64_MAX)
+    {
+      m->unsupported = TRUE;
+      return 0;
+    }
+  return (int64_t) value;
+}
 
 /* A register rule that only libunwind handles: fine for registers the
  * unwinder never looks at (vector registers), not for the others. */
@@ -356,11 +414,14 @@ lw_cfi_set_rule (LwCfiMachine *m, uint64_t reg, int32_t rule)
     m->row.saved[reg] = rule;
 }
 
-/* DW_CFA_restore: back to the rule the CIE set. */
+/* Any thread. DW_CFA_restore: back to the rule the CIE set; DWARF allows
+ * it only in an FDE, so in the CIE there is no such rule yet. */
 static void
 lw_cfi_restore (LwCfiMachine *m, uint64_t reg)
 {
-  if (reg < LW_N_REGS)
+  if (!m->has_initial)
+    m->unsupported = TRUE;
+  else if (reg < LW_N_REGS)
     m->row.saved[reg] = m->initial.saved[reg];
 }
 
@@ -378,8 +439,8 @@ lw_cfi_def_cfa (LwCfiMachine *m, uint64_t reg, int64_t offset)
   m->row.cfa_offset = (int32_t) offset;
 }
 
-/* Runs the instructions in [@r) for the address range starting at @loc,
- * stopping at the first one that applies past @pc. */
+/* Any thread. Runs the instructions in [@r) for the address range
+ * starting at @loc, stopping at the first one that applies past @pc. */
 static void
 lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintptr_t pc)
 {
@@ -396,7 +457,8 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
           advance = TRUE;
           break;
         case LW_CFA_OFFSET:
-          lw_cfi_set_offset (m, op & 0x3f, (int64_t) lw_read_uleb (r) * cie->data_align);
+          lw_cfi_set_offset (m, op & 0x3f,
+                             lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)), cie->data_align));
           break;
         case LW_CFA_RESTORE:
           lw_cfi_restore (m, op & 0x3f);
@@ -415,15 +477,17 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
             case LW_CFA_ADVANCE_LOC4: delta = lw_read_fixed (r, 4); advance = TRUE; break;
             case LW_CFA_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, (int64_t) lw_read_uleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, lw_cfi_signed (m, lw_read_uleb (r)),
+                                                     cie->data_align));
               break;
             case LW_CFA_OFFSET_EXTENDED_SF:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
               reg = lw_read_uleb (r);
-              lw_cfi_set_offset (m, reg, -(int64_t) lw_read_uleb (r) * cie->data_align);
+              lw_cfi_set_offset (m, reg, lw_cfi_mul (m, -lw_cfi_signed (m, lw_read_uleb (r)),
+                                                     cie->data_align));
               break;
             case LW_CFA_RESTORE_EXTENDED: lw_cfi_restore (m, lw_read_uleb (r)); break;
             case LW_CFA_UNDEFINED: lw_cfi_set_rule (m, lw_read_uleb (r), LW_CFI_UNDEFINED); break;
@@ -447,20 +511,20 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
               break;
             case LW_CFA_DEF_CFA:
               reg = lw_read_uleb (r);
-              lw_cfi_def_cfa (m, reg, (int64_t) lw_read_uleb (r));
+              lw_cfi_def_cfa (m, reg, lw_cfi_signed (m, lw_read_uleb (r)));
               break;
             case LW_CFA_DEF_CFA_SF:
               reg = lw_read_uleb (r);
-              lw_cfi_def_cfa (m, reg, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_def_cfa (m, reg, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_DEF_CFA_REGISTER:
               lw_cfi_def_cfa (m, lw_read_uleb (r), m->row.cfa_offset);
               break;
             case LW_CFA_DEF_CFA_OFFSET:
-              lw_cfi_def_cfa (m, UINT64_MAX, (int64_t) lw_read_uleb (r));
+              lw_cfi_def_cfa (m, UINT64_MAX, lw_cfi_signed (m, lw_read_uleb (r)));
               break;
             case LW_CFA_DEF_CFA_OFFSET_SF:
-              lw_cfi_def_cfa (m, UINT64_MAX, lw_read_sleb (r) * cie->data_align);
+              lw_cfi_def_cfa (m, UINT64_MAX, lw_cfi_mul (m, lw_read_sleb (r), cie->data_align));
               break;
             case LW_CFA_EXPRESSION:
             case LW_CFA_VAL_EXPRESSION:
@@ -488,19 +552,17 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
               break;
             }
         }
-      if (advance)
-        {
-          loc += delta * cie->code_align;
-          if (loc > pc)
-            return;
-        }
+      /* A location past the end of the address space is past @pc too. */
+      if (advance && (__builtin_mul_overflow (delta, cie->code_align, &delta)
+                      || __builtin_add_overflow (loc, delta, &loc) || loc > pc))
+        return;
     }
   if (!r->ok)
     m->unsupported = TRUE;
 }
 
 LwCfiStatus
-lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *row)
 {
   LwCfiMachine m;
   LwCie cie;
@@ -510,10 +572,11 @@ lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
   uint32_t cie_pointer;
 
   row->signal_frame = FALSE;
-  if (!lw_cfi_find_fde (pc, &fde) || !lw_cfi_open_record (fde, &r, &id_field))
+  if (!lw_cfi_find_fde (table, pc, &fde) || !lw_cfi_open_record (table, fde, &r, &id_field))
     return LW_CFI_NO_FDE;
   cie_pointer = (uint32_t) lw_read_fixed (&r, 4);
-  if (cie_pointer == 0 || cie_pointer > id_field || !lw_cfi_read_cie (id_field - cie_pointer, &cie))
+  if (cie_pointer == 0 || cie_pointer > id_field
+      || !lw_cfi_read_cie (table, id_field - cie_pointer, &cie))
     return LW_CFI_UNSUPPORTED;
   pc_begin = lw_read_encoded (&r, cie.fde_encoding, 0);
   pc_range = lw_read_encoded (&r, cie.fde_encoding & LW_PE_FORMAT_MASK, 0);
@@ -542,6 +605,7 @@ lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
     lw_cfi_run (&m, &initial, &cie, pc_begin, pc);
   }
   m.initial = m.row;
+  m.has_initial = TRUE;
   m.depth = 0;
   lw_cfi_run (&m, &r, &cie, pc_begin, pc);
   if (m.unsupported || m.row.cfa_reg == LW_CFI_NO_REG)
@@ -549,4 +613,17 @@ lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
   m.row.signal_frame = cie.signal_frame;
   *row = m.row;
   return LW_CFI_FOUND;
+}
+
+LwCfiStatus
+lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+{
+  LwUnwindTable table;
+
+  if (!lw_modules_find_unwind_table (pc, &table))
+    {
+      row->signal_frame = FALSE;
+      return LW_CFI_NO_FDE;
+    }
+  return lw_cfi_find_row_in_table (&table, pc, row);
 }

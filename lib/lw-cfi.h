@@ -11,7 +11,10 @@
  * unwinder hands that one frame to libunwind.
  *
  * Every read of module memory is bounded by the readable PT_LOAD segment
- * that holds it: corrupt CFI gives LW_CFI_UNSUPPORTED, never a fault.
+ * that holds .eh_frame_hdr (.eh_frame lies in the same one in every
+ * linker's layout) and copied by the kernel: corrupt CFI gives
+ * LW_CFI_UNSUPPORTED, and memory unmapped meanwhile (a module unloaded by
+ * another thread) LW_CFI_NO_FDE or LW_CFI_UNSUPPORTED, never a fault.
  */
 #pragma once
 
@@ -48,6 +51,13 @@ typedef struct
  * filled for LW_CFI_UNSUPPORTED too (the CIE is read before the rules). */
 LwCfiStatus lw_cfi_find_row (uintptr_t pc,
                              LwCfiRow *row);
+
+/* Any thread, normal context. lw_cfi_find_row() in @table, which need
+ * not be a loaded module's: every read stays within [cfi_lo, cfi_hi), so
+ * tests and the fuzzer hand it sections of their own. */
+LwCfiStatus lw_cfi_find_row_in_table (const LwUnwindTable *table,
+                                      uintptr_t            pc,
+                                      LwCfiRow            *row);
 
 /* Any thread, normal context. The binary-search table of @table's
  * .eh_frame_hdr: its address in @data and its number of entries in @count

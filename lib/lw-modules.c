@@ -12,12 +12,16 @@
 #include "lw-modules.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 typedef struct
 {
@@ -482,6 +486,21 @@ lw_modules_init (void)
   g_mutex_unlock (&lw_modules_lock);
 }
 
+/* Any thread. The readable PT_LOAD segment of @module holding @addr, or NULL. */
+static const LwSegment *
+lw_module_readable_segment (const LwModule *module,
+                            uintptr_t       addr)
+{
+  for (guint i = 0; i < module->n_segments; i++)
+    {
+      const LwSegment *segment = &module->segments[i];
+
+      if ((segment->flags & PF_R) && addr >= segment->start && addr < segment->end)
+        return segment;
+    }
+  return NULL;
+}
+
 /* Any thread, normal context. */
 gboolean
 lw_modules_find_unwind_table (uintptr_t      addr,
@@ -494,13 +513,19 @@ lw_modules_find_unwind_table (uintptr_t      addr,
   g_mutex_lock (&lw_modules_lock);
   module = lw_modules_find_unlocked (addr);
   if (module != NULL)
-    *out = (LwUnwindTable) {
-      .start = module->start,
-      .end = module->end,
-      .eh_frame_hdr = module->eh_frame_hdr,
-      .eh_frame_hdr_len = module->eh_frame_hdr_len,
-      .dt_pltgot = module->dt_pltgot,
-    };
+    {
+      const LwSegment *cfi = lw_module_readable_segment (module, module->eh_frame_hdr);
+
+      *out = (LwUnwindTable) {
+        .start = module->start,
+        .end = module->end,
+        .eh_frame_hdr = cfi != NULL ? module->eh_frame_hdr : 0,
+        .eh_frame_hdr_len = module->eh_frame_hdr_len,
+        .dt_pltgot = module->dt_pltgot,
+        .cfi_lo = cfi != NULL ? cfi->start : 0,
+        .cfi_hi = cfi != NULL ? cfi->end : 0,
+      };
+    }
   g_mutex_unlock (&lw_modules_lock);
 
   return module != NULL;
@@ -557,13 +582,8 @@ lw_modules_readable_range (uintptr_t  addr,
 
   g_mutex_lock (&lw_modules_lock);
   module = lw_modules_find_unlocked (addr);
-  for (guint i = 0; module != NULL && i < module->n_segments && found == NULL; i++)
-    {
-      const LwSegment *segment = &module->segments[i];
-
-      if ((segment->flags & PF_R) && addr >= segment->start && addr < segment->end)
-        found = segment;
-    }
+  if (module != NULL)
+    found = lw_module_readable_segment (module, addr);
   if (found != NULL)
     {
       *lo = found->start;
@@ -572,6 +592,101 @@ lw_modules_readable_range (uintptr_t  addr,
   g_mutex_unlock (&lw_modules_lock);
 
   return found != NULL;
+}
+
+/* This process's pid for process_vm_readv(), 0 until known. getpid() is a
+ * system call as costly as the read itself, so it is kept; a child of
+ * fork() forgets it, or it would read its parent's memory. (atomic) */
+static atomic_int lw_modules_pid;
+
+/* Async-signal-safe (a pthread_atfork() child handler). */
+static void
+lw_modules_forget_pid (void)
+{
+  atomic_store (&lw_modules_pid, 0);
+}
+
+/* Any thread, normal context. */
+static pid_t
+lw_modules_self_pid (void)
+{
+  static gsize forget_at_fork;
+  pid_t pid = atomic_load (&lw_modules_pid);
+
+  if (pid != 0)
+    return pid;
+  /* Registered before the first pid is kept: every fork after that one
+   * clears it in the child. */
+  if (g_once_init_enter (&forget_at_fork))
+    {
+      pthread_atfork (NULL, NULL, lw_modules_forget_pid);
+      g_once_init_leave (&forget_at_fork, 1);
+    }
+  pid = getpid ();
+  atomic_store (&lw_modules_pid, pid);
+  return pid;
+}
+
+/* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
+ * kernel copied into @buf: fewer than @len when a page is not readable (it
+ * stops there), -1 when it copied none. */
+static ssize_t
+lw_modules_copy_memory (uintptr_t addr,
+                        void     *buf,
+                        size_t    len)
+{
+  static gsize refused;
+  struct iovec local = { buf, len };
+  struct iovec remote = { (void *) addr, len };
+  ssize_t n;
+
+  n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
+  if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
+    {
+      g_message ("process_vm_readv() on this process fails (%s); lagwatch reads no "
+                 "unwind tables, so stacks hold only their innermost frame",
+                 g_strerror (errno));
+      g_once_init_leave (&refused, 1);
+    }
+  return n;
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_modules_read_memory (uintptr_t addr,
+                        void     *buf,
+                        size_t    len)
+{
+  return lw_modules_copy_memory (addr, buf, len) == (ssize_t) len;
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_memory_window_read (LwMemoryWindow *window,
+                       uintptr_t       addr,
+                       size_t          len,
+                       uintptr_t       limit,
+                       void           *out)
+{
+  g_return_val_if_fail (len <= 8, FALSE);
+
+  if (addr > limit || limit - addr < len)
+    return FALSE;
+  if (addr < window->start || addr - window->start > window->len
+      || window->len - (addr - window->start) < len)
+    {
+      /* The window may reach an unreadable page that the bytes asked for
+       * do not: what was copied before it is enough. */
+      ssize_t copied = lw_modules_copy_memory (addr, window->bytes,
+                                               MIN (sizeof window->bytes, limit - addr));
+
+      window->start = addr;
+      window->len = MAX (copied, 0);
+      if (window->len < len)
+        return FALSE;
+    }
+  memcpy (out, window->bytes + (addr - window->start), len);
+  return TRUE;
 }
 
 /* Any thread, normal context. */

@@ -28,6 +28,8 @@ typedef struct
   uintptr_t eh_frame_hdr;     /* runtime address of PT_GNU_EH_FRAME, 0 if none */
   uintptr_t eh_frame_hdr_len; /* its p_memsz */
   uintptr_t dt_pltgot;        /* runtime DT_PLTGOT value, 0 if none ("gp") */
+  uintptr_t cfi_lo;           /* the readable PT_LOAD segment holding */
+  uintptr_t cfi_hi;           /* .eh_frame_hdr: lw-cfi reads the header and .eh_frame within it */
 } LwUnwindTable;
 
 /* Any thread, normal context. Builds the process-wide table on first use. */
@@ -58,6 +60,36 @@ gboolean lw_modules_is_readable         (uintptr_t addr,
 gboolean lw_modules_readable_range      (uintptr_t  addr,
                                          uintptr_t *lo,
                                          uintptr_t *hi);
+
+/* Any thread, normal context. Copies @len bytes of this process's memory
+ * at @addr into @buf through the kernel (process_vm_readv() on our own
+ * pid), so that a page unmapped meanwhile (a module another thread
+ * dlclose()d, a range a garbage address points into) makes it return
+ * FALSE instead of faulting. Also FALSE, after one message, where a
+ * sandbox refuses the system call. */
+gboolean lw_modules_read_memory         (uintptr_t  addr,
+                                         void      *buf,
+                                         size_t     len);
+
+/* A copy of a few bytes of module memory, refilled on a miss, so that a
+ * parser reading a record a few bytes at a time makes one system call per
+ * record rather than one per field. Zero-initialise it before use. */
+typedef struct
+{
+  uintptr_t start;
+  size_t    len;        /* bytes[] holds [start, start + len) */
+  uint8_t   bytes[128];
+} LwMemoryWindow;
+
+/* Any thread, normal context. Copies [@addr, @addr + @len) (@len at most 8)
+ * into @out from @window, refilling it with lw_modules_read_memory() from
+ * @addr up to at most @limit when it does not hold them. FALSE when that
+ * memory is not readable or @addr + @len passes @limit. */
+gboolean lw_memory_window_read          (LwMemoryWindow *window,
+                                         uintptr_t       addr,
+                                         size_t          len,
+                                         uintptr_t       limit,
+                                         void           *out);
 
 /* Any thread, normal context. Rescans first if objects were loaded or
  * unloaded since the last scan (like every lookup), then returns the

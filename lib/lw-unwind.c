@@ -77,6 +77,7 @@ typedef struct
   const LwRegState *state;        /* registers of the frame libunwind starts from */
   uintptr_t         readable_lo;  /* the last readable segment found: most */
   uintptr_t         readable_hi;  /* reads of a step fall in the same one */
+  LwMemoryWindow    window;       /* the last bytes of module memory copied */
 } LwWalk;
 
 /* Watcher thread (libunwind accessor). Finds the FDE for @ip through the
@@ -116,25 +117,13 @@ lw_unwind_get_dyn_info_list_addr (unw_addr_space_t as, unw_word_t *addr, void *a
   return -UNW_ENOINFO;
 }
 
-/* Watcher thread. One word of a module's mapped memory, wherever it is:
- * in an ASan build it may lie in the redzone of an instrumented global, so
- * the load is plain (not checked, not an intercepted memcpy). */
-typedef struct __attribute__ ((packed))
-{
-  uint64_t value;
-} LwUnalignedWord;
-
-__attribute__ ((no_sanitize_address))
-static uint64_t
-lw_unwind_load_module_word (uint64_t addr)
-{
-  return ((const volatile LwUnalignedWord *) (uintptr_t) addr)->value;
-}
-
 /* Watcher thread. One word as the unwinder sees memory: stack words come
- * from the copy; anything else (CFI, code) from a mapped segment of a
- * loaded module. The segment stays mapped while read: the unwinder only
- * reads modules in the stuck thread's active call chain. */
+ * from the copy; anything else (CFI, code) from a readable segment of a
+ * loaded module, copied by the kernel: the module may be unloaded by
+ * another thread at any moment, and a garbage return address may lead
+ * into a range that is no longer mapped. Either gives FALSE, not a fault.
+ * (In an ASan build the word may also lie in the redzone of an
+ * instrumented global: the kernel's copy is not checked.) */
 static gboolean
 lw_unwind_read_word (LwWalk *walk, uint64_t addr, uint64_t *value)
 {
@@ -151,8 +140,7 @@ lw_unwind_read_word (LwWalk *walk, uint64_t addr, uint64_t *value)
       && !(lw_modules_readable_range (addr, &walk->readable_lo, &walk->readable_hi)
            && addr + sizeof *value <= walk->readable_hi))
     return FALSE;
-  *value = lw_unwind_load_module_word (addr);
-  return TRUE;
+  return lw_memory_window_read (&walk->window, addr, sizeof *value, walk->readable_hi, value);
 }
 
 /* Watcher thread (libunwind accessor). */
@@ -377,7 +365,7 @@ lw_unwind_step_libunwind (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegSta
                           uintptr_t lookup_pc)
 {
   LwRegState start = *state;
-  LwWalk walk = { snap, &start, 0, 0 };
+  LwWalk walk = { snap, &start, 0, 0, { 0, 0, { 0 } } };
   unw_cursor_t cursor;
   int step;
 
@@ -440,7 +428,7 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
                   gboolean         *truncated)
 {
   LwRegState state;
-  LwWalk walk = { snapshot, &state, 0, 0 };
+  LwWalk walk = { snapshot, &state, 0, 0, { 0, 0, { 0 } } };
   gboolean exact = TRUE;  /* the pc is the interrupted one, or follows a signal frame */
   guint64 generation;
   guint n = 0;

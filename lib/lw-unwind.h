@@ -3,7 +3,8 @@
  * The copy is walked with DWARF CFI from .eh_frame, on the watcher thread:
  * frames with ordinary rules by lw-cfi's rows (cached), the others by
  * libunwind's remote API, whose accessors read the stack from the snapshot,
- * code and unwind tables from the live (read-only, mapped) modules, and
+ * code and unwind tables from the loaded modules through the kernel (a
+ * module unmapped meanwhile ends the walk there, without a fault), and
  * find the unwind table through lw-modules. libunwind itself is dlopen()ed with
  * RTLD_LOCAL so that its _Unwind_* exports never enter the global scope,
  * where the program's C++ runtime would bind its exception unwinding to them.

@@ -10,8 +10,8 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The GTK 4 demo; its test and run-demo without a display: Xvfb, xauth,
 # xdotool, ImageMagick (screenshots), jq (JSON Lines). The launcher's test
 # runs gtk4-widget-factory (gtk-4-examples); the overhead benchmark counts
-# instructions with valgrind's callgrind. clang and its libFuzzer runtime
-# (libclang-rt-14-dev) build the fuzz targets (fuzz/).
+# instructions with valgrind's callgrind. The fuzz targets (scripts/run-fuzz)
+# need clang and its runtimes (libFuzzer, ASan, UBSan).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
   libjson-glib-dev libc6-dbg

@@ -10,15 +10,25 @@
  * so that every kind of CFI row these modules hold is interpreted both ways
  * (compared up to the first frame outside every module: see walks_agree).
  */
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lagwatch.h"
 #include "lw-capture.h"
+#include "lw-cfi.h"
 #include "lw-clock.h"
 #include "lw-modules.h"
 #include "lw-unwind.h"
@@ -189,10 +199,12 @@ print_stack (const char *label, const uintptr_t *ips, guint n, gboolean truncate
 }
 
 /* Walks @snap both ways; TRUE when they agree (else prints both). With
- * @up_to_foreign, only as far as the first frame outside every module: a
- * walk of random words reaches addresses such as 0xf0, from which libunwind
- * guesses the caller by frame-pointer heuristics that depend on its
- * cursor's history (lagwatch hands it one frame at a time). */
+ * @up_to_foreign, only as far as the first frame outside every module, or
+ * returning to an address no FDE covers (the padding between two
+ * functions): a walk of random words reaches addresses such as 0xf0, or a
+ * function's first byte, from which libunwind guesses the caller by
+ * frame-pointer heuristics that depend on its cursor's history (lagwatch
+ * hands it one frame at a time). */
 static gboolean
 walks_agree (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap, guint max_frames,
              gboolean up_to_foreign, guint *depth)
@@ -204,8 +216,13 @@ walks_agree (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap, gu
 
   *depth = na;
   for (guint i = 0; i < MIN (na, nb) && a[i] == b[i]; i++)
-    if (up_to_foreign && !lw_modules_is_readable (a[i], 1))
-      return TRUE;
+    {
+      LwCfiRow row;
+
+      if (up_to_foreign && (!lw_modules_is_readable (a[i], 1)
+                            || (i > 0 && lw_cfi_find_row (a[i] - 1, &row) == LW_CFI_NO_FDE)))
+        return TRUE;
+    }
   if (na == nb && a_truncated == b_truncated && memcmp (a, b, na * sizeof a[0]) == 0)
     return TRUE;
   print_stack ("lagwatch's unwinder", a, na, a_truncated);
@@ -348,6 +365,135 @@ test_synthetic (gconstpointer anchor)
   lw_module_unref (module);
 }
 
+/* Called at its first instruction, where every function's row is the
+ * same (CFA = rsp + 8, return address at CFA - 8): a walk from there reads
+ * the return address from the stack copy. */
+static NOIPA void
+entry_point (void)
+{
+  __asm__ volatile ("" ::: "memory");
+}
+
+/* A walk over the copy of [words] with rip = @pc: how many frames. */
+static guint
+walk_over (LwUnwinder *unwinder, uintptr_t pc, const uint64_t *words, guint n_words,
+           uintptr_t *ips, guint max_frames)
+{
+  LwSnapshot *snap = lw_snapshot_new (n_words * sizeof (uint64_t));
+  gboolean truncated;
+  guint n;
+
+  memcpy (snap->stack, words, n_words * sizeof (uint64_t));
+  snap->stack_base = (uintptr_t) snap->stack;
+  snap->stack_len = n_words * sizeof (uint64_t);
+  snap->regs[LW_REG_RIP] = pc;
+  snap->regs[LW_REG_RSP] = snap->stack_base;
+  snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
+  n = lw_unwinder_walk (unwinder, snap, ips, max_frames, &truncated);
+  lw_snapshot_free (snap);
+  return n;
+}
+
+/* Unmaps the pages that hold [@lo, @hi). */
+static void
+unmap_pages (uintptr_t lo, uintptr_t hi)
+{
+  uintptr_t page = (uintptr_t) sysconf (_SC_PAGESIZE);
+  uintptr_t start = lo & ~(page - 1), end = (hi + page - 1) & ~(page - 1);
+
+  g_assert_cmpint (munmap ((void *) start, end - start), ==, 0);
+}
+
+/* A library's code and CFI unmapped while the module table still lists it:
+ * what a walk sees when another thread dlclose()s the library after the
+ * table was read, or when a garbage return address points into a range
+ * that is no longer mapped. Each walk must stop there, not fault. In a
+ * subprocess: the library's mappings are gone for good. */
+static void
+test_unmapped_module (void)
+{
+  if (g_test_subprocess ())
+    {
+      const char *path = g_getenv ("LW_UNWIND_VICTIM_LIB");
+      LwUnwinder *ours = lw_unwinder_new ();
+      LwUnwindTable table;
+      uintptr_t victim, lo, hi, ips[MAX_FRAMES];
+      uint64_t words[8];
+      void *handle;
+      guint n;
+
+      g_assert_nonnull (path);
+      handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+      g_assert_nonnull (handle);
+      victim = (uintptr_t) dlsym (handle, "unwind_victim_function");
+      g_assert_cmpuint (victim, !=, 0);
+      g_assert_true (lw_modules_find_unwind_table (victim, &table));
+      g_assert_cmpuint (table.eh_frame_hdr, !=, 0);
+
+      /* The code segment, then the one holding the CFI (headers and
+       * program headers stay: the loader reads them). */
+      g_assert_true (lw_modules_readable_range (victim, &lo, &hi));
+      unmap_pages (lo, hi);
+      if (lw_modules_readable_range (table.eh_frame_hdr, &lo, &hi))
+        unmap_pages (lo, hi);
+
+      for (guint i = 0; i < G_N_ELEMENTS (words); i++)
+        words[i] = victim + 8 + i;
+
+      /* Stopped inside the unmapped library. */
+      n = walk_over (ours, victim + 4, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_test_message ("from the unmapped library: %u frames", n);
+      g_assert_cmpuint (n, ==, 1);
+      g_assert_cmpuint (ips[0], ==, victim + 4);
+
+      /* Stopped in this program, returning into the unmapped library. */
+      n = walk_over (ours, (uintptr_t) entry_point, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_test_message ("into the unmapped library: %u frames", n);
+      g_assert_cmpuint (n, ==, 2);
+      g_assert_cmpuint (ips[1], ==, victim + 8);
+
+      lw_unwinder_free (ours);
+      _exit (0);  /* the library's destructors are unmapped too: no exit handlers */
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDOUT);
+  g_test_trap_assert_passed ();
+}
+
+/* A sandbox that refuses process_vm_readv() (as container runtimes did
+ * before Linux 4.8): the unwinder cannot read unwind tables, says so once,
+ * and a walk holds the innermost frame, without a fault. */
+static void
+test_memory_read_refused (void)
+{
+  if (g_test_subprocess ())
+    {
+      struct sock_filter filter[] = {
+        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, arch)),
+        BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
+        BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      };
+      struct sock_fprog program = { G_N_ELEMENTS (filter), filter };
+      LwUnwinder *ours = lw_unwinder_new ();
+      uint64_t words[4] = { (uintptr_t) test_memory_read_refused + 8, 0, 0, 0 };
+      uintptr_t ips[MAX_FRAMES];
+      guint n;
+
+      g_assert_cmpint (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), ==, 0);
+      g_assert_cmpint (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program), ==, 0);
+      n = walk_over (ours, (uintptr_t) entry_point, words, G_N_ELEMENTS (words), ips, MAX_FRAMES);
+      g_assert_cmpuint (n, ==, 1);
+      lw_unwinder_free (ours);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*process_vm_readv() on this process fails (Operation not permitted)*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -365,5 +511,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/unwind/synthetic/libglib", (gconstpointer) g_main_context_iteration, test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/vdso", (gconstpointer) getauxval (AT_SYSINFO_EHDR), test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/executable", (gconstpointer) test_synthetic, test_synthetic);
+  g_test_add_func ("/unwind/unmapped-module", test_unmapped_module);
+  g_test_add_func ("/unwind/memory-read-refused", test_memory_read_refused);
   return g_test_run ();
 }
