@@ -386,8 +386,10 @@ def test_html_in_chromium(tmp):
     env = dict(os.environ, HOME=tmp)
     common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + tmp + "/profile",
               "--no-first-run", "--disable-extensions"]
-    dom = subprocess.run(common + ["--dump-dom", "file://" + page], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, timeout=240, env=env).stdout.decode()
+    loaded = subprocess.run(common + ["--enable-logging=stderr", "--dump-dom", "file://" + page],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240, env=env)
+    dom = loaded.stdout.decode()
+    check("Uncaught" not in loaded.stderr.decode(), "the page's script failed:\n" + loaded.stderr.decode())
     parser = Page()
     parser.feed(dom)
     check_equal(parser.rows, [CAUSE_B, CAUSE_A], "causes in the browser's DOM")
