@@ -167,6 +167,11 @@ def test_gzip_input(tmp):
     actual, err, _ = run([plain[0], zipped])
     check_equal(actual, expected, "report of a gzip'd input")
     check_equal(err, "", "stderr")
+    # From stdin too ('-').
+    with open(zipped, "rb") as f:
+        actual, err, _ = run([plain[0], "-"], stdin=f)
+    check_equal(actual, expected, "report of a gzip'd stdin")
+    check_equal(err, "", "stderr")
 
 
 def test_journal_export(tmp):
@@ -435,6 +440,10 @@ def test_offline_symbolization(tmp):
     check("2 frames named offline" in out, "count of offline names:\n" + out)
     folded, _, _ = run(["--format", "folded", "--debug-dir", debug_dir, path])
     check(folded.rstrip().endswith(";__libc_start_call_main;main;hidden_work 10"), "folded: " + folded)
+    # Without eu-addr2line: the frames stay unnamed, and stderr says why.
+    out, err, _ = run(["--debug-dir", debug_dir, path], env=dict(os.environ, PATH=tmp))
+    check("hidden+0x%x" % (offset + 2) in out, "unnamed frame without eu-addr2line:\n" + out)
+    check("eu-addr2line (elfutils) is not installed" in err, "the reason on stderr:\n" + err)
     # Without the debug file: the module and offset, as in the field.
     out, _, _ = run(["--debug-dir", os.path.join(tmp, "nowhere"), path])
     check("hidden+0x%x" % (offset + 2) in out, "unnamed frame without debug file:\n" + out)
