@@ -217,6 +217,49 @@ def test_malformed_lines(tmp):
     check_equal(err.count(":2: malformed line"), 1, "line 2 named once")
 
 
+def test_hostile_lines(tmp):
+    """Lines that are JSON but not records as the library writes them: each
+    is counted and skipped, never a crash, in every format."""
+    a = cause_stack("save")
+    good = record(CAUSE_A, 250.0, "2026-11-21T10:00:00.000Z", a)
+    hostile = [
+        "[" * 100000 + "]" * 100000,
+        json.dumps(dict(good, duration_ms=1e308)),
+        json.dumps(dict(good, duration_ms=-1)),
+        json.dumps(dict(good, duration_ms=True)),
+        json.dumps(dict(good, pid=[1], thread_id={"a": 1})),
+        json.dumps(dict(good, stacks=[{"samples": 1, "stack": None}])),
+        json.dumps(dict(good, stacks=[{"samples": 1, "stack": [[1]]}])),
+        json.dumps(dict(good, stacks=[{"samples": "many", "stack": a}])),
+        json.dumps(dict(good, stack=[{"module": ["x"], "symbol": None, "module_offset": {}}], stacks=[])),
+        json.dumps(dict(good, fingerprint=["x"])),
+        json.dumps(dict(good, time=5, host=7, exe=[1])),
+        json.dumps({"event": "hang-killed", "previous_pid": 1, "hang": "gone"}),
+        json.dumps({"__CURSOR": "x", "LAGWATCH_RECORD": "{not json"}),
+        json.dumps({"__CURSOR": "x", "LAGWATCH_RECORD": "[" * 100000}),
+        json.dumps({"__CURSOR": "x", "LAGWATCH_RECORD": 5}),
+        json.dumps({"event": "frame-drop", "duration_ms": 3}),
+        "\xff\xfe garbage",
+    ]
+    text = "\n".join(hostile) + "\n" + jsonl([good])
+    path = os.path.join(tmp, "hostile.jsonl")
+    with open(path, "w", encoding="latin-1") as f:
+        f.write(text)
+    for format in ("text", "folded", "speedscope", "chrome", "html"):
+        out, err, status = run(["--format", format, path])
+        check_equal(status, 0, "exit status (%s)" % format)
+        check("Traceback" not in err, "a crash (%s):\n%s" % (format, err))
+        if format in ("speedscope", "chrome"):
+            json.loads(out)
+    out, err, _ = run([path])
+    # Two are readable records: pid/thread_id of the wrong type only lose
+    # their track, and time/host/exe of the wrong type are "not recorded".
+    check_equal(list(table_rows(out).values())[0][0], 3, "the good record and the two readable ones")
+    check_equal(len(re.findall(r"hostile.jsonl:\d+: malformed line", err)), 10, "lines named:\n" + err)
+    check("hostile.jsonl: 4 more malformed lines not named" in err, "the rest counted:\n" + err)
+    check("; 14 malformed lines" in out, "malformed count:\n" + out + err)
+
+
 def test_unreadable_input(tmp):
     first, _ = known_records()
     good = write(tmp, "good.jsonl", jsonl(first))
@@ -484,6 +527,7 @@ CASES = [
     ("gzip input", test_gzip_input, None),
     ("journal export", test_journal_export, None),
     ("malformed lines", test_malformed_lines, None),
+    ("hostile lines", test_hostile_lines, None),
     ("unreadable input", test_unreadable_input, None),
     ("hangs", test_hangs, None),
     ("sketch accuracy", test_sketch_accuracy, None),
