@@ -192,6 +192,7 @@ def test_journal_export(tmp):
     check_equal(sorted(v[0] for v in rows.values()), [2, 4], "lags per cause from the journal")
     check("hosts: alpha (2), beta (2)" in out, "hosts of cause A:\n" + out)
     check("hosts: alpha (1), beta (1)" in out, "hosts of cause B:\n" + out)
+    check("1 journal entries without LAGWATCH_RECORD skipped" in out, "the other entry counted:\n" + out)
     # _EXE names the program of every entry.
     check("programs: editor (4)" in out, "programs from _EXE:\n" + out)
     check_equal(err, "", "stderr")
@@ -258,6 +259,7 @@ def test_hostile_lines(tmp):
     check_equal(len(re.findall(r"hostile.jsonl:\d+: malformed line", err)), 10, "lines named:\n" + err)
     check("hostile.jsonl: 4 more malformed lines not named" in err, "the rest counted:\n" + err)
     check("; 14 malformed lines" in out, "malformed count:\n" + out + err)
+    check("1 records of other events skipped" in out, "the unknown event counted:\n" + out)
 
 
 def test_unreadable_input(tmp):
