@@ -277,11 +277,20 @@ def test_hangs(tmp):
     ended = record(CAUSE_A, 7000.0, "2026-11-21T10:00:00.000Z", a, pid=300, lag_id="300-1")
     lost = record(CAUSE_A, 6000.0, "2026-11-21T11:00:00.000Z", a, pid=301, event="hang", lag_id="301-1")
     killed = {"event": "hang-killed", "previous_pid": 301, "hang": lost}
-    path = write(tmp, "hangs.jsonl", jsonl([hang, ended, lost, killed]))
+    # Killed, and its program never ran again: only its hang record.
+    alone = record(CAUSE_A, 5000.0, "2026-11-21T12:00:00.000Z", a, pid=302, event="hang", lag_id="302-1")
+    path = write(tmp, "hangs.jsonl", jsonl([hang, ended, lost, killed, alone]))
     out, _, _ = run([path])
-    check("2 lags (2 hangs, 1 killed), total 13.0 s" in out, "hangs counted once:\n" + out)
+    check("2 lags (3 hangs, 1 killed), total 13.0 s" in out, "hangs counted once:\n" + out)
     check_equal(list(table_rows(out).values()), [[2, "13.0 s", "6000.0 ms", "7000.0 ms", "7000.0 ms"]],
                 "durations of an ended and a killed hang")
+    # On the timeline, each hang once: as its lag, its hang-killed record,
+    # or (neither) its hang record.
+    out, _, _ = run(["--format", "chrome", path])
+    spans = sorted((e["args"]["id"], e["args"]["kind"], e["dur"]) for e in json.loads(out)["traceEvents"]
+                   if e.get("ph") == "X")
+    check_equal(spans, [("300-1", "lag", 7000000), ("301-1", "killed", 6000000), ("302-1", "hang", 5000000)],
+                "hangs on the timeline")
 
 
 def test_sketch_accuracy(tmp):
