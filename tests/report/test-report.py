@@ -241,6 +241,10 @@ def test_hostile_lines(tmp):
         json.dumps({"__CURSOR": "x", "LAGWATCH_RECORD": 5}),
         json.dumps({"event": "frame-drop", "duration_ms": 3}),
         "\xff\xfe garbage",
+        # Readable: a lone surrogate in a name (JSON allows it, UTF-8 not).
+        json.dumps(dict(good, fingerprint="dddddddddddddddd",
+                        stacks=[{"samples": 1, "stack": [frame(PROGRAM, PROGRAM_ID, 0x1300, "bad\ud800name")]}],
+                        stack=[frame(PROGRAM, PROGRAM_ID, 0x1300, "bad\ud800name")])),
     ]
     text = "\n".join(hostile) + "\n" + jsonl([good])
     path = os.path.join(tmp, "hostile.jsonl")
@@ -255,7 +259,8 @@ def test_hostile_lines(tmp):
     out, err, _ = run([path])
     # Two are readable records: pid/thread_id of the wrong type only lose
     # their track, and time/host/exe of the wrong type are "not recorded".
-    check_equal(list(table_rows(out).values())[0][0], 3, "the good record and the two readable ones")
+    check_equal(sorted(v[0] for v in table_rows(out).values()), [1, 3],
+                "the good record, the two readable ones, and the one with a bad name")
     check_equal(len(re.findall(r"hostile.jsonl:\d+: malformed line", err)), 10, "lines named:\n" + err)
     check("hostile.jsonl: 4 more malformed lines not named" in err, "the rest counted:\n" + err)
     check("; 14 malformed lines" in out, "malformed count:\n" + out + err)
