@@ -274,6 +274,16 @@ def test_unreadable_input(tmp):
     check_equal(status, 1, "exit status with a missing input")
     check("missing.jsonl: No such file or directory" in err, "the missing input named:\n" + err)
     check_equal(sum(v[0] for v in table_rows(out).values()), 3, "the readable input still counted")
+    # A gzip'd file cut short: the records before the cut count, the cut is named.
+    cut = os.path.join(tmp, "cut.jsonl.gz")
+    with gzip.open(cut, "wt") as f:
+        f.write(jsonl(first * 200))
+    with open(cut, "r+b") as f:
+        f.truncate(os.path.getsize(cut) // 2)
+    out, err, status = run([cut], ok_status=(1,))
+    check("cut.jsonl.gz: read error" in err, "the cut named:\n" + err)
+    check(0 < sum(v[0] for v in table_rows(out).values()) < 600, "the records before the cut:\n" + out)
+    check("Traceback" not in err, "a crash:\n" + err)
 
 
 def test_hangs(tmp):
