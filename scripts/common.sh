@@ -11,12 +11,13 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # runs gtk4-widget-factory (gtk-4-examples); the overhead benchmark counts
 # instructions with valgrind's callgrind. lagwatch-report runs on python3
 # (stdlib only) and names frames offline with eu-addr2line (elfutils); its
-# HTML is tested in headless chromium.
+# HTML is tested in headless chromium; it reads journal files (as
+# systemd-journal-remote writes them) with journalctl.
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev
   libjson-glib-dev libc6-dbg
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
-  python3 elfutils chromium"
+  python3 elfutils chromium systemd-journal-remote"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.

@@ -198,6 +198,40 @@ def test_journal_export(tmp):
     check_equal(err, "", "stderr")
 
 
+def journal_remote_program():
+    for path in ("/lib/systemd/systemd-journal-remote", "/usr/lib/systemd/systemd-journal-remote"):
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def test_journal_file(tmp):
+    """A journal file as systemd-journal-remote writes what it receives:
+    read through journalctl. Exported without --all, a record (over 4096
+    bytes) is null: named with the fix, not skipped in silence."""
+    first, second = known_records()
+    export = []
+    for i, r in enumerate(first + second):
+        export.append("__REALTIME_TIMESTAMP=%d\n__MONOTONIC_TIMESTAMP=%d\n_BOOT_ID=%s\n_HOSTNAME=%s\n"
+                      "MESSAGE=lagwatch: lag\n_EXE=%s\nLAGWATCH_RECORD=%s\n\n"
+                      % (1795255200000000 + i, 1000 + i, "0123456789abcdef" * 2, "alpha" if i < 3 else "beta",
+                         PROGRAM, json.dumps(r)))
+    source = write(tmp, "lags.export", "".join(export))
+    journal = os.path.join(tmp, "remote.journal")
+    subprocess.run([journal_remote_program(), "--output=" + journal, source], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    out, err, _ = run([journal])
+    check_equal(sorted(v[0] for v in table_rows(out).values()), [2, 4], "lags per cause from the journal file")
+    check("hosts: alpha (2), beta (2)" in out, "hosts from the journal file:\n" + out)
+    check_equal(err, "", "stderr")
+    exported = subprocess.run(["journalctl", "--output=json", "--file=" + journal], stdout=subprocess.PIPE,
+                              check=True, timeout=120).stdout
+    out, err, _ = run(["-"], input=exported)
+    check("6 malformed lines" in out, "null records counted:\n" + out)
+    check("LAGWATCH_RECORD is null: journalctl writes fields over 4096 bytes as null unless given --all" in err,
+          "the fix named:\n" + err)
+
+
 def test_malformed_lines(tmp):
     first, second = known_records()
     lines = jsonl(first).splitlines(True)
@@ -552,6 +586,9 @@ CASES = [
     ("grouping and numbers", test_grouping_and_numbers, None),
     ("gzip input", test_gzip_input, None),
     ("journal export", test_journal_export, None),
+    ("journal file", test_journal_file,
+     lambda: None if journal_remote_program() and shutil.which("journalctl")
+     else "systemd-journal-remote is not installed (Debian package systemd-journal-remote)"),
     ("malformed lines", test_malformed_lines, None),
     ("hostile lines", test_hostile_lines, None),
     ("unreadable input", test_unreadable_input, None),
