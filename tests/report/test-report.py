@@ -340,6 +340,11 @@ def test_hangs(tmp):
                    if e.get("ph") == "X")
     check_equal(spans, [("300-1", "lag", 7000000), ("301-1", "killed", 6000000), ("302-1", "hang", 5000000)],
                 "hangs on the timeline")
+    # A hang-killed record is a killed hang whatever else it lacks.
+    bare = write(tmp, "bare.jsonl", jsonl([{"event": "hang-killed", "hang": lost}]))
+    out, _, _ = run(["--format", "chrome", bare])
+    kinds = [e["args"]["kind"] for e in json.loads(out)["traceEvents"] if e.get("ph") == "X"]
+    check_equal(kinds, ["killed"], "a hang-killed record without previous_pid")
 
 
 def test_sketch_accuracy(tmp):
