@@ -9,11 +9,14 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The GTK 4 demo; its test and run-demo without a display: Xvfb, xauth,
 # xdotool, ImageMagick (screenshots), jq (JSON Lines). The launcher's test
 # runs gtk4-widget-factory (gtk-4-examples); the overhead benchmark counts
-# instructions with valgrind's callgrind.
+# instructions with valgrind's callgrind. The journal sink: libsystemd's
+# header (the library is dlopen()ed); its test runs systemd-journald,
+# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev
   libjson-glib-dev libc6-dbg
-  libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind"
+  libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
+  libsystemd-dev systemd systemd-journal-remote iproute2"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.
