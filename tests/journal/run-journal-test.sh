@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-journal-test.sh LAGGER CATALOG: the journal sink against a real
+# run-journal-test.sh LAGGER CATALOG LAUNCHER: the journal sink against a real
 # systemd-journald, and the fleet path (systemd-journal-upload to
 # systemd-journal-remote over loopback HTTP). TAP on stdout.
 #
@@ -37,6 +37,7 @@ fi
 
 lagger=$1
 catalog=$2
+launcher=$3
 tmp=$(mktemp -d)
 journald_pid=""
 remote_pid=""
@@ -192,6 +193,22 @@ test_hang_and_killed() {
     ' --arg record "$(cat "$tmp/killed.jsonl")" --arg id "$hang_id" --argjson pid "$hang_pid" || return 1
 }
 
+# The launcher takes "journal" in --output and hands it to the program.
+test_launcher() {
+  status=0
+  "$launcher" --output journal,bogus -- true 2> "$tmp/bogus.err" || status=$?
+  [ $status -ne 0 ] && grep -q 'unknown sink "bogus"' "$tmp/bogus.err" ||
+    { echo "# --output journal,bogus was not refused: $(cat "$tmp/bogus.err")"; return 1; }
+  env -u LAGWATCH_OUTPUT "$launcher" --output "journal,json:$tmp/launcher.jsonl" -- "$lagger" lag 2 ||
+    { echo "# the launcher failed"; return 1; }
+  [ "$(count "$tmp/launcher.jsonl" .)" -ge 1 ] || { echo "# no JSON Lines record"; return 1; }
+  record=$(head -n 1 "$tmp/launcher.jsonl")
+  pid=$(printf '%s' "$record" | jq -r .pid)
+  wait_for 60 has_entries 1 MESSAGE_ID=$LAG_ID _PID="$pid" || { echo "# no lag entry"; return 1; }
+  expect "$(entries MESSAGE_ID=$LAG_ID _PID="$pid" | head -n 1)" '.LAGWATCH_RECORD == $record' \
+    --arg record "$record" || return 1
+}
+
 # journalctl -x explains a lag with the installed catalog.
 test_catalog() {
   cp "$catalog" /usr/lib/systemd/catalog/lagwatch.catalog
@@ -229,8 +246,9 @@ test_upload_to_remote() {
   expect "$received" '
     .LAGWATCH_RECORD == $record and .PRIORITY == "4" and .CODE_FUNC == "journal_test_spin"
   ' --arg record "$record" || return 1
-  [ "$(journalctl -q -o json --file="$tmp/remote/remote.journal" MESSAGE_ID=$LAG_ID | grep -c .)" \
-    -eq "$(count "$tmp/lag.jsonl" .)" ] || { echo "# not every lag arrived"; return 1; }
+  pid=$(printf '%s' "$record" | jq -r .pid)
+  [ "$(journalctl -q -o json --file="$tmp/remote/remote.journal" MESSAGE_ID=$LAG_ID _PID="$pid" | grep -c .)" \
+    -eq "$(count "$tmp/lag.jsonl" .)" ] || { echo "# not every lag of pid $pid arrived"; return 1; }
 }
 
 remote_listening() {
@@ -263,13 +281,14 @@ test_no_journal_falls_back() {
   falls_back none "no journal here"
 }
 
-echo "1..6"
+echo "1..7"
 if ! start_journald; then
   echo "Bail out! systemd-journald did not start: $(cat "$tmp/journald.log")"
   exit 1
 fi
 run_test /journal/lag-entries test_lag_entries
 run_test /journal/hang-and-killed test_hang_and_killed
+run_test /journal/launcher test_launcher
 run_test /journal/catalog test_catalog
 run_test /journal/upload-to-remote test_upload_to_remote
 run_test /journal/refused-falls-back test_refused_falls_back
