@@ -196,14 +196,35 @@ lw_journal_record_event (const char *json)
   return end != NULL ? g_strndup (json + strlen (prefix), end - json - strlen (prefix)) : NULL;
 }
 
+/* Any thread. The id of the hang a hang-killed record carries, or NULL:
+ * lagwatch writes it as the hang record's second member, and makes ids of
+ * digits and a dash ("PID-N"). */
+static char *
+lw_journal_killed_hang_id (const char *json)
+{
+  static const char prefix[] = "\"hang\":{\"event\":\"hang\",\"id\":\"";
+  const char *id = strstr (json, prefix);
+  gsize len;
+
+  if (id == NULL)
+    return NULL;
+  id += strlen (prefix);
+  len = strspn (id, "0123456789-");
+  return len > 0 && id[len] == '"' ? g_strndup (id, len) : NULL;
+}
+
 gboolean
 lw_journal_write_raw (LwJournal *journal, const char *json, const char *text)
 {
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *event = lw_journal_record_event (json);
+  g_autofree char *hang_id = lw_journal_killed_hang_id (json);
 
   lw_journal_add_message (fields, text);
   lw_journal_add_kind (fields, event != NULL ? event : "hang-killed");
+  /* The killed run's hang entry has the same LAGWATCH_ID: one filter shows both. */
+  if (hang_id != NULL)
+    g_ptr_array_add (fields, g_strconcat ("LAGWATCH_ID=", hang_id, NULL));
   g_ptr_array_add (fields, g_strconcat ("LAGWATCH_RECORD=", json, NULL));
   return lw_journal_send (journal, fields);
 }

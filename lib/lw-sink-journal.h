@@ -32,8 +32,9 @@ gboolean   lw_journal_write      (LwJournal      *journal,
                                   LagWatchReport *report);
 
 /* Any thread. One entry for a ready-made record (a hang-killed record):
- * @json is its JSON line (no newline), @text its text block. FALSE as for
- * lw_journal_write(). */
+ * @json is its JSON line (no newline), @text its text block. It carries
+ * MESSAGE, MESSAGE_ID, PRIORITY, LAGWATCH_EVENT, LAGWATCH_RECORD and the
+ * hang's LAGWATCH_ID. FALSE as for lw_journal_write(). */
 gboolean   lw_journal_write_raw  (LwJournal      *journal,
                                   const char     *json,
                                   const char     *text);

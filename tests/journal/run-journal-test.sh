@@ -186,6 +186,7 @@ test_hang_and_killed() {
   killed=$(entries MESSAGE_ID=$KILLED_ID _PID=$next_pid)
   echo "# hang-killed: $(printf '%s' "$killed" | jq -c 'del(.LAGWATCH_RECORD)')"
   expect "$killed" '.PRIORITY == "3" and .LAGWATCH_EVENT == "hang-killed"' || return 1
+  expect "$killed" '.LAGWATCH_ID == $id' --arg id "$hang_id" || return 1
   expect "$killed" '.MESSAGE | startswith("lagwatch: the previous run (pid ")' || return 1
   expect "$killed" '
       .LAGWATCH_RECORD == $record
