@@ -196,11 +196,14 @@ test_hang_and_killed() {
 
 # The launcher takes "journal" in --output and hands it to the program.
 test_launcher() {
+  # An ASan build's preload library needs ASan's runtime loaded first (the
+  # launcher keeps the user's LD_PRELOAD in front); for these runs only.
+  asan_preload=${LW_ASAN_RUNTIME:+LD_PRELOAD=$LW_ASAN_RUNTIME}
   status=0
   "$launcher" --output journal,bogus -- true 2> "$tmp/bogus.err" || status=$?
   [ $status -ne 0 ] && grep -q 'unknown sink "bogus"' "$tmp/bogus.err" ||
     { echo "# --output journal,bogus was not refused: $(cat "$tmp/bogus.err")"; return 1; }
-  env -u LAGWATCH_OUTPUT "$launcher" --output "journal,json:$tmp/launcher.jsonl" -- "$lagger" lag 2 ||
+  env -u LAGWATCH_OUTPUT $asan_preload "$launcher" --output "journal,json:$tmp/launcher.jsonl" -- "$lagger" lag 2 ||
     { echo "# the launcher failed"; return 1; }
   [ "$(count "$tmp/launcher.jsonl" .)" -ge 1 ] || { echo "# no JSON Lines record"; return 1; }
   record=$(head -n 1 "$tmp/launcher.jsonl")
