@@ -221,6 +221,7 @@ lw_journal_write_raw (LwJournal *journal, const char *json, const char *text)
   g_autofree char *hang_id = lw_journal_killed_hang_id (json);
 
   lw_journal_add_message (fields, text);
+  /* The only ready-made records lagwatch writes are hang-killed ones. */
   lw_journal_add_kind (fields, event != NULL ? event : "hang-killed");
   /* The killed run's hang entry has the same LAGWATCH_ID: one filter shows both. */
   if (hang_id != NULL)
