@@ -125,7 +125,7 @@ LAGWATCH_API gboolean lagwatch_config_set_hang_ms (LagWatchConfig *config,
  * lagwatch_config_set_output:
  * @config: a configuration
  * @spec: comma-separated sinks: "stderr", "json:PATH" (appends JSON Lines to
- *   PATH), "none"
+ *   PATH), "journal" (one structured systemd journal entry per report), "none"
  * @error: return location for a #GError, or %NULL
  *
  * Returns: %TRUE if @spec was valid; on %FALSE the configuration is unchanged

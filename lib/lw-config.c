@@ -251,7 +251,7 @@ lw_config_apply_environment (LagWatchConfig *config)
         }
       else
         g_warning ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
-                   "stderr, json:PATH or none; using \"%s\"", text, error->message, config->output);
+                   "stderr, json:PATH, journal or none; using \"%s\"", text, error->message, config->output);
     }
 }
 

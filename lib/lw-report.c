@@ -594,3 +594,12 @@ lagwatch_report_to_text (LagWatchReport *report)
   g_return_val_if_fail (report != NULL, NULL);
   return lw_report_to_text_full (report, 0);
 }
+
+char *
+lw_report_stack_to_text (const LwFrame *frames, guint n_frames)
+{
+  GString *out = g_string_sized_new (100 * n_frames);
+
+  lw_text_frames (out, frames, n_frames, G_MAXUINT);
+  return g_string_free (out, FALSE);
+}

@@ -79,6 +79,10 @@ void lw_report_compute_fingerprints (LagWatchReport *report);
 char *lw_report_to_text_full (LagWatchReport *report,
                               guint           skipped_since_shown);
 
+/* Any thread. @frames as the text report shows them, one line each. */
+char *lw_report_stack_to_text (const LwFrame *frames,
+                               guint          n_frames);
+
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);
 

@@ -8,12 +8,14 @@
 
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-sink-journal.h"
 
 typedef struct
 {
   int   fd;
   char *path;     /* NULL for stderr */
   gboolean json;
+  LwJournal *journal;  /* the journal sink (fd: stderr, for what it refuses), else NULL */
 } LwSink;
 
 struct _LwSinks
@@ -36,7 +38,7 @@ lw_sink_spec_validate (const char *spec, GError **error)
     {
       const char *item = g_strstrip (items[i]);
 
-      if (g_str_equal (item, "stderr") || g_str_equal (item, "none"))
+      if (g_str_equal (item, "stderr") || g_str_equal (item, "none") || g_str_equal (item, "journal"))
         continue;
       if (g_str_has_prefix (item, "json:"))
         {
@@ -56,10 +58,11 @@ lw_sink_spec_validate (const char *spec, GError **error)
 static void
 lw_sinks_add_stderr (LwSinks *sinks)
 {
-  LwSink sink = { STDERR_FILENO, NULL, FALSE };
+  LwSink sink = { STDERR_FILENO, NULL, FALSE, NULL };
 
   for (guint i = 0; i < sinks->sinks->len; i++)
-    if (g_array_index (sinks->sinks, LwSink, i).path == NULL)
+    if (g_array_index (sinks->sinks, LwSink, i).path == NULL
+        && g_array_index (sinks->sinks, LwSink, i).journal == NULL)
       return;
   g_array_append_val (sinks->sinks, sink);
 }
@@ -77,9 +80,18 @@ lw_sinks_open (const char *spec)
 
       if (g_str_equal (item, "stderr"))
         lw_sinks_add_stderr (sinks);
+      else if (g_str_equal (item, "journal"))
+        {
+          LwSink sink = { STDERR_FILENO, NULL, FALSE, lw_journal_open () };
+
+          if (sink.journal != NULL)
+            g_array_append_val (sinks->sinks, sink);
+          else
+            lw_sinks_add_stderr (sinks);
+        }
       else if (g_str_has_prefix (item, "json:"))
         {
-          LwSink sink = { -1, g_strdup (item + 5), TRUE };
+          LwSink sink = { -1, g_strdup (item + 5), TRUE, NULL };
 
           sink.fd = open (sink.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
           if (sink.fd < 0)
@@ -126,6 +138,10 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
     {
       const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
+      /* A report the journal refuses goes to stderr, as the back-off allows. */
+      if (sink->journal != NULL && (lw_journal_write (sink->journal, report)
+                                    || lw_sinks_has_stderr (sinks)))
+        continue;
       if (sink->json)
         {
           if (json == NULL)
@@ -156,6 +172,9 @@ lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
     {
       const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
+      if (sink->journal != NULL && (lw_journal_write_raw (sink->journal, json, text)
+                                    || lw_sinks_has_stderr (sinks)))
+        continue;
       if (sink->json)
         lw_write_all (sink->fd, line, strlen (line));
       else
@@ -173,7 +192,8 @@ gboolean
 lw_sinks_has_stderr (LwSinks *sinks)
 {
   for (guint i = 0; i < sinks->sinks->len; i++)
-    if (!g_array_index (sinks->sinks, LwSink, i).json)
+    if (!g_array_index (sinks->sinks, LwSink, i).json
+        && g_array_index (sinks->sinks, LwSink, i).journal == NULL)
       return TRUE;
   return FALSE;
 }
@@ -192,6 +212,7 @@ lw_sinks_free (LwSinks *sinks)
           close (sink->fd);
           g_free (sink->path);
         }
+      lw_journal_close (sink->journal);
     }
   g_array_unref (sinks->sinks);
   g_free (sinks);

@@ -1,8 +1,8 @@
 /* lw-sink.h: where reports go (LAGWATCH_OUTPUT)
  *
  * A spec is a comma-separated list: "stderr", "json:PATH" (JSON Lines
- * appended to PATH, one write() per record), "none". PATH cannot contain a
- * comma.
+ * appended to PATH, one write() per record), "journal" (one structured entry
+ * per record, lw-sink-journal.h), "none". PATH cannot contain a comma.
  */
 #pragma once
 

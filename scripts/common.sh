@@ -14,13 +14,16 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # need clang and its runtimes (libFuzzer, ASan, UBSan). lagwatch-report runs on python3
 # (stdlib only) and names frames offline with eu-addr2line (elfutils); its
 # HTML is tested in headless chromium; it reads journal files (as
-# systemd-journal-remote writes them) with journalctl.
+# systemd-journal-remote writes them) with journalctl. The journal sink: libsystemd's
+# header (the library is dlopen()ed); its test runs systemd-journald,
+# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
   libjson-glib-dev libc6-dbg
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev
-  python3 elfutils chromium systemd-journal-remote"
+  python3 elfutils chromium systemd-journal-remote
+  libsystemd-dev systemd iproute2"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.

@@ -94,7 +94,7 @@ static const EnvCase env_cases[] = {
   { "LAGWATCH_HANG_MS", "soon", "threshold=100\n", "*LAGWATCH_HANG_MS=\"soon\" is not valid*using 2000*" },
   { "LAGWATCH_MAX_FRAMES", "5000", "threshold=100\n", "*LAGWATCH_MAX_FRAMES=\"5000\" is not valid*from 1 to 1024*using 128*" },
   { "LAGWATCH_OUTPUT", "syslog", "threshold=100\n",
-    "*LAGWATCH_OUTPUT=\"syslog\" is not valid: unknown sink \"syslog\"*stderr, json:PATH or none*using \"stderr\"*" },
+    "*LAGWATCH_OUTPUT=\"syslog\" is not valid: unknown sink \"syslog\"*stderr, json:PATH, journal or none*using \"stderr\"*" },
   { "LAGWATCH_OUTPUT", "json:", "threshold=100\n", "*LAGWATCH_OUTPUT=\"json:\" is not valid*needs a file path*" },
   { "LAGWATCH_OUTPUT", "json:/nonexistent-dir/x.jsonl", "threshold=100\n",
     "*cannot open \"/nonexistent-dir/x.jsonl\"*writing reports to stderr instead*" },

@@ -28,7 +28,7 @@ static GOptionEntry lw_launcher_options[] = {
   { "threshold", 't', 0, G_OPTION_ARG_INT, &opt_threshold,
     "Report when the loop stays out of poll longer than MS (default 100)", "MS" },
   { "output", 'o', 0, G_OPTION_ARG_STRING, &opt_output,
-    "Where reports go: stderr, json:PATH, none, comma-separated (default stderr)", "SPEC" },
+    "Where reports go: stderr, json:PATH, journal, none, comma-separated (default stderr)", "SPEC" },
   { "sample", 's', 0, G_OPTION_ARG_INT, &opt_sample,
     "Take a stack every MS during a lag (default 10)", "MS" },
   { "hang", 0, 0, G_OPTION_ARG_INT, &opt_hang,
