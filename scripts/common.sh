@@ -13,7 +13,8 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev
   libjson-glib-dev libc6-dbg
-  libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind"
+  libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
+  gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.
