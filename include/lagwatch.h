@@ -32,6 +32,48 @@ G_BEGIN_DECLS
 #endif
 
 /**
+ * LAGWATCH_ERROR:
+ *
+ * The error domain of lagwatch; its codes are #LagWatchError values.
+ *
+ * Since: 0.1
+ */
+#define LAGWATCH_ERROR (lagwatch_error_quark ())
+
+/**
+ * LagWatchError:
+ * @LAGWATCH_ERROR_INVALID: a configuration value is out of range or malformed
+ * @LAGWATCH_ERROR_ALREADY_WATCHED: the context is already watched
+ * @LAGWATCH_ERROR_NO_SLOT: every one of the 16 watch slots is in use
+ * @LAGWATCH_ERROR_SIGNAL: no signal could be installed to take stacks
+ * @LAGWATCH_ERROR_OUTPUT: an output (sink) list is malformed
+ * @LAGWATCH_ERROR_DISABLED: `LAGWATCH_DISABLE=1` is set
+ * @LAGWATCH_ERROR_THREAD: lagwatch's threads could not be started
+ *
+ * Why lagwatch could not do what was asked.
+ *
+ * Since: 0.1
+ */
+typedef enum
+{
+  LAGWATCH_ERROR_INVALID,
+  LAGWATCH_ERROR_ALREADY_WATCHED,
+  LAGWATCH_ERROR_NO_SLOT,
+  LAGWATCH_ERROR_SIGNAL,
+  LAGWATCH_ERROR_OUTPUT,
+  LAGWATCH_ERROR_DISABLED,
+  LAGWATCH_ERROR_THREAD,
+} LagWatchError;
+
+/**
+ * lagwatch_error_quark:
+ *
+ * Returns: the #GQuark of %LAGWATCH_ERROR
+ * Since: 0.1
+ */
+LAGWATCH_API GQuark lagwatch_error_quark (void);
+
+/**
  * LagWatch:
  *
  * An opaque handle on one watched main context, returned by
@@ -189,7 +231,7 @@ LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
                                                       guint           max_frames);
 
 /**
- * lagwatch_attach:
+ * lagwatch_attach: (skip)
  * @context: (nullable): the context to watch, or %NULL for the global
  *   default context
  *
@@ -203,7 +245,7 @@ LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
 LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
 
 /**
- * lagwatch_attach_with_config:
+ * lagwatch_attach_with_config: (skip)
  * @context: (nullable): the context to watch, or %NULL for the default one
  * @config: (nullable): settings, or %NULL for the defaults; the environment
  *   overrides them. Copied: the caller keeps ownership.
@@ -223,7 +265,26 @@ LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *contex
                                                     const LagWatchConfig *config);
 
 /**
- * lagwatch_is_attached:
+ * lagwatch_attach_full: (skip)
+ * @context: (nullable): the context to watch, or %NULL for the default one
+ * @config: (nullable): settings, or %NULL for the defaults; the environment
+ *   overrides them. Copied: the caller keeps ownership.
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_attach_with_config(), but failing with @error instead of a
+ * warning (%LAGWATCH_ERROR_DISABLED, quietly, under `LAGWATCH_DISABLE=1`).
+ * Problems that leave the watch usable (no signal for running threads, no
+ * libunwind) are still warnings.
+ *
+ * Returns: (transfer full) (nullable): the watch, or %NULL with @error set
+ * Since: 0.1
+ */
+LAGWATCH_API LagWatch *lagwatch_attach_full (GMainContext         *context,
+                                             const LagWatchConfig *config,
+                                             GError              **error);
+
+/**
+ * lagwatch_is_attached: (skip)
  * @context: (nullable): a context, or %NULL for the default one
  *
  * Returns: %TRUE when a watch is attached to @context
@@ -232,7 +293,7 @@ LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *contex
 LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
 
 /**
- * lagwatch_detach:
+ * lagwatch_detach: (skip)
  * @watch: (transfer full): a watch from lagwatch_attach()
  *
  * Stops watching and restores what lagwatch changed (the poll function, the
@@ -246,7 +307,7 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
 LAGWATCH_API void lagwatch_detach (LagWatch *watch);
 
 /**
- * lagwatch_set_threshold_ms:
+ * lagwatch_set_threshold_ms: (skip)
  * @watch: a watch
  * @threshold_ms: the new threshold, 1 to 3600000
  *
@@ -260,7 +321,7 @@ LAGWATCH_API gboolean lagwatch_set_threshold_ms (LagWatch *watch,
                                                  guint     threshold_ms);
 
 /**
- * lagwatch_get_threshold_ms:
+ * lagwatch_get_threshold_ms: (skip)
  * @watch: a watch
  *
  * Returns: the threshold in force, in milliseconds
@@ -269,7 +330,7 @@ LAGWATCH_API gboolean lagwatch_set_threshold_ms (LagWatch *watch,
 LAGWATCH_API guint lagwatch_get_threshold_ms (LagWatch *watch);
 
 /**
- * lagwatch_set_report_func:
+ * lagwatch_set_report_func: (skip)
  * @watch: a watch
  * @func: (nullable): called for every finished lag, on the reporting thread
  * @user_data: passed to @func
@@ -283,7 +344,7 @@ LAGWATCH_API void lagwatch_set_report_func (LagWatch          *watch,
                                             GDestroyNotify     destroy);
 
 /**
- * lagwatch_pause:
+ * lagwatch_pause: (skip)
  * @watch: a watch
  *
  * Stops reporting until lagwatch_resume(); a lag in progress is dropped.
@@ -295,7 +356,7 @@ LAGWATCH_API void lagwatch_set_report_func (LagWatch          *watch,
 LAGWATCH_API void lagwatch_pause (LagWatch *watch);
 
 /**
- * lagwatch_resume:
+ * lagwatch_resume: (skip)
  * @watch: a watch
  *
  * Reports again, from the next busy period on.
@@ -305,7 +366,7 @@ LAGWATCH_API void lagwatch_pause (LagWatch *watch);
 LAGWATCH_API void lagwatch_resume (LagWatch *watch);
 
 /**
- * lagwatch_begin_long_work:
+ * lagwatch_begin_long_work: (skip)
  * @watch: a watch
  *
  * Declares that the work the loop's thread is doing now is expected to be
@@ -318,7 +379,7 @@ LAGWATCH_API void lagwatch_resume (LagWatch *watch);
 LAGWATCH_API void lagwatch_begin_long_work (LagWatch *watch);
 
 /**
- * lagwatch_end_long_work:
+ * lagwatch_end_long_work: (skip)
  * @watch: a watch
  *
  * Ends what lagwatch_begin_long_work() declared: later busy periods are
@@ -328,9 +389,20 @@ LAGWATCH_API void lagwatch_begin_long_work (LagWatch *watch);
  */
 LAGWATCH_API void lagwatch_end_long_work (LagWatch *watch);
 
-/** lagwatch_report_ref: @report: a report. Returns: (transfer full): @report. Since: 0.1 */
+/**
+ * lagwatch_report_ref:
+ * @report: a report
+ *
+ * Returns: (transfer full): @report
+ * Since: 0.1
+ */
 LAGWATCH_API LagWatchReport *lagwatch_report_ref (LagWatchReport *report);
-/** lagwatch_report_unref: @report: (transfer full): a report. Since: 0.1 */
+/**
+ * lagwatch_report_unref:
+ * @report: (transfer full): a report
+ *
+ * Since: 0.1
+ */
 LAGWATCH_API void lagwatch_report_unref (LagWatchReport *report);
 
 /**
@@ -342,13 +414,37 @@ LAGWATCH_API void lagwatch_report_unref (LagWatchReport *report);
  */
 LAGWATCH_API const char *lagwatch_report_get_id (LagWatchReport *report);
 
-/** lagwatch_report_get_duration_ms: @report: a report. Returns: how long the thread stayed out of poll. Since: 0.1 */
+/**
+ * lagwatch_report_get_duration_ms:
+ * @report: a report
+ *
+ * Returns: how long the thread stayed out of poll
+ * Since: 0.1
+ */
 LAGWATCH_API double lagwatch_report_get_duration_ms (LagWatchReport *report);
-/** lagwatch_report_get_threshold_ms: @report: a report. Returns: the threshold in force when the lag was caught. Since: 0.1 */
+/**
+ * lagwatch_report_get_threshold_ms:
+ * @report: a report
+ *
+ * Returns: the threshold in force when the lag was caught
+ * Since: 0.1
+ */
 LAGWATCH_API guint lagwatch_report_get_threshold_ms (LagWatchReport *report);
-/** lagwatch_report_get_start_time: @report: a report. Returns: wall-clock time the lag began, µs since the epoch. Since: 0.1 */
+/**
+ * lagwatch_report_get_start_time:
+ * @report: a report
+ *
+ * Returns: wall-clock time the lag began, µs since the epoch
+ * Since: 0.1
+ */
 LAGWATCH_API gint64 lagwatch_report_get_start_time (LagWatchReport *report);
-/** lagwatch_report_get_thread_id: @report: a report. Returns: the kernel thread id (TID) of the stuck thread. Since: 0.1 */
+/**
+ * lagwatch_report_get_thread_id:
+ * @report: a report
+ *
+ * Returns: the kernel thread id (TID) of the stuck thread
+ * Since: 0.1
+ */
 LAGWATCH_API int lagwatch_report_get_thread_id (LagWatchReport *report);
 /**
  * lagwatch_report_get_complete:
@@ -358,7 +454,13 @@ LAGWATCH_API int lagwatch_report_get_thread_id (LagWatchReport *report);
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_complete (LagWatchReport *report);
-/** lagwatch_report_get_n_frames: @report: a report. Returns: frames in the stack, 0 when none could be taken. Since: 0.1 */
+/**
+ * lagwatch_report_get_n_frames:
+ * @report: a report
+ *
+ * Returns: frames in the stack, 0 when none could be taken
+ * Since: 0.1
+ */
 LAGWATCH_API guint lagwatch_report_get_n_frames (LagWatchReport *report);
 /**
  * lagwatch_report_get_frame:

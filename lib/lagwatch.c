@@ -103,14 +103,37 @@ lw_attach_abort (LagWatch *watch)
   lw_watch_free (watch);
 }
 
+G_DEFINE_QUARK (lagwatch-error-quark, lagwatch_error)
+/* The internal codes are the public ones (one quark, one numbering). */
+G_STATIC_ASSERT ((int) LW_ERROR_INVALID == (int) LAGWATCH_ERROR_INVALID);
+G_STATIC_ASSERT ((int) LW_ERROR_ALREADY_WATCHED == (int) LAGWATCH_ERROR_ALREADY_WATCHED);
+G_STATIC_ASSERT ((int) LW_ERROR_NO_SLOT == (int) LAGWATCH_ERROR_NO_SLOT);
+G_STATIC_ASSERT ((int) LW_ERROR_SIGNAL == (int) LAGWATCH_ERROR_SIGNAL);
+G_STATIC_ASSERT ((int) LW_ERROR_OUTPUT == (int) LAGWATCH_ERROR_OUTPUT);
+
 LagWatch *
 lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config)
+{
+  g_autoptr(GError) error = NULL;
+  LagWatch *watch = lagwatch_attach_full (context, config, &error);
+
+  if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
+    g_warning ("%s", error->message);
+  return watch;
+}
+
+LagWatch *
+lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GError **out_error)
 {
   g_autoptr(GError) error = NULL;
   LagWatch *watch;
 
   if (lw_config_disabled ())
-    return NULL;
+    {
+      g_set_error_literal (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED,
+                           "lagwatch is disabled (LAGWATCH_DISABLE=1)");
+      return NULL;
+    }
   if (context == NULL)
     context = g_main_context_default ();
 
@@ -147,7 +170,7 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   watch->slot = lw_hooks_attach (context, &error);
   if (watch->slot == NULL)
     {
-      g_warning ("cannot watch: %s", error->message);
+      g_set_error (out_error, LAGWATCH_ERROR, error->code, "cannot watch: %s", error->message);
       lw_attach_abort (watch);
       g_mutex_unlock (&lw_lock);
       return NULL;
@@ -161,7 +184,8 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   watch->reporter = lw_reporter_start (watch, &error);
   if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
-      g_warning ("cannot start the watcher thread: %s", error->message);
+      g_set_error (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_THREAD,
+                   "cannot start the watcher thread: %s", error->message);
       lw_attach_abort (watch);
       g_mutex_unlock (&lw_lock);
       return NULL;

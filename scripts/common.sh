@@ -23,7 +23,8 @@ LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev
   python3 elfutils chromium systemd-journal-remote
-  libsystemd-dev systemd iproute2"
+  libsystemd-dev systemd iproute2
+  gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
 # lw_ensure_packages: installs the missing packages when root; otherwise
 # prints the apt-get line and stops.

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""gi-example.py: lagwatch from Python, through GObject Introspection.
+
+Watches this program's main loop, freezes it once for 300 ms in a Python
+function (slow_handler), prints the report it gets back on the main thread,
+then quits. Run from a build tree with the typelib and library on the paths:
+
+  GI_TYPELIB_PATH=build/lib LD_LIBRARY_PATH=build/lib examples/gi-example.py
+"""
+import sys
+import threading
+import time
+
+import gi
+gi.require_version("LagWatch", "0.1")
+from gi.repository import GLib, LagWatch  # noqa: E402
+
+FREEZE_S = 0.3
+
+
+def slow_handler():
+    """Stands for a handler that takes too long: 300 ms of computation."""
+    end = time.monotonic() + FREEZE_S
+    n = 0
+    while time.monotonic() < end:
+        n += 1
+    return GLib.SOURCE_REMOVE
+
+
+def main():
+    config = LagWatch.Config.new()
+    config.set_threshold_ms(100)
+    config.set_output("none")
+    monitor = LagWatch.Monitor.new(None, config)
+    loop = GLib.MainLoop()
+    got = []
+
+    def on_report(monitor, report):
+        # Emitted on the thread that created the monitor: here, the main one.
+        got.append(report)
+        frames = [report.get_frame_info(i) for i in range(report.get_n_frames())]
+        print("report %s: %.1f ms (threshold %u ms), %u frames, on the loop's thread: %s"
+              % (report.get_id(), report.get_duration_ms(), report.get_threshold_ms(), len(frames),
+                 "yes" if threading.current_thread() is threading.main_thread()
+                 and GLib.MainContext.default().is_owner() else "no"))
+        for i, frame in enumerate(frames):
+            print("  #%-2d %s (%s +0x%x)" % (i, frame.symbol or "??", frame.module, frame.module_offset))
+        loop.quit()
+
+    try:
+        LagWatch.Monitor.new(None, None)
+        print("a second monitor on the same context was attached")
+        return 1
+    except GLib.Error as error:  # one context, one watch
+        print("a second monitor is refused: %s" % error.message)
+        if not error.matches(LagWatch.error_quark(), LagWatch.Error.ALREADY_WATCHED):
+            return 1
+
+    monitor.connect("report", on_report)
+    GLib.timeout_add(10, slow_handler)
+    deadline = GLib.timeout_add_seconds(60, lambda: (print("no report within 60 s"), loop.quit()))
+    loop.run()
+    GLib.source_remove(deadline) if got else None
+    monitor.detach()
+    try:
+        LagWatch.Monitor.new(None, None)  # the default context is free again
+        print("attached again after detach")
+    except GLib.Error as error:
+        print("attach after detach failed: %s" % error.message)
+        return 1
+    return 0 if got else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

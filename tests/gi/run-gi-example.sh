@@ -1,0 +1,41 @@
+#!/bin/sh
+# run-gi-example.sh INTERPRETER EXAMPLE TYPELIB_DIR LIB_DIR: runs one of the
+# GObject Introspection examples (examples/gi-example.py or .js) on a real
+# interpreter against the build's typelib and library, and checks (TAP) that
+# it got one report of its 300 ms freeze, with a stack, emitted on the thread
+# running the loop, and exited 0.
+set -u
+interpreter=$1 example=$2 typelib_dir=$3 lib_dir=$4
+
+echo "1..3"
+if ! command -v "$interpreter" > /dev/null; then
+  echo "ok 1 # SKIP $interpreter is not installed (scripts/setup-and-test installs it)"
+  echo "ok 2 # SKIP"; echo "ok 3 # SKIP"
+  exit 0
+fi
+out=$(mktemp "${TMPDIR:-/tmp}/lagwatch-gi.XXXXXX")
+trap 'rm -f "$out"' EXIT
+# An ASan build of the library in an uninstrumented interpreter needs ASan's
+# runtime first; the interpreters' own leaks are not ours to report.
+preload=${LW_ASAN_RUNTIME:+$LW_ASAN_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}}
+LD_PRELOAD=${preload:-${LD_PRELOAD:-}} ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+  GI_TYPELIB_PATH="$typelib_dir${GI_TYPELIB_PATH:+:$GI_TYPELIB_PATH}" \
+  LD_LIBRARY_PATH="$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  timeout 120 "$interpreter" "$example" > "$out" 2>&1
+status=$?
+sed 's/^/# /' "$out"
+
+if [ "$status" -eq 0 ]; then echo "ok 1 - $example exited 0"; else echo "not ok 1 - $example exited $status"; fi
+header=$(grep -E '^report [0-9]+-[0-9]+: ' "$out")
+if [ "$(printf '%s\n' "$header" | grep -c .)" -eq 1 ] \
+   && printf '%s\n' "$header" | awk '{ d = $3 + 0; exit !(d >= 250 && d <= 2000) }' \
+   && printf '%s\n' "$header" | grep -Eq '\(threshold 100 ms\), [1-9][0-9]* frames, '; then
+  echo "ok 2 - one report of the freeze, 250 ms or more, with a stack: $header"
+else
+  echo "not ok 2 - one report of the freeze, 250 ms or more, with a stack (got: $header)"
+fi
+if printf '%s\n' "$header" | grep -q "on the loop's thread: yes\$"; then
+  echo "ok 3 - the report signal ran on the thread running the loop"
+else
+  echo "not ok 3 - the report signal ran on the thread running the loop"
+fi
