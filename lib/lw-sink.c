@@ -18,10 +18,7 @@ typedef struct
 {
   char     *path;          /* NULL for stderr */
   gboolean  json;
-  int       fd;            /* JSON: ours. stderr: a private non-blocking
-                            * description of fd 2, or -1 to use fd 2 itself */
-  dev_t     dev;           /* stderr: what the private description is of */
-  ino_t     ino;
+  int       fd;            /* JSON: ours; stderr: -1 */
   guint     dropped;       /* records lost since the last one said */
   guint     dropped_total;
   int       drop_errno;    /* why the last one was lost; 0: the reader stalled */
@@ -173,24 +170,22 @@ lw_write_all (int fd, const char *data, gsize len)
   return TRUE;
 }
 
-/* Any thread, @sink's lock held. The descriptor to write @sink's records
- * on. A pipe, FIFO or terminal on fd 2 gets a private non-blocking
- * description (O_NONBLOCK on fd 2 itself would change the program's own
- * writes), reopened when the program points fd 2 elsewhere. @use_send: a
- * socket, written with MSG_DONTWAIT. -1: fd 2 is closed. */
+/* Any thread. The descriptor to write a record to stderr on. A pipe, FIFO
+ * or terminal on fd 2 gets a private non-blocking description (O_NONBLOCK
+ * on fd 2 itself would change the program's own writes), opened for this
+ * record only (@private: close it after) so that lagwatch never holds the
+ * program's pipe open once the program has closed or replaced fd 2.
+ * @use_send: a socket, written with MSG_DONTWAIT. -1: fd 2 is closed. */
 static int
-lw_sink_stderr_fd (LwSink *sink, gboolean *use_send)
+lw_sink_stderr_fd (gboolean *use_send, gboolean *private)
 {
   struct stat st;
+  int fd;
 
   *use_send = FALSE;
+  *private = FALSE;
   if (fstat (STDERR_FILENO, &st) != 0)
     return -1;
-  if (sink->fd >= 0 && st.st_dev == sink->dev && st.st_ino == sink->ino)
-    return sink->fd;
-  if (sink->fd >= 0)
-    close (sink->fd);
-  sink->fd = -1;
   if (S_ISSOCK (st.st_mode))
     {
       *use_send = TRUE;
@@ -198,12 +193,11 @@ lw_sink_stderr_fd (LwSink *sink, gboolean *use_send)
     }
   if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
     {
-      sink->fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-      if (sink->fd >= 0)
+      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      if (fd >= 0)
         {
-          sink->dev = st.st_dev;
-          sink->ino = st.st_ino;
-          return sink->fd;
+          *private = TRUE;
+          return fd;
         }
     }
   /* A file, /dev/null, or a pipe /proc cannot reopen: fd 2 as it is. */
@@ -315,8 +309,8 @@ static gboolean
 lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
 {
   g_autoptr(GString) out = g_string_new (NULL);
-  gboolean use_send = FALSE;
-  int fd = sink->json ? sink->fd : lw_sink_stderr_fd (sink, &use_send);
+  gboolean use_send = FALSE, private = FALSE;
+  int fd = sink->json ? sink->fd : lw_sink_stderr_fd (&use_send, &private);
   int error;
 
   if (fd < 0)
@@ -328,6 +322,8 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
   if (record != NULL)
     g_string_append (out, record);
   error = lw_sink_put (sink, fd, use_send, out->str, out->len);
+  if (private)
+    close (fd);
   /* Only a regular file is made durable; fsync on a FIFO fails by design. */
   if (error == 0 && durable && sink->json && fsync (sink->fd) != 0 && errno != EINVAL)
     error = errno;
@@ -363,8 +359,6 @@ lw_stderr_say (const char *text)
   LwSink sink = { .fd = -1 };
 
   lw_sink_emit (&sink, text, FALSE);
-  if (sink.fd >= 0)
-    close (sink.fd);
 }
 
 void

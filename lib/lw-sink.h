@@ -8,8 +8,10 @@
  * non-blocking, without following a symlink, created 0600, and refused
  * unless it is a regular file (one link) or a FIFO owned by this user; a
  * stderr that is a pipe, a FIFO or a terminal is written through a private
- * non-blocking description (the program's own fd 2 is never changed), a
- * socket with MSG_DONTWAIT. A record a sink cannot take within
+ * non-blocking description opened from /proc/self/fd/2 for each record (the
+ * program's own fd 2 is never changed, nor held open), a socket with
+ * MSG_DONTWAIT; a regular file or another device on fd 2 is written as it
+ * is. A record a sink cannot take within
  * LW_SINK_WAIT_MS (at once once the sink has stalled) is dropped and
  * counted; the count is said on that sink before the next record that gets
  * through, and at close. A write error is said once per sink, on stderr.

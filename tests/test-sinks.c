@@ -195,6 +195,36 @@ test_stderr_reader_gone (void)
   g_test_trap_assert_passed ();
 }
 
+/* lagwatch's private description of a stderr pipe lives for one record:
+ * once the program points fd 2 elsewhere, its reader sees the end. */
+static void
+test_stderr_pipe_not_held (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *got = NULL;
+      LwSinks *sinks;
+      int pipe_fds[2], null_fd;
+      char byte;
+
+      g_assert_cmpint (pipe (pipe_fds), ==, 0);
+      g_assert_cmpint (dup2 (pipe_fds[1], STDERR_FILENO), ==, STDERR_FILENO);
+      close (pipe_fds[1]);
+      sinks = lw_sinks_open ("stderr");
+      lw_sinks_write_raw (sinks, "{}", "one record\n");
+      null_fd = open ("/dev/null", O_WRONLY);
+      g_assert_cmpint (dup2 (null_fd, STDERR_FILENO), ==, STDERR_FILENO);
+      close (null_fd);
+      g_assert_cmpint (read (pipe_fds[0], &byte, 1), ==, 1);
+      got = drain (pipe_fds[0]);  /* blocking: returns only at the end of the pipe */
+      g_assert_cmpstr (got, ==, "ne record\n");
+      lw_sinks_free (sinks);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 /* A file that cannot grow (a full disk; here RLIMIT_FSIZE, EFBIG): said
  * once, counted, and the count said at close. */
 static void
@@ -324,6 +354,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sinks/json-fifo-stalled", test_json_fifo_stalled);
   g_test_add_func ("/sinks/stderr-pipe-stalled", test_stderr_pipe_stalled);
   g_test_add_func ("/sinks/stderr-reader-gone", test_stderr_reader_gone);
+  g_test_add_func ("/sinks/stderr-pipe-not-held", test_stderr_pipe_not_held);
   g_test_add_func ("/sinks/write-error-said-once", test_write_error_said_once);
   g_test_add_func ("/sinks/json-symlink-refused", test_json_symlink_refused);
   g_test_add_func ("/sinks/json-created-private", test_json_created_private);
