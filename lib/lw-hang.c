@@ -279,7 +279,8 @@ lw_previous_hang_free (LwPreviousHang *hang)
 
 /* A strict JSON reader (RFC 8259) that writes back what it read, re-encoded:
  * strings re-escaped (control characters, DEL and C1 controls as \uXXXX,
- * UTF-8 checked), numbers checked and bounded, depth bounded. */
+ * UTF-8 checked), numbers checked and bounded, depth bounded. Every lw_json_*
+ * function: any thread, on a reader of its own. */
 typedef struct
 {
   const char *p;

@@ -139,7 +139,12 @@ forged_contents (const ForgedRecord *r, const char *exe)
   g_autofree char *json = NULL;
 
   if (g_str_equal (r->name, "pid-trailing"))
-    pid = g_strconcat (pid, " ", NULL);
+    {
+      char *spaced = g_strconcat (pid, " ", NULL);
+
+      g_free (pid);
+      pid = spaced;
+    }
   if (r->json != NULL)
     json = g_strdup (r->json);
   else

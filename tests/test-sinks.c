@@ -159,6 +159,7 @@ test_stderr_pipe_stalled (void)
       g_free (drain (pipe_fds[0]));
       dropped = lw_sinks_dropped (sinks) - dropped;
       lw_sinks_free (sinks);
+      g_free (got);
       got = drain (pipe_fds[0]);
       g_free (expected);
       expected = g_strdup_printf ("lagwatch: %u reports dropped: sink stalled\n", dropped);
