@@ -188,8 +188,9 @@ lw_hang_store_close (LwHangStore *store)
     return;
   g_mutex_lock (&lw_hang_lock);
   lw_hang_stores = g_slist_remove (lw_hang_stores, store);
+  /* A fork child's copy of the store: the hangs are its parent's. */
   g_hash_table_iter_init (&iter, store->running);
-  while (g_hash_table_iter_next (&iter, &name, NULL))
+  while (store->owner_pid == getpid () && g_hash_table_iter_next (&iter, &name, NULL))
     unlinkat (store->dirfd, name, 0);
   g_mutex_unlock (&lw_hang_lock);
   close (store->dirfd);

@@ -35,8 +35,9 @@ typedef struct _LwHangStore LwHangStore;
  * warning when it is unsafe (see above) or cannot be made. */
 LwHangStore *lw_hang_store_open     (const char  *dir);
 
-/* Removes the copies of hangs still running (the process is not being
- * killed) and closes @store. */
+/* Any thread. Removes the copies of hangs still running (the process is
+ * not being killed; a fork child leaves its parent's alone) and closes
+ * @store. */
 void         lw_hang_store_close    (LwHangStore *store);
 
 /* Reporting thread. Saves the hang @id: its JSON line and its text block,

@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -241,6 +242,39 @@ test_save_error_said (void)
                              "a hang the program is killed in will not be reported by its next run\n");
 }
 
+/* A fork child that exits, or closes its copy of the store, leaves the
+ * parent's running hang alone: it is the parent's to forget. */
+static void
+test_fork_child_leaves_records (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "fork-state", NULL);
+  g_autofree char *record = g_build_filename (state, "hang-1-1.rec", NULL);
+  LwHangStore *store = lw_hang_store_open (state);
+
+  g_assert_nonnull (store);
+  g_assert_true (lw_hang_store_save (store, "1-1", "{\"event\":\"hang\"}", "text\n"));
+  for (int how = 0; how < 2; how++)
+    {
+      pid_t pid;
+      int status;
+
+      fflush (stdout);  /* the child's exit() must not print the parent's TAP again */
+      pid = fork ();
+      if (pid == 0)
+        {
+          if (how == 0)
+            exit (0);
+          lw_hang_store_close (store);
+          _exit (0);
+        }
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+      g_assert_true (g_file_test (record, G_FILE_TEST_EXISTS));
+    }
+  lw_hang_store_close (store);
+  g_assert_false (g_file_test (record, G_FILE_TEST_EXISTS));
+}
+
 static LAGGY gboolean
 hang_then_exit (gpointer data)
 {
@@ -386,6 +420,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hang-store/fifo-record", test_fifo_record);
   g_test_add_func ("/hang-store/forged-records", test_forged_records);
   g_test_add_func ("/hang-store/save-error-said", test_save_error_said);
+  g_test_add_func ("/hang-store/fork-child-leaves-records", test_fork_child_leaves_records);
   g_test_add_data_func ("/hang-store/exit-during-hang", GINT_TO_POINTER (FALSE), test_exit_during_hang);
   g_test_add_data_func ("/hang-store/killed-during-hang", GINT_TO_POINTER (TRUE), test_exit_during_hang);
   status = g_test_run ();
