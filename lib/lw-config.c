@@ -195,7 +195,8 @@ lw_config_secure (void)
 }
 
 /* Any thread. The one line that says a setuid/setgid process ignores the
- * environment, once per process. */
+ * environment, once per process, when it holds LAGWATCH_* variables (with
+ * none, nothing was ignored). */
 static void
 lw_config_say_secure (void)
 {
@@ -203,8 +204,14 @@ lw_config_say_secure (void)
 
   if (g_once_init_enter (&said))
     {
-      g_warning ("this program runs setuid or setgid (AT_SECURE): the LAGWATCH_* variables and "
-                 "the state and debug directories from the environment are ignored");
+      g_auto(GStrv) names = g_listenv ();
+      gboolean any = FALSE;
+
+      for (guint i = 0; names[i] != NULL; i++)
+        any |= g_str_has_prefix (names[i], "LAGWATCH_");
+      if (any)
+        g_warning ("this program runs setuid or setgid (AT_SECURE): the LAGWATCH_* variables and "
+                   "the state and debug directories from the environment are ignored");
       g_once_init_leave (&said, 1);
     }
 }

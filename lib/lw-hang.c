@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -206,22 +207,27 @@ lw_hang_file_name (const char *id)
   return g_strdup_printf ("hang-%s.rec", id);
 }
 
-/* Reporting thread, lw_hang_lock held. Writes the copy @name; 0 or the
- * errno of what failed. A copy only partly written is removed. */
+/* Reporting thread, lw_hang_lock held. Writes the copy @name whole or not
+ * at all: into a temporary name first, made durable, then renamed, so a
+ * kill in the middle leaves no half record under a record's name. 0 or the
+ * errno of what failed. */
 static int
 lw_hang_write_file (LwHangStore *store, const char *name, const char *contents)
 {
+  g_autofree char *partial = g_strdup_printf (".%s.tmp", name);
   int fd, error = 0;
 
-  fd = openat (store->dirfd, name,
+  fd = openat (store->dirfd, partial,
                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno;
   if (!lw_write_all (fd, contents, strlen (contents)) || fsync (fd) != 0)
     error = errno;
   close (fd);
+  if (error == 0 && renameat (store->dirfd, partial, store->dirfd, name) != 0)
+    error = errno;
   if (error != 0)
-    unlinkat (store->dirfd, name, 0);
+    unlinkat (store->dirfd, partial, 0);
   else
     fsync (store->dirfd);  /* the new name itself must survive */
   return error;
@@ -740,6 +746,17 @@ lw_hang_read_file (LwHangStore *store, const char *name, gsize *len, time_t *mti
   return g_steal_pointer (&contents);
 }
 
+/* Attaching thread. A record a kill cut short while it was being written
+ * (never under a record's name): removed once as old as a stale record. */
+static void
+lw_hang_prune_partial (LwHangStore *store, const char *name, time_t now)
+{
+  struct stat st;
+
+  if (fstatat (store->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > LW_HANG_MAX_AGE_S)
+    unlinkat (store->dirfd, name, 0);
+}
+
 GPtrArray *
 lw_hang_store_take_previous (LwHangStore *store)
 {
@@ -765,6 +782,11 @@ lw_hang_store_take_previous (LwHangStore *store)
       gsize len = 0;
       LwHangRecordStatus status;
 
+      if (g_str_has_prefix (entry->d_name, ".hang-") && g_str_has_suffix (entry->d_name, ".tmp"))
+        {
+          lw_hang_prune_partial (store, entry->d_name, now);
+          continue;
+        }
       if (!g_str_has_prefix (entry->d_name, "hang-") || !g_str_has_suffix (entry->d_name, ".rec"))
         continue;
       contents = lw_hang_read_file (store, entry->d_name, &len, &mtime, &why);

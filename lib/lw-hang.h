@@ -2,7 +2,8 @@
  *
  * When a lag reaches LAGWATCH_HANG_MS, its record is written at once and
  * made durable (fsync), and a copy is kept in the state directory
- * (LAGWATCH_STATE_DIR, default $XDG_STATE_HOME/lagwatch). If the lag ends,
+ * (LAGWATCH_STATE_DIR, default $XDG_STATE_HOME/lagwatch), written whole or
+ * not at all (a temporary name, fsync, rename). If the lag ends,
  * or the program exits cleanly (exit(), return from main) or detaches, the
  * copy is removed. If the process dies first (SIGKILL, OOM, a watchdog, a
  * crash), the next run of the same program finds the copy and reports "the

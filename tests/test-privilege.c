@@ -46,9 +46,31 @@ child_secure (void)
   return 0;
 }
 
+/* Runs @copy (setgid) as nobody in @dir with @env; it must succeed. */
+static void
+run_as_nobody (const char *dir, const char *copy, char **env, char **out, char **err)
+{
+  g_autofree char *setpriv = g_find_program_in_path ("setpriv");
+  g_autofree char *reuid = g_strdup_printf ("--reuid=%d", NOBODY);
+  g_autofree char *regid = g_strdup_printf ("--regid=%d", NOBODY);
+  char *argv[] = { setpriv, reuid, regid, (char *) "--clear-groups", (char *) copy,
+                   (char *) "--child-secure", NULL };
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  g_assert_true (g_spawn_sync (dir, argv, env, 0, NULL, NULL, out, err, &status, &error));
+  g_assert_no_error (error);
+  g_test_message ("child stdout: %s", *out);
+  g_test_message ("child stderr: %s", *err);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+}
+
 static void
 test_setgid_ignores_environment (void)
 {
+  static const char *const variables[] = {
+    "LAGWATCH_OUTPUT", "LAGWATCH_STATE_DIR", "LAGWATCH_THRESHOLD_MS", "LAGWATCH_DEBUG_DIRS",
+  };
   g_autofree char *dir = NULL;
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *copy = NULL, *group_dir = NULL, *out = NULL, *state = NULL, *output = NULL;
@@ -59,7 +81,6 @@ test_setgid_ignores_environment (void)
   struct group *users = getgrnam ("users");
   const char *first;
   gsize len;
-  int status;
 
   if (geteuid () != 0)
     {
@@ -94,17 +115,7 @@ test_setgid_ignores_environment (void)
   env = g_environ_setenv (env, "LAGWATCH_THRESHOLD_MS", "abc", TRUE);
   env = g_environ_setenv (env, "LAGWATCH_DEBUG_DIRS", "relative", TRUE);
 
-  {
-    g_autofree char *reuid = g_strdup_printf ("--reuid=%d", NOBODY);
-    g_autofree char *regid = g_strdup_printf ("--regid=%d", NOBODY);
-    char *argv[] = { setpriv, reuid, regid, (char *) "--clear-groups", copy, (char *) "--child-secure", NULL };
-
-    g_assert_true (g_spawn_sync (dir, argv, env, 0, NULL, NULL, &child_out, &child_err, &status, &error));
-  }
-  g_assert_no_error (error);
-  g_test_message ("child stdout: %s", child_out);
-  g_test_message ("child stderr: %s", child_err);
-  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  run_as_nobody (dir, copy, env, &child_out, &child_err);
   g_assert_cmpstr (child_out, ==, "secure=1\n");  /* the setup worked: the kernel set AT_SECURE */
 
   g_assert_false (g_file_test (out, G_FILE_TEST_EXISTS));
@@ -114,6 +125,15 @@ test_setgid_ignores_environment (void)
   g_assert_null (strstr (first + 1, "runs setuid or setgid (AT_SECURE)"));  /* one line */
   g_assert_null (strstr (child_err, "LAGWATCH_THRESHOLD_MS"));
   g_assert_null (strstr (child_err, "LAGWATCH_DEBUG_DIRS"));
+
+  /* No LAGWATCH_* variable: nothing ignored, nothing said. */
+  g_clear_pointer (&child_out, g_free);
+  g_clear_pointer (&child_err, g_free);
+  for (guint i = 0; i < G_N_ELEMENTS (variables); i++)
+    env = g_environ_unsetenv (env, variables[i]);
+  run_as_nobody (dir, copy, env, &child_out, &child_err);
+  g_assert_cmpstr (child_out, ==, "secure=1\n");
+  g_assert_null (strstr (child_err, "AT_SECURE"));
 
   g_remove (out);
   g_rmdir (state);

@@ -29,11 +29,12 @@ lw_preload_attach (gpointer data)
   const char *pid;
 
   /* A setuid/setgid program: the environment that asked for lagwatch is
-   * the caller's, not the program's. */
+   * the caller's, not the program's. Said when the launcher asked. */
   if (getauxval (AT_SECURE))
     {
-      g_warning ("this program runs setuid or setgid (AT_SECURE): the environment is not trusted, "
-                 "lagwatch does not attach");
+      if (g_getenv ("LAGWATCH_LAUNCHER_PID") != NULL)
+        g_warning ("this program runs setuid or setgid (AT_SECURE): the environment is not "
+                   "trusted, lagwatch does not attach");
       return NULL;
     }
   /* Only the process the launcher started, never its children. */
