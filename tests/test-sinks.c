@@ -94,7 +94,7 @@ test_json_fifo_stalled (void)
       g_autofree char *last = make_record (N_RECORDS, 'y');
       LwSinks *sinks;
       guint dropped;
-      int reader;
+      int reader, writer;
 
       g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
       reader = open (fifo, O_RDONLY | O_NONBLOCK);
@@ -118,12 +118,22 @@ test_json_fifo_stalled (void)
         g_assert_cmpstr (got + 1, ==, expected);
       else
         g_assert_cmpstr (got, ==, expected);
+
+      /* Stalled again at detach, the FIFO full to the last byte: the count
+       * is said on stderr. */
+      flood (sinks);
+      writer = open (fifo, O_WRONLY | O_NONBLOCK);
+      g_assert_cmpint (writer, >=, 0);
+      while (write (writer, "x", 1) == 1)
+        ;
       lw_sinks_free (sinks);
+      close (writer);
       close (reader);
       return;
     }
   g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("lagwatch: * reports to *stalled.fifo dropped: sink stalled\n");
 }
 
 /* stderr on a pipe nobody drains: the same, and the program's own fd 2
