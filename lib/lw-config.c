@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "lw-private.h"
 #include "lw-sink.h"
@@ -187,11 +188,46 @@ lw_config_env_uint (const char *name, guint min, guint max, const char *unit, gu
                name, text, unit, min, max, *value);
 }
 
+gboolean
+lw_config_secure (void)
+{
+  return getauxval (AT_SECURE) != 0;
+}
+
+/* Any thread. The one line that says a setuid/setgid process ignores the
+ * environment, once per process, when it holds LAGWATCH_* variables (with
+ * none, nothing was ignored). */
+static void
+lw_config_say_secure (void)
+{
+  static gsize said;
+
+  if (g_once_init_enter (&said))
+    {
+      g_auto(GStrv) names = g_listenv ();
+      gboolean any = FALSE;
+
+      for (guint i = 0; names[i] != NULL; i++)
+        any |= g_str_has_prefix (names[i], "LAGWATCH_");
+      if (any)
+        g_warning ("this program runs setuid or setgid (AT_SECURE): the LAGWATCH_* variables and "
+                   "the state and debug directories from the environment are ignored");
+      g_once_init_leave (&said, 1);
+    }
+}
+
 void
 lw_config_apply_environment (LagWatchConfig *config)
 {
   const char *text;
 
+  /* The environment belongs to the caller, not to the program: honouring
+   * it would let any user choose the files a privileged program writes. */
+  if (lw_config_secure ())
+    {
+      lw_config_say_secure ();
+      return;
+    }
   lw_config_env_uint ("LAGWATCH_THRESHOLD_MS", 1, LW_MAX_DURATION_MS, "milliseconds",
                       &config->threshold_ms);
   lw_config_env_uint ("LAGWATCH_HANG_MS", 1, LW_MAX_DURATION_MS, "milliseconds",
@@ -255,16 +291,12 @@ lw_config_apply_environment (LagWatchConfig *config)
     }
 }
 
-void
-lw_config_apply_debug_dirs (void)
+char **
+lw_config_parse_debug_dirs (const char *text)
 {
-  const char *text = g_getenv ("LAGWATCH_DEBUG_DIRS");
-  g_autoptr(GPtrArray) roots = g_ptr_array_new ();
-  g_auto(GStrv) dirs = NULL;
+  GPtrArray *roots = g_ptr_array_new ();
+  g_auto(GStrv) dirs = g_strsplit (text, ":", -1);
 
-  if (text == NULL)
-    return;
-  dirs = g_strsplit (text, ":", -1);
   for (guint i = 0; dirs[i] != NULL; i++)
     {
       if (dirs[i][0] == '\0')
@@ -274,11 +306,25 @@ lw_config_apply_debug_dirs (void)
           g_warning ("LAGWATCH_DEBUG_DIRS: \"%s\" is not an absolute directory; skipped", dirs[i]);
           continue;
         }
-      g_ptr_array_add (roots, dirs[i]);
+      g_ptr_array_add (roots, g_strdup (dirs[i]));
     }
-  g_ptr_array_add (roots, (gpointer) "/usr/lib/debug");
+  g_ptr_array_add (roots, g_strdup ("/usr/lib/debug"));
   g_ptr_array_add (roots, NULL);
-  lw_symbols_set_debug_roots ((const char * const *) roots->pdata);
+  return (char **) g_ptr_array_free (roots, FALSE);
+}
+
+void
+lw_config_apply_debug_dirs (void)
+{
+  const char *text = g_getenv ("LAGWATCH_DEBUG_DIRS");
+  g_auto(GStrv) roots = NULL;
+
+  /* A setuid/setgid process reads no file the caller names (said once by
+   * lw_config_apply_environment). */
+  if (text == NULL || lw_config_secure ())
+    return;
+  roots = lw_config_parse_debug_dirs (text);
+  lw_symbols_set_debug_roots ((const char * const *) roots);
 }
 
 gboolean
@@ -286,6 +332,10 @@ lw_config_disabled (void)
 {
   const char *text = g_getenv ("LAGWATCH_DISABLE");
 
+  /* Turning lagwatch off grants the caller nothing: a setuid/setgid
+   * process honours exactly "1", and says nothing about other values. */
+  if (lw_config_secure ())
+    return g_strcmp0 (text, "1") == 0;
   if (text == NULL || g_str_equal (text, "") || g_str_equal (text, "0"))
     return FALSE;
   if (g_str_equal (text, "1"))

@@ -3,7 +3,8 @@
  * Built-in defaults, then what the program set (LagWatchConfig setters),
  * then LAGWATCH_* environment variables on top, read at every attach. A bad
  * value is named in one warning, with what is accepted, and the previous
- * value is kept.
+ * value is kept. A setuid or setgid process (AT_SECURE) ignores the
+ * environment, and says so in one line.
  */
 #pragma once
 
@@ -37,6 +38,15 @@ LagWatchConfig *lw_config_copy              (const LagWatchConfig *config);
 
 /* Any thread. Overrides @config with the LAGWATCH_* variables. */
 void            lw_config_apply_environment (LagWatchConfig       *config);
+
+/* Any thread. TRUE in a setuid/setgid (AT_SECURE) process: the
+ * environment is the caller's, and is ignored (LAGWATCH_DISABLE=1 aside). */
+gboolean        lw_config_secure            (void);
+
+/* Any thread. The debug roots of a LAGWATCH_DEBUG_DIRS value: its absolute
+ * directories (a relative one is named in a warning and skipped), then
+ * /usr/lib/debug. */
+char          **lw_config_parse_debug_dirs  (const char           *text);
 
 /* Any thread, normal context. LAGWATCH_DEBUG_DIRS: colon-separated
  * absolute directories searched for debug files before /usr/lib/debug

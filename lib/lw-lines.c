@@ -299,7 +299,7 @@ lw_lines_resolve (LwFrame  *frame,
 void
 lw_lines_init (void)
 {
-  gboolean opted_in = g_strcmp0 (g_getenv ("LAGWATCH_DEBUGINFOD"), "1") == 0;
+  gboolean opted_in = g_strcmp0 (secure_getenv ("LAGWATCH_DEBUGINFOD"), "1") == 0;
 
   g_mutex_lock (&lw_lines_lock);
   /* Entries without DWARF may have some once debuginfod is in use; the

@@ -3,7 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lw-private.h"
@@ -12,15 +17,22 @@
 
 typedef struct
 {
-  int   fd;
-  char *path;     /* NULL for stderr */
-  gboolean json;
-  LwJournal *journal;  /* the journal sink (fd: stderr, for what it refuses), else NULL */
+  char     *path;          /* NULL for stderr */
+  gboolean  json;
+  int       fd;            /* JSON: ours; stderr: -1 */
+  guint     dropped;       /* records lost since the last one said */
+  guint     dropped_total;
+  int       drop_errno;    /* why the last one was lost; 0: the reader stalled */
+  gboolean  stalled;       /* the last record waited in vain: do not wait again */
+  gboolean  torn;          /* a record was cut short: start the next on a new line */
+  gboolean  error_said;
+  LwJournal *journal;     /* the journal sink; what it refuses goes to stderr, else NULL */
 } LwSink;
 
 struct _LwSinks
 {
-  GArray *sinks;  /* of LwSink */
+  GMutex  lock;            /* the sinks' state, and one record at a time */
+  GArray *sinks;           /* of LwSink */
 };
 
 gboolean
@@ -58,7 +70,7 @@ lw_sink_spec_validate (const char *spec, GError **error)
 static void
 lw_sinks_add_stderr (LwSinks *sinks)
 {
-  LwSink sink = { STDERR_FILENO, NULL, FALSE, NULL };
+  LwSink sink = { .fd = -1 };
 
   for (guint i = 0; i < sinks->sinks->len; i++)
     if (g_array_index (sinks->sinks, LwSink, i).path == NULL
@@ -67,13 +79,54 @@ lw_sinks_add_stderr (LwSinks *sinks)
   g_array_append_val (sinks->sinks, sink);
 }
 
+/* Any thread. Opens @path for JSON Lines without blocking (a FIFO nobody
+ * reads fails with ENXIO instead of waiting for a reader) and without
+ * following a symlink planted in its place; -1 with @error set when it is
+ * not a file this user may safely append to. */
+static int
+lw_sink_open_json (const char *path, GError **error)
+{
+  struct stat st;
+  const char *why = NULL;
+  int fd;
+
+  fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+             0600);
+  if (fd < 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "cannot open \"%s\" for JSON Lines (%s)", path,
+                   saved == ELOOP ? "it is a symbolic link"
+                   : saved == ENXIO ? "it is a FIFO no process is reading"
+                   : g_strerror (saved));
+      return -1;
+    }
+  if (fstat (fd, &st) != 0)
+    why = g_strerror (errno);
+  else if (!S_ISREG (st.st_mode) && !S_ISFIFO (st.st_mode))
+    why = "it is not a regular file or a FIFO";
+  else if (st.st_uid != geteuid ())
+    why = "it belongs to another user";
+  else if (S_ISREG (st.st_mode) && st.st_nlink > 1)
+    why = "it has other hard links";
+  if (why != NULL)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "refusing \"%s\" for JSON Lines (%s)", path, why);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
 LwSinks *
 lw_sinks_open (const char *spec)
 {
   LwSinks *sinks = g_new0 (LwSinks, 1);
   g_auto(GStrv) items = g_strsplit (spec, ",", -1);
 
-  sinks->sinks = g_array_new (FALSE, FALSE, sizeof (LwSink));
+  g_mutex_init (&sinks->lock);
+  sinks->sinks = g_array_new (FALSE, TRUE, sizeof (LwSink));
   for (guint i = 0; items[i] != NULL; i++)
     {
       const char *item = g_strstrip (items[i]);
@@ -82,7 +135,7 @@ lw_sinks_open (const char *spec)
         lw_sinks_add_stderr (sinks);
       else if (g_str_equal (item, "journal"))
         {
-          LwSink sink = { STDERR_FILENO, NULL, FALSE, lw_journal_open () };
+          LwSink sink = { .fd = -1, .journal = lw_journal_open () };
 
           if (sink.journal != NULL)
             g_array_append_val (sinks->sinks, sink);
@@ -91,25 +144,23 @@ lw_sinks_open (const char *spec)
         }
       else if (g_str_has_prefix (item, "json:"))
         {
-          LwSink sink = { -1, g_strdup (item + 5), TRUE, NULL };
+          g_autoptr(GError) error = NULL;
+          LwSink sink = { .json = TRUE };
 
-          sink.fd = open (sink.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+          sink.fd = lw_sink_open_json (item + 5, &error);
           if (sink.fd < 0)
             {
-              g_warning ("LAGWATCH_OUTPUT: cannot open \"%s\" for JSON Lines (%s); "
-                         "writing reports to stderr instead", sink.path, g_strerror (errno));
-              g_free (sink.path);
+              g_warning ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
               lw_sinks_add_stderr (sinks);
               continue;
             }
+          sink.path = g_strdup (item + 5);
           g_array_append_val (sinks->sinks, sink);
         }
     }
   return sinks;
 }
 
-/* Any thread. The whole record in one write() where the kernel takes it
- * (O_APPEND: records from several processes never interleave). */
 gboolean
 lw_write_all (int fd, const char *data, gsize len)
 {
@@ -120,11 +171,206 @@ lw_write_all (int fd, const char *data, gsize len)
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        return FALSE;
+        {
+          if (n == 0)
+            errno = EIO;
+          return FALSE;
+        }
       data += n;
       len -= (gsize) n;
     }
   return TRUE;
+}
+
+/* Any thread. The descriptor to write a record to stderr on. A pipe, FIFO
+ * or terminal on fd 2 gets a private non-blocking description (O_NONBLOCK
+ * on fd 2 itself would change the program's own writes), opened for this
+ * record only (@private: close it after) so that lagwatch never holds the
+ * program's pipe open once the program has closed or replaced fd 2.
+ * @use_send: a socket, written with MSG_DONTWAIT. -1: fd 2 is closed. */
+static int
+lw_sink_stderr_fd (gboolean *use_send, gboolean *private)
+{
+  struct stat st;
+  int fd;
+
+  *use_send = FALSE;
+  *private = FALSE;
+  if (fstat (STDERR_FILENO, &st) != 0)
+    return -1;
+  if (S_ISSOCK (st.st_mode))
+    {
+      *use_send = TRUE;
+      return STDERR_FILENO;
+    }
+  if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
+    {
+      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      if (fd >= 0)
+        {
+          *private = TRUE;
+          return fd;
+        }
+    }
+  /* A file, /dev/null, or a pipe /proc cannot reopen: fd 2 as it is. */
+  return STDERR_FILENO;
+}
+
+/* Any thread. One write() or send() with SIGPIPE blocked in this thread:
+ * a reader that went away gives EPIPE, never kills the program. The SIGPIPE
+ * the write raised is taken back unless one was already pending. */
+static ssize_t
+lw_sink_write_once (int fd, gboolean use_send, const char *data, gsize len)
+{
+  static const struct timespec zero = { 0, 0 };
+  sigset_t pipe_set, old, pending;
+  gboolean was_pending;
+  ssize_t n;
+  int saved;
+
+  if (use_send)
+    return send (fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+  sigemptyset (&pipe_set);
+  sigaddset (&pipe_set, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &pipe_set, &old);
+  sigpending (&pending);
+  was_pending = sigismember (&pending, SIGPIPE);
+  n = write (fd, data, len);
+  saved = errno;
+  if (n < 0 && saved == EPIPE && !was_pending)
+    sigtimedwait (&pipe_set, NULL, &zero);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  errno = saved;
+  return n;
+}
+
+/* Any thread, @sink's lock held. Writes all of @data, waiting for a slow
+ * reader at most LW_SINK_WAIT_MS, and not at all before the first byte
+ * when the sink has stalled. 0 when all was written, else the errno (EAGAIN:
+ * the reader did not take it in time). */
+static int
+lw_sink_put (LwSink *sink, int fd, gboolean use_send, const char *data, gsize len)
+{
+  gint64 deadline = g_get_monotonic_time () + LW_SINK_WAIT_MS * 1000;
+  gsize done = 0;
+  int error = 0;
+
+  while (done < len)
+    {
+      ssize_t n = lw_sink_write_once (fd, use_send, data + done, len - done);
+      gint64 left_ms;
+      struct pollfd pfd = { fd, POLLOUT, 0 };
+
+      if (n > 0)
+        {
+          done += (gsize) n;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        {
+          error = n == 0 ? EIO : errno;
+          break;
+        }
+      left_ms = (deadline - g_get_monotonic_time ()) / 1000;
+      if (left_ms <= 0 || (done == 0 && sink->stalled))
+        {
+          error = EAGAIN;
+          break;
+        }
+      poll (&pfd, 1, (int) left_ms);
+    }
+  if (done > 0 && done < len)
+    sink->torn = TRUE;
+  else if (done == len)
+    sink->torn = FALSE;
+  return error;
+}
+
+/* Any thread. Why @sink lost its last records, in words. */
+static char *
+lw_sink_drop_reason (const LwSink *sink)
+{
+  if (sink->drop_errno == EAGAIN)
+    return g_strdup ("sink stalled");
+  return g_strdup_printf ("write failed (%s)", g_strerror (sink->drop_errno));
+}
+
+/* Any thread. The line that says how many records @sink lost: a JSON
+ * record or a text line, as @sink takes them. */
+static void
+lw_sink_append_drop_notice (GString *out, const LwSink *sink)
+{
+  g_autofree char *reason = lw_sink_drop_reason (sink);
+
+  if (sink->json)
+    g_string_append_printf (out, "{\"event\":\"dropped\",\"count\":%u,\"reason\":\"%s\"}\n",
+                            sink->dropped, reason);
+  else
+    g_string_append_printf (out, "lagwatch: %u report%s dropped: %s\n", sink->dropped,
+                            sink->dropped == 1 ? "" : "s", reason);
+}
+
+static void lw_stderr_say (const char *text);
+
+/* Any thread, @sink's lock held. Writes one @record (newline included) to
+ * @sink, after the count of what it dropped before; if the sink cannot
+ * take it, counts it, and says a write error once. TRUE when written. */
+static gboolean
+lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  gboolean use_send = FALSE, private = FALSE;
+  int fd = sink->json ? sink->fd : lw_sink_stderr_fd (&use_send, &private);
+  int error;
+
+  if (fd < 0)
+    return FALSE;  /* the program closed its stderr: nowhere to write, nothing to say */
+  if (sink->torn)
+    g_string_append_c (out, '\n');
+  if (sink->dropped > 0)
+    lw_sink_append_drop_notice (out, sink);
+  if (record != NULL)
+    g_string_append (out, record);
+  error = lw_sink_put (sink, fd, use_send, out->str, out->len);
+  if (private)
+    close (fd);
+  /* Only a regular file is made durable; fsync on a FIFO fails by design. */
+  if (error == 0 && durable && sink->json && fsync (sink->fd) != 0 && errno != EINVAL)
+    error = errno;
+  if (error == 0)
+    {
+      sink->dropped = 0;
+      sink->stalled = FALSE;
+      return TRUE;
+    }
+  if (record != NULL)
+    {
+      sink->dropped++;
+      sink->dropped_total++;
+    }
+  sink->drop_errno = error;
+  sink->stalled = error == EAGAIN;
+  if (error != EAGAIN && !sink->error_said && sink->json)
+    {
+      g_autofree char *line = g_strdup_printf ("lagwatch: cannot write reports to %s: %s; "
+                                               "its reports are dropped and counted\n",
+                                               sink->path, g_strerror (error));
+
+      sink->error_said = TRUE;
+      lw_stderr_say (line);
+    }
+  return FALSE;
+}
+
+/* Any thread. @text on stderr, bounded in time like a stderr sink. */
+static void
+lw_stderr_say (const char *text)
+{
+  LwSink sink = { .fd = -1 };
+
+  lw_sink_emit (&sink, text, FALSE);
 }
 
 void
@@ -134,9 +380,10 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
   g_autofree char *text = NULL;
   g_autofree char *json = NULL;
 
+  g_mutex_lock (&sinks->lock);
   for (guint i = 0; i < sinks->sinks->len; i++)
     {
-      const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+      LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
       /* A report the journal refuses goes to stderr, as the back-off allows. */
       if (sink->journal != NULL && (lw_journal_write (sink->journal, report)
@@ -150,17 +397,16 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
 
               json = g_strconcat (line, "\n", NULL);
             }
-          lw_write_all (sink->fd, json, strlen (json));
-          if (durable)
-            fsync (sink->fd);
+          lw_sink_emit (sink, json, durable);
         }
       else if (show_human)
         {
           if (text == NULL)
             text = lw_report_to_text_full (report, skipped);
-          lw_write_all (sink->fd, text, strlen (text));
+          lw_sink_emit (sink, text, FALSE);
         }
     }
+  g_mutex_unlock (&sinks->lock);
 }
 
 void
@@ -168,24 +414,35 @@ lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
 {
   g_autofree char *line = g_strconcat (json, "\n", NULL);
 
+  g_mutex_lock (&sinks->lock);
   for (guint i = 0; i < sinks->sinks->len; i++)
     {
-      const LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+      LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
       if (sink->journal != NULL && (lw_journal_write_raw (sink->journal, json, text)
                                     || lw_sinks_has_stderr (sinks)))
         continue;
-      if (sink->json)
-        lw_write_all (sink->fd, line, strlen (line));
-      else
-        lw_write_all (sink->fd, text, strlen (text));
+      lw_sink_emit (sink, sink->json ? line : text, FALSE);
     }
+  g_mutex_unlock (&sinks->lock);
+}
+
+guint
+lw_sinks_dropped (LwSinks *sinks)
+{
+  guint total = 0;
+
+  g_mutex_lock (&sinks->lock);
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    total += g_array_index (sinks->sinks, LwSink, i).dropped_total;
+  g_mutex_unlock (&sinks->lock);
+  return total;
 }
 
 void
 lw_sinks_write_raw_stderr (const char *text)
 {
-  lw_write_all (STDERR_FILENO, text, strlen (text));
+  lw_stderr_say (text);
 }
 
 gboolean
@@ -207,13 +464,23 @@ lw_sinks_free (LwSinks *sinks)
     {
       LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
-      if (sink->path != NULL)
+      /* The count not yet said: on the sink itself if it takes it now,
+       * else on stderr. */
+      if (sink->dropped > 0 && !lw_sink_emit (sink, NULL, FALSE) && sink->json)
         {
-          close (sink->fd);
-          g_free (sink->path);
+          g_autofree char *reason = lw_sink_drop_reason (sink);
+          g_autofree char *line = g_strdup_printf ("lagwatch: %u report%s to %s dropped: %s\n",
+                                                   sink->dropped, sink->dropped == 1 ? "" : "s",
+                                                   sink->path, reason);
+
+          lw_stderr_say (line);
         }
       lw_journal_close (sink->journal);
+      if (sink->fd >= 0)
+        close (sink->fd);
+      g_free (sink->path);
     }
   g_array_unref (sinks->sinks);
+  g_mutex_clear (&sinks->lock);
   g_free (sinks);
 }

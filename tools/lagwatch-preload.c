@@ -7,7 +7,7 @@
  * attaches lagwatch to the default context the first time one of them runs
  * it. A program that never runs a GLib loop, and any program the watched one
  * starts (it inherits LD_PRELOAD but not the process id the launcher named),
- * are left alone; so are setuid/setgid programs.
+ * are left alone; so are setuid/setgid programs (said in one line).
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -26,10 +26,20 @@ typedef void (*LwLoopRunFunc) (GMainLoop *loop);
 static gpointer
 lw_preload_attach (gpointer data)
 {
-  const char *pid = g_getenv ("LAGWATCH_LAUNCHER_PID");
+  const char *pid;
 
+  /* A setuid/setgid program: the environment that asked for lagwatch is
+   * the caller's, not the program's. Said when the launcher asked. */
+  if (getauxval (AT_SECURE))
+    {
+      if (g_getenv ("LAGWATCH_LAUNCHER_PID") != NULL)
+        g_warning ("this program runs setuid or setgid (AT_SECURE): the environment is not "
+                   "trusted, lagwatch does not attach");
+      return NULL;
+    }
   /* Only the process the launcher started, never its children. */
-  if (getauxval (AT_SECURE) || pid == NULL || atoi (pid) != getpid ())
+  pid = g_getenv ("LAGWATCH_LAUNCHER_PID");
+  if (pid == NULL || atoi (pid) != getpid ())
     return NULL;
   /* A program that attaches lagwatch itself keeps its own watch. */
   if (lagwatch_is_attached (NULL))
