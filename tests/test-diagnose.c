@@ -419,6 +419,9 @@ child_attach_once (void)
   return 0;
 }
 
+/* The whole lines of @path (up to its last newline) once one of them holds
+ * @needle, or NULL at the deadline. The file grows while we read it: a
+ * line still being written is never looked at, nor returned. */
 static char *
 read_until (const char *path, const char *needle, gint64 timeout_us)
 {
@@ -428,13 +431,47 @@ read_until (const char *path, const char *needle, gint64 timeout_us)
     {
       char *contents = NULL;
 
-      if (g_file_get_contents (path, &contents, NULL, NULL) && strstr (contents, needle) != NULL)
-        return contents;
+      if (g_file_get_contents (path, &contents, NULL, NULL))
+        {
+          char *end = strrchr (contents, '\n');
+
+          if (end != NULL)
+            {
+              end[1] = '\0';
+              if (strstr (contents, needle) != NULL)
+                return contents;
+            }
+        }
       g_free (contents);
       if (g_get_monotonic_time () > deadline)
         return NULL;
       g_usleep (10 * 1000);
     }
+}
+
+/* read_until() matches only whole lines: a line written in two parts is
+ * not found until its newline is there, and what it returns ends at a
+ * newline. */
+static void
+test_read_until_whole_lines (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-lines-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "growing.jsonl", NULL);
+  g_autofree char *partial = NULL, *whole = NULL;
+  FILE *file = fopen (path, "w");
+
+  g_assert_nonnull (file);
+  g_assert_cmpint (fputs ("{\"event\":\"lag\"}\n{\"event\":\"hang\",\"id\":", file), >=, 0);
+  g_assert_cmpint (fflush (file), ==, 0);
+  partial = read_until (path, "\"event\":\"hang\"", 100 * 1000);
+  g_assert_null (partial);
+  g_assert_cmpint (fputs ("\"1-1\"}\n", file), >=, 0);
+  g_assert_cmpint (fclose (file), ==, 0);
+  whole = read_until (path, "\"event\":\"hang\"", HARNESS_DEADLINE_US);
+  g_assert_nonnull (whole);
+  g_assert_true (g_str_has_suffix (whole, "{\"event\":\"hang\",\"id\":\"1-1\"}\n"));
+  g_unlink (path);
+  g_rmdir (dir);
 }
 
 static void
@@ -696,6 +733,7 @@ main (int argc, char **argv)
   g_test_add_func ("/diagnose/starved", test_starved);
   g_test_add_func ("/diagnose/sample-budget", test_sample_budget);
   g_test_add_func ("/diagnose/hang-all-threads", test_hang_all_threads);
+  g_test_add_func ("/diagnose/read-until-whole-lines", test_read_until_whole_lines);
   g_test_add_func ("/diagnose/hang-survives-sigkill", test_hang_survives_sigkill);
   g_test_add_func ("/diagnose/backoff-and-summary", test_backoff_and_summary);
   g_test_add_func ("/diagnose/pause-resume", test_pause_resume_and_long_work);
