@@ -53,6 +53,7 @@ typedef struct
 {
   const char *scenario;
   const char *culprit;   /* the function that must be in its stack */
+  const char *thread_func;  /* the function of the thread that caused it */
   pid_t       tid;
   gint64      start_us;  /* wall clock, around the lagging call */
   gint64      end_us;
@@ -235,10 +236,10 @@ set_flag_cb (gpointer user_data)
 /* The thread that runs @context. Runs @func in a dispatch of @context,
  * records it as a caused lag, then polls for GAP_MS. */
 static void
-stress_cause_lag (Stress *s, GMainContext *context, const char *scenario, const char *culprit,
-                  HarnessLagFunc func, gpointer data)
+stress_cause_lag (Stress *s, GMainContext *context, const char *thread_func, const char *scenario,
+                  const char *culprit, HarnessLagFunc func, gpointer data)
 {
-  LagRun run = { func, data, { scenario, culprit, gettid (), 0, 0 }, FALSE };
+  LagRun run = { func, data, { scenario, culprit, thread_func, gettid (), 0, 0 }, FALSE };
   GSource *source = g_idle_source_new ();
   gboolean gap_over = FALSE;
 
@@ -280,7 +281,24 @@ typedef struct
   GMainContext *context;
 } LoopThread;
 
-/* The watched loop: the fixed schedule, then the others stop. */
+/* One round of the watched loop's schedule. */
+static const struct
+{
+  const char    *scenario;
+  const char    *culprit;
+  HarnessLagFunc func;
+  int            ms;  /* its length; the dlopen lag is the constructor's */
+} loop_schedule[] = {
+  { "busy",   "stress_busy",   stress_busy,   150 },
+  { "usleep", "stress_usleep", stress_usleep, 200 },
+  { "poll",   "stress_poll",   stress_poll,   180 },
+  { "hang",   "stress_hang",   stress_hang,   HANG_MS + 300 },
+  { "dlopen", "stress_dlopen", stress_dlopen, 0 },
+  { "busy",   "stress_busy",   stress_busy,   250 },
+};
+
+/* The watched loop's thread: the schedule, ROUNDS times, then the others
+ * stop. */
 static gpointer
 loop_thread (gpointer data)
 {
@@ -289,16 +307,11 @@ loop_thread (gpointer data)
 
   g_main_context_push_thread_default (loop->context);
   for (guint round = 0; round < ROUNDS; round++)
-    {
-      stress_cause_lag (s, loop->context, "busy", "stress_busy", stress_busy, GINT_TO_POINTER (150));
-      stress_cause_lag (s, loop->context, "usleep", "stress_usleep", stress_usleep, GINT_TO_POINTER (200));
-      stress_cause_lag (s, loop->context, "poll", "stress_poll", stress_poll, GINT_TO_POINTER (180));
-      stress_cause_lag (s, loop->context, "hang", "stress_hang", stress_hang,
-                        GINT_TO_POINTER (HANG_MS + 300));
-      stress_cause_lag (s, loop->context, "dlopen", "stress_dlopen", stress_dlopen,
-                        (gpointer) s->slow_library);
-      stress_cause_lag (s, loop->context, "busy", "stress_busy", stress_busy, GINT_TO_POINTER (250));
-    }
+    for (guint i = 0; i < G_N_ELEMENTS (loop_schedule); i++)
+      stress_cause_lag (s, loop->context, "loop_thread", loop_schedule[i].scenario, loop_schedule[i].culprit,
+                        loop_schedule[i].func,
+                        loop_schedule[i].func == stress_dlopen ? (gpointer) s->slow_library
+                                                               : GINT_TO_POINTER (loop_schedule[i].ms));
   g_main_context_pop_thread_default (loop->context);
   atomic_store (&s->stop, TRUE);
   return NULL;
@@ -328,7 +341,7 @@ second_watch_thread (gpointer data)
           break;
         }
       lagwatch_set_report_func (watch, stress_on_report, (gpointer) "second", NULL);
-      stress_cause_lag (s, context, "second-watch", "stress_second_busy", stress_second_busy,
+      stress_cause_lag (s, context, "second_watch_thread", "second-watch", "stress_second_busy", stress_second_busy,
                         GINT_TO_POINTER (150));
       lagwatch_detach (watch);
       for (guint i = 0; i < 3 && watch != NULL; i++)
@@ -501,6 +514,27 @@ stress_stack_names (JsonObject *record, const char *symbol)
   return FALSE;
 }
 
+/* The frames of @report, innermost first, by name (or module+offset). */
+static char *
+stress_frames_text (LagWatchReport *report)
+{
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
+    {
+      const char *symbol = NULL, *module = NULL;
+      guint64 offset = 0;
+
+      lagwatch_report_get_frame (report, i, &module, NULL, &offset, &symbol, NULL);
+      if (symbol != NULL)
+        g_string_append_printf (out, "%s%s", i ? " < " : "", symbol);
+      else
+        g_string_append_printf (out, "%s%s+0x%" G_GINT64_MODIFIER "x", i ? " < " : "",
+                                module != NULL ? module : "?", offset);
+    }
+  return g_string_free (out, FALSE);
+}
+
 /* Each caused lag: reported at most once, and once if it was long enough;
  * each report: a stack naming the culprit, or a stated reason. */
 static void
@@ -555,9 +589,30 @@ stress_check_reports (Stress *s)
           if (lagwatch_report_get_n_frames (report) > 0)
             {
               with_stack++;
-              if (!stress_stack_names (record, lag->culprit))
-                stress_problem (s, "lag %u (%s, report %s): the stack does not name %s", c, lag->scenario,
-                                lagwatch_report_get_id (report), lag->culprit);
+              gint64 after_ms = (lagwatch_report_get_start_time (report)
+                                 + (gint64) (lagwatch_report_get_duration_ms (report) * 1000.0) - lag->end_us) / 1000;
+
+              /* The busy period can go on after the lagging call returns
+               * (GLib frees the dispatched source; malloc's locks are held
+               * while another thread forks): a stack taken then names the
+               * thread's own function, not the culprit. */
+              if (!stress_stack_names (record, lag->culprit) && after_ms >= 10
+                  && stress_stack_names (record, lag->thread_func))
+                stress_note (s, "lag %u (%s, report %s): the busy period went on %" G_GINT64_FORMAT " ms after %s "
+                             "returned, and the stack was taken then", c, lag->scenario,
+                             lagwatch_report_get_id (report), after_ms, lag->culprit);
+              else if (!stress_stack_names (record, lag->culprit))
+                {
+                  g_autofree char *frames = stress_frames_text (report);
+
+                  stress_problem (s, "lag %u (%s, report %s, %.0f ms, %u samples, by %s, stack_error %s): the "
+                                  "stack does not name %s: %s", c, lag->scenario, lagwatch_report_get_id (report),
+                                  lagwatch_report_get_duration_ms (report), lagwatch_report_get_n_samples (report),
+                                  json_object_get_string_member_with_default (record, "stack_method", "?"),
+                                  json_object_get_null_member (record, "stack_error")
+                                  ? "null" : json_object_get_string_member (record, "stack_error"),
+                                  lag->culprit, frames);
+                }
             }
           else if (!json_object_get_null_member (record, "stack_error"))
             {
