@@ -73,6 +73,7 @@ typedef struct
   GArray         *received;  /* of Received, guarded by lock */
   GPtrArray      *problems;  /* of char *, guarded by lock */
   GPtrArray      *notes;     /* of char *, guarded by lock */
+  GArray         *oversleeps;  /* of gint64: when lagwatch dropped a lag as "stopped", guarded by lock */
   _Atomic gboolean stop;
   const char     *slow_library;
   char           *dir;
@@ -123,7 +124,10 @@ stress_note (Stress *s, const char *format, ...)
  *            pending there, and later lags say "an earlier signal is still
  *            queued" instead of having a stack (branch signals);
  *   fork     a child's exit() prints the parent's summary, or deadlocks in
- *            lagwatch's at-exit handler (branch reporter: pthread_atfork). */
+ *            lagwatch's at-exit handler (branch reporter: pthread_atfork);
+ *   oversleep  on a loaded machine the watcher wakes over 250 ms late during
+ *            a lag and drops it as "the process was stopped" (lw-watcher.c,
+ *            LW_OVERSLEEP_NS), silently: no branch fixes it yet. */
 static void G_GNUC_PRINTF (3, 4)
 stress_gated_problem (Stress *s, const char *gate, const char *format, ...)
 {
@@ -147,8 +151,33 @@ stress_gated_problem (Stress *s, const char *gate, const char *format, ...)
 static void
 stress_on_log (const char *domain, GLogLevelFlags level, const char *message, gpointer user_data)
 {
+  Stress *s = user_data;
+
+  if (strstr (message, "woke far too late") != NULL)
+    {
+      gint64 now = g_get_real_time ();
+
+      g_mutex_lock (&s->lock);
+      g_array_append_val (s->oversleeps, now);
+      g_mutex_unlock (&s->lock);
+    }
   if (strstr (message, "lag") != NULL || strstr (message, "drop") != NULL || strstr (message, "signal") != NULL)
-    stress_note (user_data, "lagwatch: %s", message);
+    stress_note (s, "lagwatch: %s", message);
+}
+
+/* TRUE when lagwatch said it dropped a lag because its watcher woke far
+ * too late, while @lag went on (or just after). */
+static gboolean
+stress_dropped_as_oversleep (Stress *s, const CausedLag *lag)
+{
+  for (guint i = 0; i < s->oversleeps->len; i++)
+    {
+      gint64 at = g_array_index (s->oversleeps, gint64, i);
+
+      if (at >= lag->start_us && at <= lag->end_us + G_USEC_PER_SEC)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 /* ---- the lags ---- */
@@ -582,7 +611,14 @@ stress_check_reports (Stress *s)
       if (n > 1)
         stress_problem (s, "lag %u (%s, %.0f ms) reported %u times", c, lag->scenario, measured_ms, n);
       else if (n == 0 && measured_ms >= MUST_REPORT_MS)
-        stress_problem (s, "lag %u (%s, %.0f ms) not reported", c, lag->scenario, measured_ms);
+        {
+          if (stress_dropped_as_oversleep (s, lag))
+            stress_gated_problem (s, "oversleep", "lag %u (%s, %.0f ms) not reported: dropped as 'the process "
+                                  "was stopped' because the watcher woke over 250 ms late (a loaded "
+                                  "machine, not a stop)", c, lag->scenario, measured_ms);
+          else
+            stress_problem (s, "lag %u (%s, %.0f ms) not reported", c, lag->scenario, measured_ms);
+        }
       else if (n == 1)
         {
           LagWatchReport *report = g_array_index (s->received, Received, which).report;
@@ -727,7 +763,10 @@ stress_check_json (Stress *s, const char *path)
 
     g_hash_table_iter_init (&iter, hangs);
     while (g_hash_table_iter_next (&iter, &id, NULL))
-      if (!g_hash_table_contains (lags, id))
+      if (!g_hash_table_contains (lags, id) && s->oversleeps->len > 0)
+        stress_gated_problem (s, "oversleep", "json: hang %s has no lag record (a lag was dropped as 'stopped')",
+                              (const char *) id);
+      else if (!g_hash_table_contains (lags, id))
         stress_problem (s, "json: hang %s has no lag record", (const char *) id);
   }
   for (guint c = 0; c < s->caused->len; c++)
@@ -747,7 +786,9 @@ stress_check_json (Stress *s, const char *path)
                       && g_hash_table_contains (hangs, lagwatch_report_get_id (report))
                       && start + (gint64) (lagwatch_report_get_duration_ms (report) * 1000.0) > lag->start_us;
             }
-          if (!found)
+          if (!found && stress_dropped_as_oversleep (s, lag))
+            stress_gated_problem (s, "oversleep", "json: hang lag %u was dropped, its hang record stays alone", c);
+          else if (!found)
             stress_problem (s, "json: hang lag %u has no hang record", c);
         }
     }
@@ -786,6 +827,7 @@ stress_run (const char *findings_path)
   s.received = g_array_new (FALSE, TRUE, sizeof (Received));
   s.problems = g_ptr_array_new_with_free_func (g_free);
   s.notes = g_ptr_array_new_with_free_func (g_free);
+  s.oversleeps = g_array_new (FALSE, FALSE, sizeof (gint64));
   s.slow_library = g_getenv ("LW_SLOW_CONSTRUCTOR_LIB");
   s.dir = g_dir_make_tmp ("lagwatch-stress-XXXXXX", NULL);
   g_assert_nonnull (s.dir);
@@ -842,6 +884,7 @@ stress_run (const char *findings_path)
   g_array_unref (s.caused);
   g_ptr_array_unref (s.problems);
   g_ptr_array_unref (s.notes);
+  g_array_unref (s.oversleeps);
   g_free (s.dir);
   g_mutex_clear (&s.lock);
 }
