@@ -125,6 +125,11 @@ stress_note (Stress *s, const char *format, ...)
  *            queued" instead of having a stack (branch signals);
  *   fork     a child's exit() prints the parent's summary, or deadlocks in
  *            lagwatch's at-exit handler (branch reporter: pthread_atfork);
+ *   no-reason  a lag that ends after the watcher began to follow it but
+ *            before its first sample (or a detach then) is reported with no
+ *            stack and stack_error null: lw_watcher_lag_begin() leaves
+ *            first_result at 0, LW_CAPTURE_OK, whose reason is NULL
+ *            (lw-watcher.c; no branch fixes it yet);
  *   oversleep  on a loaded machine the watcher wakes over 250 ms late during
  *            a lag and drops it as "the process was stopped" (lw-watcher.c,
  *            LW_OVERSLEEP_NS), silently: no branch fixes it yet. */
@@ -681,6 +686,11 @@ stress_check_reports (Stress *s)
                 stress_note (s, "lag %u (%s, report %s): no stack: %s", c, lag->scenario,
                              lagwatch_report_get_id (report), reason);
             }
+          else if (lagwatch_report_get_n_samples (report) == 0)
+            stress_gated_problem (s, "no-reason", "lag %u (%s, report %s, %.0f ms, complete %d): no sample was "
+                                  "taken, and neither a stack nor a stated reason", c, lag->scenario,
+                                  lagwatch_report_get_id (report), lagwatch_report_get_duration_ms (report),
+                                  lagwatch_report_get_complete (report));
           else
             stress_problem (s, "lag %u (%s, report %s): neither a stack nor a stated reason", c,
                             lag->scenario, lagwatch_report_get_id (report));
