@@ -191,6 +191,8 @@ stress_dropped_as_oversleep (Stress *s, const CausedLag *lag)
 
 /* ---- the lags ---- */
 
+/* The lags: each runs on the thread that runs its context, in a dispatch,
+ * and stays a frame of its own in the stack. */
 static LAGGY void
 stress_busy (gpointer data)
 {
@@ -229,7 +231,9 @@ stress_hang (gpointer data)
   __asm__ volatile ("" ::: "memory");
 }
 
-static Stress *stress_current;  /* for stress_dlopen, which takes the path */
+/* The run in progress, for what gets no user data of its own: the report
+ * callbacks (whose user data names the watch) and stress_dlopen. */
+static Stress *stress_current;
 
 static LAGGY void
 stress_dlopen (gpointer data)
@@ -258,6 +262,7 @@ typedef struct
   gboolean       done;
 } LagRun;
 
+/* The thread that runs the context, in a dispatch: the lag, timed. */
 static gboolean
 run_lag_cb (gpointer user_data)
 {
@@ -270,6 +275,7 @@ run_lag_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The thread that runs the context: the gap after a lag is over. */
 static gboolean
 set_flag_cb (gpointer user_data)
 {
