@@ -20,18 +20,50 @@ static LwSlot     lw_slots[LW_MAX_SLOTS];
 static GMutex     lw_registry_lock;
 static unsigned   lw_next_slot;  /* round robin: a freed slot rests as long as possible */
 
+/* The exiting thread, from its pthread key destructor: @data is the mask
+ * of the slots it was adopted by. glibc gives a dead thread's stack and
+ * thread block (so its thread pointer) to a later thread, but only after
+ * the key destructors ran: a slot still naming this thread forgets it
+ * here, and the next thread to poll is adopted. The poll wrapper keeps its
+ * one-load thread check. */
+static void
+lw_hooks_forget_thread (gpointer data)
+{
+  unsigned adopted = GPOINTER_TO_UINT (data);
+  void *self = __builtin_thread_pointer ();
+
+  for (unsigned i = 0; i < LW_MAX_SLOTS; i++)
+    if (adopted & (1u << i))
+      {
+        void *expected = self;
+
+        /* Only if no other thread took the context over since. */
+        __atomic_compare_exchange_n (&lw_slots[i].loop_thread, &expected, NULL, FALSE,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+      }
+}
+
+/* Per thread: the slots it was adopted by, as a bit mask (non-zero once
+ * set, so the destructor runs). */
+static GPrivate lw_adopted_slots = G_PRIVATE_INIT (lw_hooks_forget_thread);
+G_STATIC_ASSERT (LW_MAX_SLOTS <= 32);
+
 /* Loop thread, normal context (GLib does not hold the context lock while it
  * polls). Records the thread that now runs the context: its TID for the
- * signal and /proc, and its stack bounds for the stack copy. */
+ * signal and /proc, and its stack bounds for the stack copy; and has the
+ * thread forget the slot when it exits. */
 static G_GNUC_NO_INLINE void
 lw_hooks_adopt_thread (LwSlot *slot)
 {
   int saved_errno = errno;
+  unsigned adopted = GPOINTER_TO_UINT (g_private_get (&lw_adopted_slots));
 
   lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
   lw_capture_prepare_thread ();
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
+  if (!(adopted & (1u << slot->index)))
+    g_private_set (&lw_adopted_slots, GUINT_TO_POINTER (adopted | (1u << slot->index)));
 
   /* A new thread runs the context: find its dispatch record. */
   g_mutex_lock (&lw_registry_lock);

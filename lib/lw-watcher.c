@@ -517,6 +517,11 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
   return lag->stopped_seen;
 }
 
+/* The N of lag ids ("PID-N"): one count for all the process's watches,
+ * so an id is unique in the process (each watch has its own watcher
+ * thread). */
+static _Atomic guint64 lw_lag_serial;
+
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
  * unless it is excused (then FALSE). */
 static gboolean
@@ -536,7 +541,7 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
   lag->timer_allowed = !atomic_load (&watch->explicit_sampling);
   if (lw_watcher_excused (watch, lag))
     return FALSE;
-  lag->id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), ++watch->lag_count);
+  lag->id = g_strdup_printf ("%d-%" G_GUINT64_FORMAT, (int) getpid (), atomic_fetch_add (&lw_lag_serial, 1) + 1);
   lw_profile_reset (watch->profile);
   return TRUE;
 }

@@ -63,7 +63,6 @@ struct _LagWatch
   LwUnwinder      *unwinder;
   uintptr_t       *ips;
   LwProfile       *profile;
-  guint64          lag_count;
   gboolean         warned_signal_blocked;
   gboolean         noted_debugger;
   uint64_t         observed_seq;     /* the busy period last seen by the watcher */

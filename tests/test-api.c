@@ -431,6 +431,31 @@ test_json_contract (void)
   g_rmdir (dir);
 }
 
+/* Lag ids are unique in the process ("PID-N"), whichever watch caught the
+ * lag: one lag on each of two watched contexts. */
+static void
+test_lag_ids_unique_across_watches (void)
+{
+  Harness first, second;
+  g_autofree char *pattern = g_strdup_printf ("^%d-[1-9][0-9]*$", (int) getpid ());
+  const char *first_id, *second_id;
+
+  harness_init (&first, 100);
+  harness_init (&second, 100);
+  harness_run_lag (&first, spin_ms, GINT_TO_POINTER (150));
+  harness_wait_reports (&first, 1);
+  harness_run_lag (&second, spin_ms, GINT_TO_POINTER (150));
+  harness_wait_reports (&second, 1);
+  first_id = lagwatch_report_get_id (harness_report (&first, 0));
+  second_id = lagwatch_report_get_id (harness_report (&second, 0));
+  g_test_message ("ids: %s and %s", first_id, second_id);
+  g_assert_true (g_regex_match_simple (pattern, first_id, 0, 0));
+  g_assert_true (g_regex_match_simple (pattern, second_id, 0, 0));
+  g_assert_cmpstr (first_id, !=, second_id);
+  harness_clear (&second);
+  harness_clear (&first);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -450,6 +475,7 @@ main (int argc, char **argv)
   g_test_add_func ("/context/thread-exits-while-attached", test_thread_exits_while_attached);
   g_test_add_func ("/lag/never-returns-caught-at-threshold", test_never_returns);
   g_test_add_func ("/json/contract", test_json_contract);
+  g_test_add_func ("/json/lag-ids-unique-across-watches", test_lag_ids_unique_across_watches);
 
   return g_test_run ();
 }

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
@@ -137,22 +138,47 @@ test_running_and_sleeping_halves (void)
   harness_clear (&h);
 }
 
+/* The CPU time of the calling thread, in ms. */
+static double
+thread_cpu_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Loop thread. spin_ms() for 300 ms, counting the CPU time the thread got
+ * (on a loaded machine, less than the wall time). */
+static LAGGY void
+spin_counting_cpu (gpointer data)
+{
+  double start = thread_cpu_ms ();
+
+  spin_ms (GINT_TO_POINTER (300));
+  *(double *) data = thread_cpu_ms () - start;
+}
+
 static void
 test_cpu_and_state (void)
 {
   Harness h;
   LagWatchReport *busy, *sleeping;
-  double duration;
+  double duration, spin_cpu = 0.0;
 
   harness_init (&h, 100);
-  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (300));
+  harness_run_lag (&h, spin_counting_cpu, &spin_cpu);
   harness_run_lag (&h, sleep_ms, GINT_TO_POINTER (300));
   harness_wait_reports (&h, 2);
 
   busy = harness_report (&h, 0);
   duration = lagwatch_report_get_duration_ms (busy);
-  g_test_message ("busy: %.1f ms, cpu %.1f ms", duration, lagwatch_report_get_cpu_ms (busy));
-  g_assert_cmpfloat (lagwatch_report_get_cpu_ms (busy), >=, 0.8 * duration);
+  g_test_message ("busy: %.1f ms, cpu %.1f ms (the thread counted %.1f ms)", duration,
+                  lagwatch_report_get_cpu_ms (busy), spin_cpu);
+  /* The CPU time the thread really got, which a loaded machine makes less
+   * than the duration: the report must neither miss nor invent it. */
+  g_assert_cmpfloat (lagwatch_report_get_cpu_ms (busy), >=, 0.8 * spin_cpu);
+  g_assert_cmpfloat (lagwatch_report_get_cpu_ms (busy), <=, 1.2 * spin_cpu + 10.0);
   g_assert_cmpfloat (lagwatch_report_get_cpu_ms (busy), <=, 1.05 * duration);
   g_assert_cmpstr (lagwatch_report_get_thread_state (busy), ==, "running");
 
@@ -234,6 +260,18 @@ test_starved (void)
   harness_clear (&h);
 }
 
+/* Loop thread. Spins until the thread has had @data ms of CPU time: the
+ * same work however loaded the machine is (samples of a running thread
+ * are taken by a timer on its CPU clock). */
+static LAGGY void
+spin_cpu_ms (gpointer data)
+{
+  double end = thread_cpu_ms () + GPOINTER_TO_INT (data);
+
+  while (thread_cpu_ms () < end)
+    ;
+}
+
 /* Long hangs keep a bounded, evenly thinned set of samples. */
 static void
 test_sample_budget (void)
@@ -244,8 +282,10 @@ test_sample_budget (void)
 
   lagwatch_config_set_output (config, "none", NULL);
   lagwatch_config_set_sample_ms (config, 2);
+  /* A loaded machine stretches the lag: no hang record for it. */
+  lagwatch_config_set_hang_ms (config, 60000);
   harness_init_with_config (&h, config);
-  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (1500));
+  harness_run_lag (&h, spin_cpu_ms, GINT_TO_POINTER (1500));
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
   g_test_message ("%u samples over %.0f ms", lagwatch_report_get_n_samples (report),
@@ -419,6 +459,9 @@ child_attach_once (void)
   return 0;
 }
 
+/* The whole lines of @path (up to its last newline) once one of them holds
+ * @needle, or NULL at the deadline. The file grows while we read it: a
+ * line still being written is never looked at, nor returned. */
 static char *
 read_until (const char *path, const char *needle, gint64 timeout_us)
 {
@@ -428,13 +471,47 @@ read_until (const char *path, const char *needle, gint64 timeout_us)
     {
       char *contents = NULL;
 
-      if (g_file_get_contents (path, &contents, NULL, NULL) && strstr (contents, needle) != NULL)
-        return contents;
+      if (g_file_get_contents (path, &contents, NULL, NULL))
+        {
+          char *end = strrchr (contents, '\n');
+
+          if (end != NULL)
+            {
+              end[1] = '\0';
+              if (strstr (contents, needle) != NULL)
+                return contents;
+            }
+        }
       g_free (contents);
       if (g_get_monotonic_time () > deadline)
         return NULL;
       g_usleep (10 * 1000);
     }
+}
+
+/* read_until() matches only whole lines: a line written in two parts is
+ * not found until its newline is there, and what it returns ends at a
+ * newline. */
+static void
+test_read_until_whole_lines (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-lines-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "growing.jsonl", NULL);
+  g_autofree char *partial = NULL, *whole = NULL;
+  FILE *file = fopen (path, "w");
+
+  g_assert_nonnull (file);
+  g_assert_cmpint (fputs ("{\"event\":\"lag\"}\n{\"event\":\"hang\",\"id\":", file), >=, 0);
+  g_assert_cmpint (fflush (file), ==, 0);
+  partial = read_until (path, "\"event\":\"hang\"", 100 * 1000);
+  g_assert_null (partial);
+  g_assert_cmpint (fputs ("\"1-1\"}\n", file), >=, 0);
+  g_assert_cmpint (fclose (file), ==, 0);
+  whole = read_until (path, "\"event\":\"hang\"", HARNESS_DEADLINE_US);
+  g_assert_nonnull (whole);
+  g_assert_true (g_str_has_suffix (whole, "{\"event\":\"hang\",\"id\":\"1-1\"}\n"));
+  g_unlink (path);
+  g_rmdir (dir);
 }
 
 static void
@@ -696,6 +773,7 @@ main (int argc, char **argv)
   g_test_add_func ("/diagnose/starved", test_starved);
   g_test_add_func ("/diagnose/sample-budget", test_sample_budget);
   g_test_add_func ("/diagnose/hang-all-threads", test_hang_all_threads);
+  g_test_add_func ("/diagnose/read-until-whole-lines", test_read_until_whole_lines);
   g_test_add_func ("/diagnose/hang-survives-sigkill", test_hang_survives_sigkill);
   g_test_add_func ("/diagnose/backoff-and-summary", test_backoff_and_summary);
   g_test_add_func ("/diagnose/pause-resume", test_pause_resume_and_long_work);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -473,6 +474,66 @@ test_detach_from_report_callback (void)
   harness_clear (&h);
 }
 
+typedef struct
+{
+  Harness  *h;
+  pthread_t self;
+  void     *thread_pointer;
+  pid_t     tid;
+  guint     lag_ms;   /* 0: iterate once, no lag */
+} LoopTurn;
+
+/* Runs the harness's context on a thread of its own for one turn. */
+static gpointer
+run_context_turn (gpointer data)
+{
+  LoopTurn *turn = data;
+
+  turn->self = pthread_self ();
+  turn->thread_pointer = __builtin_thread_pointer ();
+  turn->tid = gettid ();
+  g_main_context_push_thread_default (turn->h->context);
+  if (turn->lag_ms > 0)
+    {
+      harness_run_lag (turn->h, spin_ms, GUINT_TO_POINTER (turn->lag_ms));
+      harness_wait_reports (turn->h, 1);
+    }
+  else
+    harness_run_lag (turn->h, spin_ms, GUINT_TO_POINTER (1));
+  g_main_context_pop_thread_default (turn->h->context);
+  return NULL;
+}
+
+/* A thread runs the context and exits; glibc gives the next thread the
+ * same thread block (same pthread_self, same thread pointer). The new
+ * thread must be taken as the context's thread: its lag is reported with
+ * its own TID. */
+static void
+test_thread_block_reused (void)
+{
+  Harness h;
+  LoopTurn first = { &h, 0, NULL, 0, 0 };
+  LoopTurn second = { &h, 0, NULL, 0, 150 };
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  /* The harness made the context this thread's: hand it over. */
+  g_main_context_pop_thread_default (h.context);
+  g_thread_join (g_thread_new ("first loop thread", run_context_turn, &first));
+  g_thread_join (g_thread_new ("second loop thread", run_context_turn, &second));
+  /* glibc caches the dead thread's stack and thread block: the case this
+   * test is about. */
+  g_assert_true (pthread_equal (first.self, second.self));
+  g_assert_true (first.thread_pointer == second.thread_pointer);
+  g_assert_cmpint (first.tid, !=, second.tid);
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  report = harness_report (&h, 0);
+  g_assert_cmpint (lagwatch_report_get_thread_id (report), ==, second.tid);
+  g_assert_true (harness_stack_has (report, "spin_ms", NULL));
+  g_main_context_push_thread_default (h.context);
+  harness_clear (&h);
+}
+
 static void
 test_threshold_runtime_change (void)
 {
@@ -507,6 +568,7 @@ main (int argc, char **argv)
   g_test_add_func ("/lag/nested-loop-not-reported", test_nested_loop_not_reported);
   g_test_add_func ("/lag/ends-at-nested-poll", test_lag_ends_at_nested_poll);
   g_test_add_func ("/lag/threshold-runtime-change", test_threshold_runtime_change);
+  g_test_add_func ("/lag/new-thread-in-reused-thread-block", test_thread_block_reused);
   g_test_add_func ("/detach/during-lag-from-other-thread", test_detach_during_lag);
   g_test_add_func ("/detach/during-lag-from-lagging-thread", test_detach_from_lagging_thread);
   g_test_add_func ("/detach/from-report-callback", test_detach_from_report_callback);

@@ -76,16 +76,28 @@ wait_until() {
   done
 }
 
+# complete_lines FILE: the newline-terminated lines of FILE, which the demo
+# is still writing: a last line not finished yet is left out, so no check
+# matches half a line (a report id cut short, a list missing its last rows).
+complete_lines() {
+  cat "$1" > "$tmp/snapshot"
+  if [ -n "$(tail -c 1 "$tmp/snapshot")" ]; then
+    sed '$d' "$tmp/snapshot"
+  else
+    cat "$tmp/snapshot"
+  fi
+}
+
 # lag_id SYMBOL: id of the first report on the demo's stdout with a frame in SYMBOL.
 lag_id() {
-  awk -v frame=" $1+0x" '
+  complete_lines "$tmp/stdout" | awk -v frame=" $1+0x" '
     /^lagwatch: / { id = $NF; gsub(/[][]/, "", id) }
-    index($0, frame) && id != "" { print id; exit }' "$tmp/stdout"
+    index($0, frame) && id != "" { print id; exit }'
 }
 
 # listed ID: a painted list had the row of report ID.
 listed() {
-  grep -Eq "^list: .* $1( |\$)" "$tmp/stdout"
+  complete_lines "$tmp/stdout" | grep -Eq "^list: .* $1( |\$)"
 }
 
 # report_listed SYMBOL: a report naming SYMBOL arrived and is in the painted list.
@@ -96,14 +108,15 @@ report_listed() {
 
 # report_text ID: the report's text block, as the demo printed it.
 report_text() {
-  awk -v id="[$1]" '/^lagwatch: / { on = ($NF == id) } /^list: / { on = 0 } on' "$tmp/stdout"
+  complete_lines "$tmp/stdout" | awk -v id="[$1]" '/^lagwatch: / { on = ($NF == id) } /^list: / { on = 0 } on'
 }
 
 # lag_record ID [FILTER]: the JSON Lines record of lag ID, through the jq
-# FILTER. Line by line, skipping what does not parse: a later record may be
-# half-written as we read (the one of ID was complete before the callback).
+# FILTER, from the whole lines: a later record may be half-written as we
+# read (the one of ID was complete before the callback).
 lag_record() {
-  jq -R -e -c --arg id "$1" "fromjson? | select(.event == \"lag\" and .id == \$id) | ${2:-.}" "$tmp/lags.json"
+  complete_lines "$tmp/lags.json" \
+    | jq -R -e -c --arg id "$1" "fromjson | select(.event == \"lag\" and .id == \$id) | ${2:-.}"
 }
 
 # lag_json ID CONDITION: the JSON Lines record of lag ID satisfies the jq CONDITION.
@@ -125,7 +138,7 @@ saved_all() {
 
 # title_counts_rows: the window title counts as many lags as the last list line has rows.
 title_counts_rows() {
-  rows=$(grep '^list: ' "$tmp/stdout" | tail -n 1 | sed -E 's/^list: ([0-9]+) rows?:.*/\1/')
+  rows=$(complete_lines "$tmp/stdout" | grep '^list: ' | tail -n 1 | sed -E 's/^list: ([0-9]+) rows?:.*/\1/')
   title=$(xdotool getwindowname "$window")
   case "$title" in
     "lagwatch demo — $rows lag"*) return 0 ;;
