@@ -1,6 +1,8 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
 
+#include <stdio.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -100,6 +102,20 @@ lw_threadinfo_wchan (pid_t tid)
   if (wchan != NULL && (wchan[0] == '\0' || g_str_equal (wchan, "0")))
     g_clear_pointer (&wchan, g_free);
   return wchan;
+}
+
+int64_t
+lw_threadinfo_run_delay_ns (pid_t tid)
+{
+  g_autofree char *schedstat = lw_threadinfo_read (tid, "schedstat");
+  guint64 cpu_ns, delay_ns;
+
+  /* "CPU-ns RUN-DELAY-ns TIMESLICES" */
+  if (schedstat == NULL
+      || sscanf (schedstat, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &cpu_ns, &delay_ns) != 2
+      || delay_ns > G_MAXINT64)
+    return -1;
+  return (int64_t) delay_ns;
 }
 
 char *

@@ -40,6 +40,11 @@ const char   *lw_threadinfo_state_name   (LwThreadState state);
  * /proc parsing); -1 when the thread is gone. */
 int64_t       lw_threadinfo_cpu_ns       (pid_t tid);
 
+/* Any thread. How long thread @tid has waited, runnable, for a CPU since
+ * it started (the run-queue delay of /proc/self/task/TID/schedstat), in
+ * ns; -1 when unknown (gone, or a kernel without scheduler statistics). */
+int64_t       lw_threadinfo_run_delay_ns (pid_t tid);
+
 /* The clock lw_threadinfo_cpu_ns() reads: for clock_gettime() or
  * timer_create(). */
 clockid_t     lw_threadinfo_cpu_clock    (pid_t tid);

@@ -60,6 +60,7 @@ typedef struct
   GSource         *sentinel;
   unsigned         prepares;         /* sentinel prepares seen while still in the lag */
   gboolean         hang_written;
+  int64_t          watcher_delay_ns; /* the watcher's run-queue delay when the lag began, -1 unknown */
   int64_t          interval_ns;      /* between samples: doubles as the profile thins */
   gboolean         pending;          /* a signal is out for a sample, not collected yet */
   gboolean         timer_allowed;    /* may sample by CPU-time timer (lw_watcher_start_timer) */
@@ -522,6 +523,26 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
  * thread). */
 static _Atomic guint64 lw_lag_serial;
 
+/* Watcher thread, after it woke @late_ns after the time it asked for while
+ * following @lag. TRUE when it was kept waiting for a CPU for most of that
+ * time (its run-queue delay grew by half of @late_ns or more since the lag
+ * began): the machine is busy, and the lag goes on. FALSE when it was not
+ * runnable, as in a stopped process (SIGSTOP, a frozen cgroup, a suspend),
+ * or when the kernel keeps no scheduler statistics. */
+static gboolean
+lw_watcher_starved (const LwLag *lag, int64_t late_ns)
+{
+  int64_t delay_ns;
+
+  if (lag->watcher_delay_ns < 0 || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0)
+    return FALSE;
+  if (delay_ns - lag->watcher_delay_ns < late_ns / 2)
+    return FALSE;
+  g_debug ("the watcher waited %.0f ms for a CPU during a lag (the machine is busy); the lag is kept",
+           (double) (delay_ns - lag->watcher_delay_ns) / LW_NSEC_PER_MSEC);
+  return TRUE;
+}
+
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
  * unless it is excused (then FALSE). */
 static gboolean
@@ -536,7 +557,10 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
   lag->threshold_ms = atomic_load (&watch->threshold_ms);
   lag->start_wall_us = g_get_real_time () - (now_ns - since_ns) / 1000;
   lag->caught_ns = -1;
+  /* What the report says if the lag ends before its first capture. */
+  lag->first_result = LW_CAPTURE_STALE;
   lag->syscall_nr = -1;
+  lag->watcher_delay_ns = lw_threadinfo_run_delay_ns (gettid ());
   lag->interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
   lag->timer_allowed = !atomic_load (&watch->explicit_sampling);
   if (lw_watcher_excused (watch, lag))
@@ -627,7 +651,8 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
       else
         next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
       lw_watcher_sleep (slot, next_sample_ns);
-      if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS)
+      if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS
+          && !lw_watcher_starved (&lag, lw_clock_now_ns () - next_sample_ns))
         {
           /* The whole process stood still (SIGSTOP, a frozen cgroup): its
            * duration is not the program's doing. */

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <time.h>
 
 #include "lagwatch.h"
 
@@ -25,6 +26,29 @@ spin_ms (gpointer data)
   gint64 end = g_get_monotonic_time () + GPOINTER_TO_INT (data) * 1000;
 
   while (g_get_monotonic_time () < end)
+    ;
+}
+
+/* The CPU time of the calling thread, in ms. */
+static G_GNUC_UNUSED double
+thread_cpu_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* A lag of @data (an int) milliseconds of the thread's CPU time: the same
+ * work however loaded the machine is. Tests that count samples or CPU use
+ * it (a running thread is sampled per 10 ms of its CPU time); spin_ms()
+ * would give a starved thread less CPU, and fewer samples, than asked. */
+static LAGGY G_GNUC_UNUSED void
+spin_cpu_ms (gpointer data)
+{
+  double end = thread_cpu_ms () + GPOINTER_TO_INT (data);
+
+  while (thread_cpu_ms () < end)
     ;
 }
 

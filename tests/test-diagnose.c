@@ -138,16 +138,6 @@ test_running_and_sleeping_halves (void)
   harness_clear (&h);
 }
 
-/* The CPU time of the calling thread, in ms. */
-static double
-thread_cpu_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
-}
-
 /* Loop thread. spin_ms() for 300 ms, counting the CPU time the thread got
  * (on a loaded machine, less than the wall time). */
 static LAGGY void
@@ -258,18 +248,6 @@ test_starved (void)
   g_assert_cmpstr (lagwatch_report_get_phase (report), ==, "starved");
   g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), >=, 300.0);
   harness_clear (&h);
-}
-
-/* Loop thread. Spins until the thread has had @data ms of CPU time: the
- * same work however loaded the machine is (samples of a running thread
- * are taken by a timer on its CPU clock). */
-static LAGGY void
-spin_cpu_ms (gpointer data)
-{
-  double end = thread_cpu_ms () + GPOINTER_TO_INT (data);
-
-  while (thread_cpu_ms () < end)
-    ;
 }
 
 /* Long hangs keep a bounded, evenly thinned set of samples. */

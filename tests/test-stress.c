@@ -124,19 +124,8 @@ stress_note (Stress *s, const char *format, ...)
  * run only when LW_STRESS_GATES (comma-separated) names its gate; until
  * then what it found is a note. The lead removes each gate once that
  * branch is merged:
- *   signals  the signal sent to the thread that blocks every signal stays
- *            pending there, and later lags say "an earlier signal is still
- *            queued" instead of having a stack (branch signals);
  *   fork     a child's exit() prints the parent's summary, or deadlocks in
- *            lagwatch's at-exit handler (branch reporter: pthread_atfork);
- *   no-reason  a lag that ends after the watcher began to follow it but
- *            before its first sample (or a detach then) is reported with no
- *            stack and stack_error null: lw_watcher_lag_begin() leaves
- *            first_result at 0, LW_CAPTURE_OK, whose reason is NULL
- *            (lw-watcher.c; no branch fixes it yet);
- *   oversleep  on a loaded machine the watcher wakes over 250 ms late during
- *            a lag and drops it as "the process was stopped" (lw-watcher.c,
- *            LW_OVERSLEEP_NS), silently: no branch fixes it yet. */
+ *            lagwatch's at-exit handler (branch reporter: pthread_atfork). */
 static void G_GNUC_PRINTF (3, 4)
 stress_gated_problem (Stress *s, const char *gate, const char *format, ...)
 {
@@ -543,7 +532,7 @@ blocked_thread (gpointer data)
   sigpending (&pending);
   for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
     if (sigismember (&pending, sig))
-      stress_gated_problem (s, "signals", "blocked thread: signal %d (SIGRTMIN+%d) left pending on it",
+      stress_problem (s, "blocked thread: signal %d (SIGRTMIN+%d) left pending on it",
                             sig, sig - SIGRTMIN);
   return NULL;
 }
@@ -628,7 +617,7 @@ stress_check_reports (Stress *s)
       else if (n == 0 && measured_ms >= MUST_REPORT_MS)
         {
           if (stress_dropped_as_oversleep (s, lag))
-            stress_gated_problem (s, "oversleep", "lag %u (%s, %.0f ms) not reported: dropped as 'the process "
+            stress_problem (s, "lag %u (%s, %.0f ms) not reported: dropped as 'the process "
                                   "was stopped' because the watcher woke over 250 ms late (a loaded "
                                   "machine, not a stop)", c, lag->scenario, measured_ms);
           else
@@ -690,14 +679,14 @@ stress_check_reports (Stress *s)
                * there is one sent to another thread (the blocked one) and
                * never taken back. */
               if (g_str_equal (reason, "an earlier signal is still queued"))
-                stress_gated_problem (s, "signals", "lag %u (%s, report %s): no stack: %s", c, lag->scenario,
+                stress_problem (s, "lag %u (%s, report %s): no stack: %s", c, lag->scenario,
                                       lagwatch_report_get_id (report), reason);
               else
                 stress_note (s, "lag %u (%s, report %s): no stack: %s", c, lag->scenario,
                              lagwatch_report_get_id (report), reason);
             }
           else if (lagwatch_report_get_n_samples (report) == 0)
-            stress_gated_problem (s, "no-reason", "lag %u (%s, report %s, %.0f ms, complete %d): no sample was "
+            stress_problem (s, "lag %u (%s, report %s, %.0f ms, complete %d): no sample was "
                                   "taken, and neither a stack nor a stated reason", c, lag->scenario,
                                   lagwatch_report_get_id (report), lagwatch_report_get_duration_ms (report),
                                   lagwatch_report_get_complete (report));
@@ -784,7 +773,7 @@ stress_check_json (Stress *s, const char *path)
     g_hash_table_iter_init (&iter, hangs);
     while (g_hash_table_iter_next (&iter, &id, NULL))
       if (!g_hash_table_contains (lags, id) && s->oversleeps->len > 0)
-        stress_gated_problem (s, "oversleep", "json: hang %s has no lag record (a lag was dropped as 'stopped')",
+        stress_problem (s, "json: hang %s has no lag record (a lag was dropped as 'stopped')",
                               (const char *) id);
       else if (!g_hash_table_contains (lags, id))
         stress_problem (s, "json: hang %s has no lag record", (const char *) id);
@@ -807,7 +796,7 @@ stress_check_json (Stress *s, const char *path)
                       && start + (gint64) (lagwatch_report_get_duration_ms (report) * 1000.0) > lag->start_us;
             }
           if (!found && stress_dropped_as_oversleep (s, lag))
-            stress_gated_problem (s, "oversleep", "json: hang lag %u was dropped, its hang record stays alone", c);
+            stress_problem (s, "json: hang lag %u was dropped, its hang record stays alone", c);
           else if (!found)
             stress_problem (s, "json: hang lag %u has no hang record", c);
         }

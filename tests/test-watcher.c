@@ -4,6 +4,9 @@
  * thread's CPU-time timer, or by explicit signals where no such timer can
  * be used: LagWatch.explicit_sampling).
  */
+#include <sched.h>
+#include <stdlib.h>
+
 #include <glib.h>
 #include <glib-unix.h>
 #include <glib/gstdio.h>
@@ -12,6 +15,7 @@
 
 #include "lag-harness.h"
 #include "lw-capture.h"
+#include "lw-threadinfo.h"
 #include "lw-watcher.h"
 
 typedef struct
@@ -166,8 +170,8 @@ count_posix_timers (void)
   return n;
 }
 
-/* A lag that spins @spin_ms, counts the process's timers, then spins
- * @then_ms more. */
+/* A lag that spins @spin_ms of CPU time, counts the process's timers, then
+ * spins @then_ms more. */
 typedef struct
 {
   int spin_ms;
@@ -180,9 +184,9 @@ spin_and_count_timers (gpointer data)
 {
   TimedLag *lag = data;
 
-  spin_ms (GINT_TO_POINTER (lag->spin_ms));
+  spin_cpu_ms (GINT_TO_POINTER (lag->spin_ms));
   lag->timers_during = count_posix_timers ();
-  spin_ms (GINT_TO_POINTER (lag->then_ms));
+  spin_cpu_ms (GINT_TO_POINTER (lag->then_ms));
   __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
 }
 
@@ -278,6 +282,118 @@ test_sampling_through_hang_record (void)
   g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* The watcher thread of @h's watch: the thread named "lagwatch". */
+static pid_t
+find_watcher_tid (void)
+{
+  g_autoptr(GDir) tasks = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (tasks);
+  while ((name = g_dir_read_name (tasks)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/comm", name);
+      g_autofree char *comm = NULL;
+
+      if (g_file_get_contents (path, &comm, NULL, NULL) && g_str_equal (g_strchomp (comm), "lagwatch"))
+        return (pid_t) atoi (name);
+    }
+  return 0;
+}
+
+typedef struct
+{
+  int              watcher_cpu;   /* the CPU the watcher is pinned to */
+  int              loop_cpu;      /* another one, for the lag */
+  _Atomic gboolean hog_stop;
+  gboolean         hog_refused;   /* SCHED_FIFO not allowed here */
+} Starvation;
+
+/* The hog: a real-time thread pinned to the watcher's CPU, which then gets
+ * no CPU at all (real-time throttling aside) until the hog stops. */
+static gpointer
+starvation_hog (gpointer data)
+{
+  Starvation *s = data;
+  struct sched_param param = { .sched_priority = 1 };
+  cpu_set_t cpus;
+
+  CPU_ZERO (&cpus);
+  CPU_SET (s->watcher_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+  if (sched_setscheduler (0, SCHED_FIFO, &param) != 0)
+    {
+      s->hog_refused = TRUE;
+      return NULL;
+    }
+  while (!atomic_load (&s->hog_stop))
+    ;
+  return NULL;
+}
+
+/* Loop thread, on its own CPU: 100 ms of CPU (the lag is caught), then
+ * 600 ms more while the hog keeps the watcher from running. */
+static LAGGY void
+starved_watcher_lag (gpointer data)
+{
+  Starvation *s = data;
+  GThread *hog;
+  cpu_set_t cpus;
+
+  CPU_ZERO (&cpus);
+  CPU_SET (s->loop_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+  spin_cpu_ms (GINT_TO_POINTER (100));
+  hog = g_thread_new ("hog", starvation_hog, s);
+  spin_cpu_ms (GINT_TO_POINTER (600));
+  atomic_store (&s->hog_stop, TRUE);
+  g_thread_join (hog);
+  __asm__ volatile ("" ::: "memory");
+}
+
+/* A watcher kept from running for most of a lag (a busy machine) keeps the
+ * lag: it was runnable all along, so the process was not stopped. It used
+ * to drop the lag as "the process was stopped". */
+static void
+test_starved_watcher_keeps_the_lag (void)
+{
+  Starvation s = { 0 };
+  cpu_set_t allowed, cpus;
+  pid_t watcher;
+  Harness h;
+  int n = 0;
+
+  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+    if (CPU_ISSET (cpu, &allowed))
+      *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
+  if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
+    {
+      g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
+      return;
+    }
+  harness_init (&h, 50);
+  watcher = find_watcher_tid ();
+  g_assert_cmpint (watcher, >, 0);
+  CPU_ZERO (&cpus);
+  CPU_SET (s.watcher_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (watcher, sizeof cpus, &cpus), ==, 0);
+
+  harness_run_lag (&h, starved_watcher_lag, &s);
+  if (s.hog_refused)
+    {
+      harness_clear (&h);
+      g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
+      return;
+    }
+  harness_wait_reports (&h, 1);
+  g_test_message ("%.1f ms, %u samples", lagwatch_report_get_duration_ms (harness_report (&h, 0)),
+                  lagwatch_report_get_n_samples (harness_report (&h, 0)));
+  g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, 0)), >=, 650);
+  g_assert_true (harness_stack_has (harness_report (&h, 0), "starved_watcher_lag", NULL));
+  harness_clear (&h);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -287,5 +403,6 @@ main (int argc, char **argv)
   g_test_add_func ("/watcher/sampling/through-hang-record", test_sampling_through_hang_record);
   g_test_add_func ("/watcher/lag-ended-before-late-wake", test_lag_ended_before_late_wake);
   g_test_add_func ("/watcher/short-busy-periods-stay-quiet", test_short_busy_periods_stay_quiet);
+  g_test_add_func ("/watcher/starved-watcher-keeps-the-lag", test_starved_watcher_keeps_the_lag);
   return g_test_run ();
 }
