@@ -16,6 +16,7 @@
  *
  * Threads: unless a function says otherwise, it may be called from any
  * thread. No function here is async-signal-safe.
+
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -70,8 +71,11 @@ typedef struct _LagWatchReport LagWatchReport;
  * Called once per finished lag, on the watch's reporting thread (never on
  * the watched thread: a UI must hand the report over, e.g. with
  * g_idle_add_full() and a reference). Watching goes on while it runs; later
- * reports wait for it to return. It may call lagwatch_detach() on its own
- * watch (reports not yet delivered are then dropped).
+ * reports wait for it to return, 64 of them at most: beyond, the newest are
+ * dropped and the sinks say how many. A sink that stalls never delays it:
+ * the callback gets each report before the sinks do. It may call
+ * lagwatch_detach() on its own watch (reports not yet delivered are then
+ * dropped).
  *
  * Since: 0.1
  */
@@ -210,12 +214,14 @@ LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
  *
  * Starts watching @context: wraps its poll function and starts two threads,
  * the watcher (catches and samples lags) and the reporting thread (names,
- * writes and hands over reports). Nothing runs per iteration but the poll
- * wrapper; both threads sleep while the loop does. The watch holds a reference on @context: a context the
+ * writes and hands over reports) with a third that only writes to the
+ * sinks, so that a sink nobody reads (a full pipe) delays neither the
+ * callback nor lagwatch_detach(). Nothing runs per iteration but the poll
+ * wrapper; the threads sleep while the loop does. The watch holds a reference on @context: a context the
  * program drops while watched is finalized at lagwatch_detach().
  *
  * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
- *   (already watched, no free slot, libunwind missing, ...) or quietly under
+ *   (already watched, no free slot, libunwind missing, ...), or quietly under
  *   LAGWATCH_DISABLE=1
  * Since: 0.1
  */
@@ -240,6 +246,11 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * in the middle of a lag, from any thread including the watched one and a
  * report callback. A lag in progress that was already caught is reported,
  * marked incomplete. @watch is invalid afterwards.
+ *
+ * Reports already handed over reach the callback first; the sinks then get
+ * 2 seconds at most to take what is queued and the summary: a sink thread
+ * stuck in a write() to a sink nobody reads is left to finish on its own
+ * (it frees what it holds if it ever returns).
  *
  * Since: 0.1
  */

@@ -13,6 +13,7 @@
 #include "lw-private.h"
 #include "lw-sink.h"
 #include "lw-unwind.h"
+#include "lw-watch-private.h"
 #include "lw-watcher.h"
 
 /* Serializes attach and detach (signal ownership) and holds the set of live
@@ -28,19 +29,8 @@ lagwatch_attach (GMainContext *context)
 
 static gboolean lw_atexit_registered;
 
-/* Any thread. The table of @watch's lags by fingerprint, on stderr (only
- * where reports go to stderr). */
-static void
-lw_print_summary (LagWatch *watch)
-{
-  g_autofree char *table = NULL;
-
-  if (!lw_sinks_has_stderr (watch->sinks) || (table = lw_summary_to_text (watch->summary)) == NULL)
-    return;
-  lw_sinks_write_raw_stderr (table);
-}
-
-/* At exit: the summaries of the watches never detached. */
+/* At exit: the summaries of the watches never detached, each waiting for
+ * its sinks a bounded time (LW_SINK_QUEUE_STOP_MS). */
 static void
 lw_print_summaries_at_exit (void)
 {
@@ -52,7 +42,7 @@ lw_print_summaries_at_exit (void)
     {
       g_hash_table_iter_init (&iter, lw_watches);
       while (g_hash_table_iter_next (&iter, &watch, NULL))
-        lw_print_summary (watch);
+        lw_reporter_print_summary (((LagWatch *) watch)->reporter);
     }
   g_mutex_unlock (&lw_lock);
 }
@@ -72,7 +62,7 @@ lw_report_previous_hangs (LagWatch *watch)
       g_autofree char *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during "
                                                "a hang; its last record:\n%s", hang->pid, hang->text);
 
-      lw_sinks_write_raw (watch->sinks, json, text);
+      lw_reporter_write_raw (watch->reporter, json, text);
     }
 }
 
@@ -82,12 +72,33 @@ lw_watch_free (LagWatch *watch)
 {
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
-  lw_sinks_free (watch->sinks);
   lw_summary_free (watch->summary);
   lw_hang_store_close (watch->hangs);
   lagwatch_config_free (watch->config);
-  g_rec_mutex_clear (&watch->report_lock);
   g_free (watch);
+}
+
+/* Any thread, both of @watch's threads gone (or the reporting thread
+ * finishing): unhooks it and frees it. */
+static void
+lw_watch_release (LagWatch *watch)
+{
+  lw_hooks_detach (watch->slot);
+  g_mutex_lock (&lw_lock);
+  if (watch->signo != 0)
+    lw_capture_release_signal ();
+  g_mutex_unlock (&lw_lock);
+  lw_watch_free (watch);
+}
+
+/* Reporting thread, once the callback that detached @data has returned. */
+static void
+lw_watch_finish_detached (gpointer data)
+{
+  LagWatch *watch = data;
+
+  lw_reporter_abandon (g_steal_pointer (&watch->reporter));
+  lw_watch_release (watch);
 }
 
 /* Any thread, lw_lock held. Undoes a partial attach. */
@@ -115,7 +126,6 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
     context = g_main_context_default ();
 
   watch = g_new0 (LagWatch, 1);
-  g_rec_mutex_init (&watch->report_lock);
   watch->config = lw_config_copy (config);
   lw_config_apply_environment (watch->config);
   watch->threshold_ms = watch->config->threshold_ms;
@@ -153,12 +163,12 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       return NULL;
     }
 
-  watch->sinks = lw_sinks_open (watch->config->output);
   watch->summary = lw_summary_new ();
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
-  if (watch->hangs != NULL)
+  watch->reporter = lw_reporter_start (lw_sinks_open (watch->config->output), watch->summary,
+                                       watch->hangs, lw_watch_finish_detached, watch, &error);
+  if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
-  watch->reporter = lw_reporter_start (watch, &error);
   if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
       g_warning ("cannot start the watcher thread: %s", error->message);
@@ -197,33 +207,6 @@ lagwatch_is_attached (GMainContext *context)
 }
 
 void
-lw_watch_finish (LagWatch *watch)
-{
-  GDestroyNotify destroy;
-  gpointer data;
-
-  lw_hooks_detach (watch->slot);
-  g_mutex_lock (&lw_lock);
-  if (watch->signo != 0)
-    lw_capture_release_signal ();
-  g_mutex_unlock (&lw_lock);
-
-  g_rec_mutex_lock (&watch->report_lock);
-  destroy = watch->report_destroy;
-  data = watch->report_data;
-  watch->report_func = NULL;
-  watch->report_destroy = NULL;
-  g_rec_mutex_unlock (&watch->report_lock);
-  if (destroy != NULL)
-    destroy (data);
-
-  if (watch->reporter != NULL)
-    lw_reporter_abandon (g_steal_pointer (&watch->reporter));  /* finishing on it */
-  lw_print_summary (watch);
-  lw_watch_free (watch);
-}
-
-void
 lagwatch_detach (LagWatch *watch)
 {
   gboolean known;
@@ -240,11 +223,11 @@ lagwatch_detach (LagWatch *watch)
     {
       /* Called from the report callback: the reporting thread finishes the
        * job once the callback has returned. */
-      atomic_store (&watch->self_free, TRUE);
+      lw_reporter_finish_after_callback (watch->reporter);
       return;
     }
   lw_reporter_stop (g_steal_pointer (&watch->reporter));
-  lw_watch_finish (watch);
+  lw_watch_release (watch);
 }
 
 /* Any thread. TRUE when @watch is a live handle. */
@@ -313,18 +296,6 @@ lagwatch_set_report_func (LagWatch          *watch,
                           gpointer           user_data,
                           GDestroyNotify     destroy)
 {
-  GDestroyNotify old_destroy;
-  gpointer old_data;
-
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
-
-  g_rec_mutex_lock (&watch->report_lock);
-  old_destroy = watch->report_destroy;
-  old_data = watch->report_data;
-  watch->report_func = func;
-  watch->report_data = user_data;
-  watch->report_destroy = destroy;
-  g_rec_mutex_unlock (&watch->report_lock);
-  if (old_destroy != NULL)
-    old_destroy (old_data);
+  lw_reporter_set_report_func (watch->reporter, func, user_data, destroy);
 }
