@@ -16,7 +16,14 @@
  *
  * Threads: unless a function says otherwise, it may be called from any
  * thread. No function here is async-signal-safe.
-
+ *
+ * fork(): lagwatch's threads stay in the parent. In the child, the
+ * parent's watches are inert: every function given one of them does
+ * nothing (lagwatch_detach() included, quietly), lagwatch_is_attached()
+ * returns %FALSE, no summary is printed at exit, and lagwatch_attach()
+ * returns %NULL (a lock of lagwatch's symbol tables may have been held by
+ * one of the parent's threads at the fork). A child that calls exec() starts
+ * afresh. A child of a process with no watch attached may attach.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -222,7 +229,7 @@ LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
  *
  * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
  *   (already watched, no free slot, libunwind missing, ...), or quietly under
- *   LAGWATCH_DISABLE=1
+ *   LAGWATCH_DISABLE=1 or in a child of fork() whose parent had a watch
  * Since: 0.1
  */
 LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *context,
@@ -250,7 +257,8 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * Reports already handed over reach the callback first; the sinks then get
  * 2 seconds at most to take what is queued and the summary: a sink thread
  * stuck in a write() to a sink nobody reads is left to finish on its own
- * (it frees what it holds if it ever returns).
+ * (it frees what it holds if it ever returns). In a child of fork(), a watch
+ * of the parent is ignored.
  *
  * Since: 0.1
  */

@@ -1,6 +1,7 @@
 /* lagwatch.c: the public entry points, tying hooks, capture and watcher */
 #include "lagwatch.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "lw-capture.h"
@@ -20,6 +21,9 @@
  * watches, so that a stale handle is refused instead of dereferenced. */
 static GMutex      lw_lock;
 static GHashTable *lw_watches;
+/* In a child of fork(): the watches of the parent, whose threads do not
+ * exist here. Their handles are accepted and ignored. */
+static GHashTable *lw_inherited;
 
 LagWatch *
 lagwatch_attach (GMainContext *context)
@@ -27,10 +31,11 @@ lagwatch_attach (GMainContext *context)
   return lagwatch_attach_with_config (context, NULL);
 }
 
-static gboolean lw_atexit_registered;
+static gboolean lw_process_hooks_registered;
 
 /* At exit: the summaries of the watches never detached, each waiting for
- * its sinks a bounded time (LW_SINK_QUEUE_STOP_MS). */
+ * its sinks a bounded time (LW_SINK_QUEUE_STOP_MS). None in a child of
+ * fork(): the parent's lags are not the child's. */
 static void
 lw_print_summaries_at_exit (void)
 {
@@ -45,6 +50,47 @@ lw_print_summaries_at_exit (void)
         lw_reporter_print_summary (((LagWatch *) watch)->reporter);
     }
   g_mutex_unlock (&lw_lock);
+}
+
+/* The forking thread, before fork(): no attach or detach is half done in
+ * the child, and lw_lock is free there. The other locks of lagwatch (the
+ * summary's, the callback's, the sinks', the symbolizer's) may be held by
+ * its threads at that moment; the child never takes them. */
+static void
+lw_atfork_prepare (void)
+{
+  g_mutex_lock (&lw_lock);
+}
+
+/* The forking thread, in the parent after fork(). */
+static void
+lw_atfork_parent (void)
+{
+  g_mutex_unlock (&lw_lock);
+}
+
+/* The only thread of the child, after fork(): the watcher and reporting
+ * threads stayed in the parent, so the parent's watches become inert
+ * handles (no summary at exit, detach does nothing). No allocation: the
+ * table moves. */
+static void
+lw_atfork_child (void)
+{
+  if (lw_watches != NULL && g_hash_table_size (lw_watches) > 0)
+    lw_inherited = g_steal_pointer (&lw_watches);
+  g_mutex_unlock (&lw_lock);
+}
+
+/* Any thread. TRUE for a watch of the parent, in a child of fork(). */
+static gboolean
+lw_watch_is_inherited (LagWatch *watch)
+{
+  gboolean inherited;
+
+  g_mutex_lock (&lw_lock);
+  inherited = lw_inherited != NULL && g_hash_table_contains (lw_inherited, watch);
+  g_mutex_unlock (&lw_lock);
+  return inherited;
 }
 
 /* Attaching thread. Reports the hangs earlier runs of this program were
@@ -141,6 +187,17 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   lw_clock_init ();
 
   g_mutex_lock (&lw_lock);
+  if (lw_inherited != NULL)
+    {
+      /* The parent's threads may have held lagwatch's locks (symbol
+       * tables, module list) when it forked: nothing here can be trusted
+       * to be consistent. */
+      g_mutex_unlock (&lw_lock);
+      g_debug ("not attaching in a child of fork() whose parent was watched");
+      lagwatch_config_free (watch->config);
+      g_free (watch);
+      return NULL;
+    }
   if (lw_watches == NULL)
     lw_watches = g_hash_table_new (NULL, NULL);
 
@@ -177,10 +234,11 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
       return NULL;
     }
   g_hash_table_add (lw_watches, watch);
-  if (!lw_atexit_registered)
+  if (!lw_process_hooks_registered)
     {
       atexit (lw_print_summaries_at_exit);
-      lw_atexit_registered = TRUE;
+      pthread_atfork (lw_atfork_prepare, lw_atfork_parent, lw_atfork_child);
+      lw_process_hooks_registered = TRUE;
     }
   g_mutex_unlock (&lw_lock);
   return watch;
@@ -212,6 +270,8 @@ lagwatch_detach (LagWatch *watch)
   gboolean known;
 
   g_return_if_fail (watch != NULL);
+  if (lw_watch_is_inherited (watch))
+    return;
 
   g_mutex_lock (&lw_lock);
   known = lw_watches != NULL && g_hash_table_remove (lw_watches, watch);
@@ -245,6 +305,8 @@ lw_watch_is_live (LagWatch *watch)
 gboolean
 lagwatch_set_threshold_ms (LagWatch *watch, guint threshold_ms)
 {
+  if (lw_watch_is_inherited (watch))
+    return FALSE;
   g_return_val_if_fail (watch != NULL && lw_watch_is_live (watch), FALSE);
   if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
     return FALSE;
@@ -263,6 +325,8 @@ lagwatch_get_threshold_ms (LagWatch *watch)
 void
 lagwatch_pause (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->paused, TRUE);
   sem_post (&watch->slot->wake);
@@ -271,6 +335,8 @@ lagwatch_pause (LagWatch *watch)
 void
 lagwatch_resume (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->paused, FALSE);
   sem_post (&watch->slot->wake);
@@ -279,6 +345,8 @@ lagwatch_resume (LagWatch *watch)
 void
 lagwatch_begin_long_work (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->slot->expected_seq, atomic_load (&watch->slot->seq));
 }
@@ -286,6 +354,8 @@ lagwatch_begin_long_work (LagWatch *watch)
 void
 lagwatch_end_long_work (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->slot->expected_seq, 0);
 }
@@ -296,6 +366,8 @@ lagwatch_set_report_func (LagWatch          *watch,
                           gpointer           user_data,
                           GDestroyNotify     destroy)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   lw_reporter_set_report_func (watch->reporter, func, user_data, destroy);
 }
