@@ -149,7 +149,7 @@ lw_profile_n_samples (LwProfile *profile)
   return profile->samples->len;
 }
 
-/* Most recent first. */
+/* Watcher thread. Most recent first. */
 static gint
 lw_profile_by_recency (gconstpointer a, gconstpointer b)
 {
@@ -184,6 +184,7 @@ typedef struct
   guint          samples;     /* a group's first member: the group's total */
 } LwProfileMember;
 
+/* Reporting thread. The innermost frame by its function, the others exact. */
 static guint
 lw_profile_member_hash (gconstpointer key)
 {
@@ -195,6 +196,7 @@ lw_profile_member_hash (gconstpointer key)
   return (guint) (h ^ (h >> 32));
 }
 
+/* Reporting thread. */
 static gboolean
 lw_profile_member_equal (gconstpointer a, gconstpointer b)
 {
@@ -208,7 +210,7 @@ lw_profile_member_equal (gconstpointer a, gconstpointer b)
   return TRUE;
 }
 
-/* Heaviest first, ties: most recent first. */
+/* Reporting thread. Heaviest first, ties: most recent first. */
 static gint
 lw_profile_by_weight (gconstpointer a, gconstpointer b)
 {

@@ -17,6 +17,8 @@ struct _LwReporter
   GThread     *thread;
   GAsyncQueue *queue;            /* of LwReporterItem */
   _Atomic guint pending;         /* reports in queue, or being handled */
+  GMutex       idle_lock;        /* with idle_cond: pending went down */
+  GCond        idle_cond;
   _Atomic guint64 dropped_behind; /* reports the watcher dropped: the queue was full */
   guint64      noted_behind;     /* reporting thread: drops said so far */
   _Atomic gboolean finishing;    /* lw_reporter_finish_after_callback() */
@@ -203,7 +205,10 @@ lw_reporter_main (gpointer data)
       else
         lw_reporter_handle (reporter, item->report, item->kind);
       lw_reporter_item_free (item);
+      g_mutex_lock (&reporter->idle_lock);
       atomic_fetch_sub (&reporter->pending, 1);
+      g_cond_broadcast (&reporter->idle_cond);
+      g_mutex_unlock (&reporter->idle_lock);
       if (atomic_load (&reporter->finishing))
         break;  /* detached from the callback just run */
     }
@@ -229,6 +234,8 @@ lw_reporter_start (LwSinks *sinks, LwSummary *summary, LwHangStore *hangs,
   reporter->finish = finish;
   reporter->finish_data = finish_data;
   g_rec_mutex_init (&reporter->report_lock);
+  g_mutex_init (&reporter->idle_lock);
+  g_cond_init (&reporter->idle_cond);
   reporter->queue = g_async_queue_new ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
@@ -239,6 +246,8 @@ lw_reporter_start (LwSinks *sinks, LwSummary *summary, LwHangStore *hangs,
       lw_sink_queue_stop (reporter->sinks);
       g_async_queue_unref (reporter->queue);
       g_rec_mutex_clear (&reporter->report_lock);
+      g_mutex_clear (&reporter->idle_lock);
+      g_cond_clear (&reporter->idle_cond);
       g_free (reporter);
       return NULL;
     }
@@ -308,8 +317,15 @@ lw_reporter_queue_summary (LwReporter *reporter)
 void
 lw_reporter_print_summary (LwReporter *reporter)
 {
+  gint64 deadline = g_get_monotonic_time () + LW_SINK_QUEUE_STOP_MS * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_lock (&reporter->idle_lock);
+  while (atomic_load (&reporter->pending) > 0
+         && g_cond_wait_until (&reporter->idle_cond, &reporter->idle_lock, deadline))
+    ;
+  g_mutex_unlock (&reporter->idle_lock);
   lw_reporter_queue_summary (reporter);
-  lw_sink_queue_flush (reporter->sinks);
+  lw_sink_queue_flush (reporter->sinks, deadline);
 }
 
 gboolean
@@ -339,6 +355,8 @@ lw_reporter_free (LwReporter *reporter)
     lw_reporter_item_free (item);
   g_async_queue_unref (reporter->queue);
   g_rec_mutex_clear (&reporter->report_lock);
+  g_mutex_clear (&reporter->idle_lock);
+  g_cond_clear (&reporter->idle_cond);
   g_free (reporter);
 }
 

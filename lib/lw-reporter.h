@@ -75,9 +75,10 @@ void        lw_reporter_write_raw (LwReporter  *reporter,
                                    const char  *json,
                                    const char  *text);
 
-/* Any thread. The summary table (with the reports dropped) on stderr, where
- * stderr is a sink; waits for it LW_SINK_QUEUE_STOP_MS at most (at exit,
- * the process must not end before). */
+/* Any thread but the reporter's own, at exit. Lets the reports handed
+ * over reach the sinks, then prints the summary table (with the reports
+ * dropped) on stderr, where stderr is a sink; waits for all of it
+ * LW_SINK_QUEUE_STOP_MS at most: the process must not end before. */
 void        lw_reporter_print_summary (LwReporter *reporter);
 
 /* Any thread but the reporter's own. Delivers what was handed over to the

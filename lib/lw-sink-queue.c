@@ -226,10 +226,8 @@ lw_sink_queue_stderr (LwSinkQueue *queue, const char *text)
 }
 
 void
-lw_sink_queue_flush (LwSinkQueue *queue)
+lw_sink_queue_flush (LwSinkQueue *queue, gint64 deadline)
 {
-  gint64 deadline = g_get_monotonic_time () + LW_SINK_QUEUE_STOP_MS * G_TIME_SPAN_MILLISECOND;
-
   g_mutex_lock (&queue->lock);
   while (queue->done < queue->queued && !queue->finished
          && g_cond_wait_until (&queue->cond, &queue->lock, deadline))

@@ -48,8 +48,9 @@ void         lw_sink_queue_stderr    (LwSinkQueue    *queue,
                                       const char     *text);
 
 /* Any thread but the sink thread. Waits until what is queued now is
- * written, LW_SINK_QUEUE_STOP_MS at most. */
-void         lw_sink_queue_flush     (LwSinkQueue    *queue);
+ * written, or until @deadline (g_get_monotonic_time()). */
+void         lw_sink_queue_flush     (LwSinkQueue    *queue,
+                                      gint64          deadline);
 
 /* Any thread. Records dropped so far because the queue was full. */
 guint64      lw_sink_queue_dropped   (LwSinkQueue    *queue);
