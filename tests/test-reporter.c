@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib-unix.h>
+#include <glib/gstdio.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "lag-harness.h"
 #include "lw-lines.h"
 #include "lw-report.h"
+#include "lw-reporter.h"
 #include "lw-sink-queue.h"
 #include "lw-symbols.h"
 
@@ -203,6 +205,73 @@ test_stalled_stderr (void)
   g_test_trap_assert_passed ();
 }
 
+/* A callback that blocks on its first report until released. */
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  gboolean released;
+  guint    calls;
+} Gate;
+
+static void
+on_report_gated (LagWatchReport *report, gpointer data)
+{
+  Gate *gate = data;
+
+  g_mutex_lock (&gate->lock);
+  gate->calls++;
+  while (!gate->released)
+    g_cond_wait (&gate->cond, &gate->lock);
+  g_mutex_unlock (&gate->lock);
+}
+
+/* While the callback blocks, the watcher's queue holds
+ * LW_REPORTER_QUEUE_MAX reports at most; the rest are dropped, and the
+ * sinks say so. */
+static void
+test_slow_callback_bounded (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-reporter-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "lags.jsonl", NULL);
+  g_autofree char *output = g_strconcat ("json:", path, NULL);
+  g_autofree char *json = NULL;
+  const guint n_lags = LW_REPORTER_QUEUE_MAX + 16;
+  Gate gate = { 0 };
+  Harness h;
+  guint calls;
+
+  g_assert_nonnull (dir);
+  g_mutex_init (&gate.lock);
+  g_cond_init (&gate.cond);
+  g_assert_true (lagwatch_config_set_threshold_ms (config, THRESHOLD_MS));
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  harness_init_with_config (&h, config);
+  lagwatch_set_report_func (h.watch, on_report_gated, &gate, NULL);
+  for (guint i = 0; i < n_lags; i++)
+    harness_run_lag (&h, spin_ms, GINT_TO_POINTER (2 * THRESHOLD_MS));
+
+  g_mutex_lock (&gate.lock);
+  gate.released = TRUE;
+  g_cond_broadcast (&gate.cond);
+  g_mutex_unlock (&gate.lock);
+  lagwatch_detach (g_steal_pointer (&h.watch));  /* delivers what was queued */
+
+  calls = gate.calls;
+  g_test_message ("%u lags, the callback got %u", n_lags, calls);
+  g_assert_cmpuint (calls, >, 0);
+  g_assert_cmpuint (calls, <=, LW_REPORTER_QUEUE_MAX);
+  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"event\":\"dropped\""));
+  g_assert_nonnull (strstr (json, "\"reason\":\"reporting thread behind\""));
+  harness_clear (&h);
+  g_assert_cmpint (g_unlink (path), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
+  g_mutex_clear (&gate.lock);
+  g_cond_clear (&gate.cond);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -210,5 +279,6 @@ main (int argc, char **argv)
 
   g_test_add_func ("/reporter/watcher-never-symbolizes", test_watcher_never_symbolizes);
   g_test_add_func ("/reporter/stalled-stderr", test_stalled_stderr);
+  g_test_add_func ("/reporter/slow-callback-bounded", test_slow_callback_bounded);
   return g_test_run ();
 }
