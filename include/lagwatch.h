@@ -17,6 +17,14 @@
  * Threads: unless a function says otherwise, it may be called from any
  * thread. No function here is async-signal-safe.
  *
+ * fork(): lagwatch's threads stay in the parent. In the child, the
+ * parent's watches are inert: every function given one of them does
+ * nothing (lagwatch_detach() included, quietly), lagwatch_is_attached()
+ * returns %FALSE, no summary is printed at exit, and lagwatch_attach()
+ * returns %NULL (a lock of lagwatch's symbol tables may have been held by
+ * one of the parent's threads at the fork). A child that calls exec() starts
+ * afresh. A child of a process with no watch attached may attach.
+ *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #pragma once
@@ -49,6 +57,8 @@ G_BEGIN_DECLS
  * @LAGWATCH_ERROR_OUTPUT: an output (sink) list is malformed
  * @LAGWATCH_ERROR_DISABLED: `LAGWATCH_DISABLE=1` is set
  * @LAGWATCH_ERROR_THREAD: lagwatch's threads could not be started
+ * @LAGWATCH_ERROR_FORKED: a child of fork() whose parent was watched cannot
+ *   attach (until it calls exec())
  *
  * Why lagwatch could not do what was asked.
  *
@@ -63,6 +73,7 @@ typedef enum
   LAGWATCH_ERROR_OUTPUT,
   LAGWATCH_ERROR_DISABLED,
   LAGWATCH_ERROR_THREAD,
+  LAGWATCH_ERROR_FORKED,
 } LagWatchError;
 
 /**
@@ -112,8 +123,11 @@ typedef struct _LagWatchReport LagWatchReport;
  * Called once per finished lag, on the watch's reporting thread (never on
  * the watched thread: a UI must hand the report over, e.g. with
  * g_idle_add_full() and a reference). Watching goes on while it runs; later
- * reports wait for it to return. It may call lagwatch_detach() on its own
- * watch (reports not yet delivered are then dropped).
+ * reports wait for it to return, 64 of them at most: beyond, the newest are
+ * dropped and the sinks say how many. A sink that stalls never delays it:
+ * the callback gets each report before the sinks do. It may call
+ * lagwatch_detach() on its own watch (reports not yet delivered are then
+ * dropped).
  *
  * Since: 0.1
  */
@@ -252,13 +266,15 @@ LAGWATCH_API LagWatch *lagwatch_attach (GMainContext *context);
  *
  * Starts watching @context: wraps its poll function and starts two threads,
  * the watcher (catches and samples lags) and the reporting thread (names,
- * writes and hands over reports). Nothing runs per iteration but the poll
- * wrapper; both threads sleep while the loop does. The watch holds a reference on @context: a context the
+ * writes and hands over reports) with a third that only writes to the
+ * sinks, so that a sink nobody reads (a full pipe) delays neither the
+ * callback nor lagwatch_detach(). Nothing runs per iteration but the poll
+ * wrapper; the threads sleep while the loop does. The watch holds a reference on @context: a context the
  * program drops while watched is finalized at lagwatch_detach().
  *
  * Returns: (transfer full) (nullable): the watch, or %NULL with one warning
- *   (already watched, no free slot, libunwind missing, ...) or quietly under
- *   LAGWATCH_DISABLE=1
+ *   (already watched, no free slot, libunwind missing, ...), or quietly under
+ *   LAGWATCH_DISABLE=1 or in a child of fork() whose parent had a watch
  * Since: 0.1
  */
 LAGWATCH_API LagWatch *lagwatch_attach_with_config (GMainContext         *context,
@@ -301,6 +317,12 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * in the middle of a lag, from any thread including the watched one and a
  * report callback. A lag in progress that was already caught is reported,
  * marked incomplete. @watch is invalid afterwards.
+ *
+ * Reports already handed over reach the callback first; the sinks then get
+ * 2 seconds at most to take what is queued and the summary: a sink thread
+ * stuck in a write() to a sink nobody reads is left to finish on its own
+ * (it frees what it holds if it ever returns). In a child of fork(), a watch
+ * of the parent is ignored.
  *
  * Since: 0.1
  */

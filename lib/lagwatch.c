@@ -1,6 +1,7 @@
 /* lagwatch.c: the public entry points, tying hooks, capture and watcher */
 #include "lagwatch.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "lw-capture.h"
@@ -13,12 +14,16 @@
 #include "lw-private.h"
 #include "lw-sink.h"
 #include "lw-unwind.h"
+#include "lw-watch-private.h"
 #include "lw-watcher.h"
 
 /* Serializes attach and detach (signal ownership) and holds the set of live
  * watches, so that a stale handle is refused instead of dereferenced. */
 static GMutex      lw_lock;
 static GHashTable *lw_watches;
+/* In a child of fork(): the watches of the parent, whose threads do not
+ * exist here. Their handles are accepted and ignored. */
+static GHashTable *lw_inherited;
 
 LagWatch *
 lagwatch_attach (GMainContext *context)
@@ -26,21 +31,11 @@ lagwatch_attach (GMainContext *context)
   return lagwatch_attach_with_config (context, NULL);
 }
 
-static gboolean lw_atexit_registered;
+static gboolean lw_process_hooks_registered;
 
-/* Any thread. The table of @watch's lags by fingerprint, on stderr (only
- * where reports go to stderr). */
-static void
-lw_print_summary (LagWatch *watch)
-{
-  g_autofree char *table = NULL;
-
-  if (!lw_sinks_has_stderr (watch->sinks) || (table = lw_summary_to_text (watch->summary)) == NULL)
-    return;
-  lw_sinks_write_raw_stderr (table);
-}
-
-/* At exit: the summaries of the watches never detached. */
+/* At exit: the summaries of the watches never detached, each waiting for
+ * its sinks a bounded time (LW_SINK_QUEUE_STOP_MS). None in a child of
+ * fork(): the parent's lags are not the child's. */
 static void
 lw_print_summaries_at_exit (void)
 {
@@ -52,9 +47,50 @@ lw_print_summaries_at_exit (void)
     {
       g_hash_table_iter_init (&iter, lw_watches);
       while (g_hash_table_iter_next (&iter, &watch, NULL))
-        lw_print_summary (watch);
+        lw_reporter_print_summary (((LagWatch *) watch)->reporter);
     }
   g_mutex_unlock (&lw_lock);
+}
+
+/* The forking thread, before fork(): no attach or detach is half done in
+ * the child, and lw_lock is free there. The other locks of lagwatch (the
+ * summary's, the callback's, the sinks', the symbolizer's) may be held by
+ * its threads at that moment; the child never takes them. */
+static void
+lw_atfork_prepare (void)
+{
+  g_mutex_lock (&lw_lock);
+}
+
+/* The forking thread, in the parent after fork(). */
+static void
+lw_atfork_parent (void)
+{
+  g_mutex_unlock (&lw_lock);
+}
+
+/* The only thread of the child, after fork(): the watcher and reporting
+ * threads stayed in the parent, so the parent's watches become inert
+ * handles (no summary at exit, detach does nothing). No allocation: the
+ * table moves. */
+static void
+lw_atfork_child (void)
+{
+  if (lw_watches != NULL && g_hash_table_size (lw_watches) > 0)
+    lw_inherited = g_steal_pointer (&lw_watches);
+  g_mutex_unlock (&lw_lock);
+}
+
+/* Any thread. TRUE for a watch of the parent, in a child of fork(). */
+static gboolean
+lw_watch_is_inherited (LagWatch *watch)
+{
+  gboolean inherited;
+
+  g_mutex_lock (&lw_lock);
+  inherited = lw_inherited != NULL && g_hash_table_contains (lw_inherited, watch);
+  g_mutex_unlock (&lw_lock);
+  return inherited;
 }
 
 /* Attaching thread. Reports the hangs earlier runs of this program were
@@ -72,7 +108,7 @@ lw_report_previous_hangs (LagWatch *watch)
       g_autofree char *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during "
                                                "a hang; its last record:\n%s", hang->pid, hang->text);
 
-      lw_sinks_write_raw (watch->sinks, json, text);
+      lw_reporter_write_raw (watch->reporter, json, text);
     }
 }
 
@@ -82,12 +118,33 @@ lw_watch_free (LagWatch *watch)
 {
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
-  lw_sinks_free (watch->sinks);
   lw_summary_free (watch->summary);
   lw_hang_store_close (watch->hangs);
   lagwatch_config_free (watch->config);
-  g_rec_mutex_clear (&watch->report_lock);
   g_free (watch);
+}
+
+/* Any thread, both of @watch's threads gone (or the reporting thread
+ * finishing): unhooks it and frees it. */
+static void
+lw_watch_release (LagWatch *watch)
+{
+  lw_hooks_detach (watch->slot);
+  g_mutex_lock (&lw_lock);
+  if (watch->signo != 0)
+    lw_capture_release_signal ();
+  g_mutex_unlock (&lw_lock);
+  lw_watch_free (watch);
+}
+
+/* Reporting thread, once the callback that detached @data has returned. */
+static void
+lw_watch_finish_detached (gpointer data)
+{
+  LagWatch *watch = data;
+
+  lw_reporter_abandon (g_steal_pointer (&watch->reporter));
+  lw_watch_release (watch);
 }
 
 /* Any thread, lw_lock held. Undoes a partial attach. */
@@ -117,7 +174,9 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   g_autoptr(GError) error = NULL;
   LagWatch *watch = lagwatch_attach_full (context, config, &error);
 
-  if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
+  if (watch == NULL && g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_FORKED))
+    g_debug ("%s", error->message);
+  else if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
     g_warning ("%s", error->message);
   return watch;
 }
@@ -134,11 +193,23 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
                            "lagwatch is disabled (LAGWATCH_DISABLE=1)");
       return NULL;
     }
+  g_mutex_lock (&lw_lock);
+  if (lw_inherited != NULL)
+    {
+      /* The parent's threads may have held lagwatch's locks (symbol
+       * tables, module list, clock calibration) when it forked: nothing
+       * lagwatch would use here can be trusted to be consistent, so not
+       * even its initialization runs. */
+      g_mutex_unlock (&lw_lock);
+      g_set_error_literal (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_FORKED,
+                           "not attaching in a child of fork() whose parent was watched");
+      return NULL;
+    }
+  g_mutex_unlock (&lw_lock);
   if (context == NULL)
     context = g_main_context_default ();
 
   watch = g_new0 (LagWatch, 1);
-  g_rec_mutex_init (&watch->report_lock);
   watch->config = lw_config_copy (config);
   lw_config_apply_environment (watch->config);
   watch->threshold_ms = watch->config->threshold_ms;
@@ -176,12 +247,12 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
       return NULL;
     }
 
-  watch->sinks = lw_sinks_open (watch->config->output);
   watch->summary = lw_summary_new ();
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
-  if (watch->hangs != NULL)
+  watch->reporter = lw_reporter_start (lw_sinks_open (watch->config->output), watch->summary,
+                                       watch->hangs, lw_watch_finish_detached, watch, &error);
+  if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
-  watch->reporter = lw_reporter_start (watch, &error);
   if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
       g_set_error (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_THREAD,
@@ -191,10 +262,11 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
       return NULL;
     }
   g_hash_table_add (lw_watches, watch);
-  if (!lw_atexit_registered)
+  if (!lw_process_hooks_registered)
     {
       atexit (lw_print_summaries_at_exit);
-      lw_atexit_registered = TRUE;
+      pthread_atfork (lw_atfork_prepare, lw_atfork_parent, lw_atfork_child);
+      lw_process_hooks_registered = TRUE;
     }
   g_mutex_unlock (&lw_lock);
   return watch;
@@ -221,38 +293,13 @@ lagwatch_is_attached (GMainContext *context)
 }
 
 void
-lw_watch_finish (LagWatch *watch)
-{
-  GDestroyNotify destroy;
-  gpointer data;
-
-  lw_hooks_detach (watch->slot);
-  g_mutex_lock (&lw_lock);
-  if (watch->signo != 0)
-    lw_capture_release_signal ();
-  g_mutex_unlock (&lw_lock);
-
-  g_rec_mutex_lock (&watch->report_lock);
-  destroy = watch->report_destroy;
-  data = watch->report_data;
-  watch->report_func = NULL;
-  watch->report_destroy = NULL;
-  g_rec_mutex_unlock (&watch->report_lock);
-  if (destroy != NULL)
-    destroy (data);
-
-  if (watch->reporter != NULL)
-    lw_reporter_abandon (g_steal_pointer (&watch->reporter));  /* finishing on it */
-  lw_print_summary (watch);
-  lw_watch_free (watch);
-}
-
-void
 lagwatch_detach (LagWatch *watch)
 {
   gboolean known;
 
   g_return_if_fail (watch != NULL);
+  if (lw_watch_is_inherited (watch))
+    return;
 
   g_mutex_lock (&lw_lock);
   known = lw_watches != NULL && g_hash_table_remove (lw_watches, watch);
@@ -264,11 +311,11 @@ lagwatch_detach (LagWatch *watch)
     {
       /* Called from the report callback: the reporting thread finishes the
        * job once the callback has returned. */
-      atomic_store (&watch->self_free, TRUE);
+      lw_reporter_finish_after_callback (watch->reporter);
       return;
     }
   lw_reporter_stop (g_steal_pointer (&watch->reporter));
-  lw_watch_finish (watch);
+  lw_watch_release (watch);
 }
 
 /* Any thread. TRUE when @watch is a live handle. */
@@ -286,6 +333,8 @@ lw_watch_is_live (LagWatch *watch)
 gboolean
 lagwatch_set_threshold_ms (LagWatch *watch, guint threshold_ms)
 {
+  if (lw_watch_is_inherited (watch))
+    return FALSE;
   g_return_val_if_fail (watch != NULL && lw_watch_is_live (watch), FALSE);
   if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
     return FALSE;
@@ -304,6 +353,8 @@ lagwatch_get_threshold_ms (LagWatch *watch)
 void
 lagwatch_pause (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->paused, TRUE);
   sem_post (&watch->slot->wake);
@@ -312,6 +363,8 @@ lagwatch_pause (LagWatch *watch)
 void
 lagwatch_resume (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->paused, FALSE);
   sem_post (&watch->slot->wake);
@@ -320,6 +373,8 @@ lagwatch_resume (LagWatch *watch)
 void
 lagwatch_begin_long_work (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->slot->expected_seq, atomic_load (&watch->slot->seq));
 }
@@ -327,6 +382,8 @@ lagwatch_begin_long_work (LagWatch *watch)
 void
 lagwatch_end_long_work (LagWatch *watch)
 {
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->slot->expected_seq, 0);
 }
@@ -337,18 +394,8 @@ lagwatch_set_report_func (LagWatch          *watch,
                           gpointer           user_data,
                           GDestroyNotify     destroy)
 {
-  GDestroyNotify old_destroy;
-  gpointer old_data;
-
+  if (lw_watch_is_inherited (watch))
+    return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
-
-  g_rec_mutex_lock (&watch->report_lock);
-  old_destroy = watch->report_destroy;
-  old_data = watch->report_data;
-  watch->report_func = func;
-  watch->report_data = user_data;
-  watch->report_destroy = destroy;
-  g_rec_mutex_unlock (&watch->report_lock);
-  if (old_destroy != NULL)
-    old_destroy (old_data);
+  lw_reporter_set_report_func (watch->reporter, func, user_data, destroy);
 }

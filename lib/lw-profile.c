@@ -13,38 +13,33 @@ struct _LwProfile
   guint64         serial;
   LwProfileStack *probe;      /* lookup key of lw_profile_add(), reused */
   guint           probe_room; /* addresses the probe holds */
-  GPtrArray      *sorted;     /* cache for lw_profile_stacks(): grouped copies, owned */
+  GPtrArray      *sorted;     /* cache for lw_profile_exact_stacks(), of stacks in exact */
 };
 
 /* Samples are grouped in two steps. lw_profile_add() runs at every sample,
  * on a watcher that has just woken on a cold CPU: it only matches exact
  * addresses (no symbol lookup, no allocation once a stack is known).
- * lw_profile_stacks(), once per report, merges the stacks whose innermost
- * frames are in the same function. */
+ * lw_profile_group(), once per report on the reporting thread, merges the
+ * stacks whose innermost frames are in the same function. */
 
-static guint
-lw_profile_hash_frames (const LwProfileStack *stack, uintptr_t frame0)
+/* Any thread. FNV-1a, one address at a time. */
+#define LW_PROFILE_HASH_SEED 1469598103934665603ULL
+
+static guint64
+lw_profile_mix (guint64 h, uintptr_t value)
 {
-  guint64 h = 1469598103934665603ULL ^ stack->n_ips;
-
-  for (guint i = 0; i < stack->n_ips; i++)
-    h = (h ^ (i == 0 ? frame0 : stack->ips[i])) * 1099511628211ULL;
-  return (guint) (h ^ (h >> 32));
-}
-
-static gboolean
-lw_profile_equal_frames (const LwProfileStack *x, uintptr_t x0, const LwProfileStack *y, uintptr_t y0)
-{
-  return x->n_ips == y->n_ips && (x->n_ips == 0 || x0 == y0)
-         && memcmp (x->ips + 1, y->ips + 1, (MAX (x->n_ips, 1) - 1) * sizeof (uintptr_t)) == 0;
+  return (h ^ value) * 1099511628211ULL;
 }
 
 static guint
 lw_profile_exact_hash (gconstpointer key)
 {
   const LwProfileStack *stack = key;
+  guint64 h = LW_PROFILE_HASH_SEED ^ stack->n_ips;
 
-  return lw_profile_hash_frames (stack, stack->n_ips > 0 ? stack->ips[0] : 0);
+  for (guint i = 0; i < stack->n_ips; i++)
+    h = lw_profile_mix (h, stack->ips[i]);
+  return (guint) (h ^ (h >> 32));
 }
 
 static gboolean
@@ -52,25 +47,7 @@ lw_profile_exact_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileStack *x = a, *y = b;
 
-  return lw_profile_equal_frames (x, x->n_ips > 0 ? x->ips[0] : 0, y, y->n_ips > 0 ? y->ips[0] : 0);
-}
-
-/* Grouping: the innermost frame counts by its function's start when a
- * symbol covers it (frame0_key, set by lw_profile_stacks()). */
-static guint
-lw_profile_group_hash (gconstpointer key)
-{
-  const LwProfileStack *stack = key;
-
-  return lw_profile_hash_frames (stack, stack->frame0_key);
-}
-
-static gboolean
-lw_profile_group_equal (gconstpointer a, gconstpointer b)
-{
-  const LwProfileStack *x = a, *y = b;
-
-  return lw_profile_equal_frames (x, x->frame0_key, y, y->frame0_key);
+  return x->n_ips == y->n_ips && memcmp (x->ips, y->ips, x->n_ips * sizeof (uintptr_t)) == 0;
 }
 
 /* Bytes of a stack of @n_ips addresses. */
@@ -172,60 +149,127 @@ lw_profile_n_samples (LwProfile *profile)
   return profile->samples->len;
 }
 
+/* Watcher thread. Most recent first. */
 static gint
-lw_profile_compare (gconstpointer a, gconstpointer b)
+lw_profile_by_recency (gconstpointer a, gconstpointer b)
 {
   const LwProfileStack *x = *(LwProfileStack * const *) a;
   const LwProfileStack *y = *(LwProfileStack * const *) b;
 
-  if (x->count != y->count)
-    return x->count > y->count ? -1 : 1;
   return x->last_serial > y->last_serial ? -1 : x->last_serial < y->last_serial;
 }
 
 GPtrArray *
-lw_profile_stacks (LwProfile *profile)
+lw_profile_exact_stacks (LwProfile *profile)
 {
-  GHashTable *groups;
   GHashTableIter iter;
   gpointer key;
 
   if (profile->sorted != NULL)
     return profile->sorted;
-
-  /* Each group is a copy of its most recent exact stack (whose addresses
-   * the report shows), counting the samples of all. */
-  groups = g_hash_table_new (lw_profile_group_hash, lw_profile_group_equal);
-  profile->sorted = g_ptr_array_new_with_free_func (g_free);
+  profile->sorted = g_ptr_array_sized_new (g_hash_table_size (profile->exact));
   g_hash_table_iter_init (&iter, profile->exact);
   while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_ptr_array_add (profile->sorted, key);
+  g_ptr_array_sort (profile->sorted, lw_profile_by_recency);
+  return profile->sorted;
+}
+
+/* One stack of lw_profile_group()'s input, and its group. */
+typedef struct
+{
+  LwReportStack *stack;
+  uintptr_t      frame0_key;  /* the innermost frame's function start, or its address */
+  guint          rank;        /* 0 = most recent */
+  guint          samples;     /* a group's first member: the group's total */
+} LwProfileMember;
+
+/* Reporting thread. The innermost frame by its function, the others exact. */
+static guint
+lw_profile_member_hash (gconstpointer key)
+{
+  const LwProfileMember *member = key;
+  guint64 h = lw_profile_mix (LW_PROFILE_HASH_SEED ^ member->stack->n_frames, member->frame0_key);
+
+  for (guint i = 1; i < member->stack->n_frames; i++)
+    h = lw_profile_mix (h, member->stack->frames[i].ip);
+  return (guint) (h ^ (h >> 32));
+}
+
+/* Reporting thread. */
+static gboolean
+lw_profile_member_equal (gconstpointer a, gconstpointer b)
+{
+  const LwProfileMember *x = a, *y = b;
+
+  if (x->stack->n_frames != y->stack->n_frames || x->frame0_key != y->frame0_key)
+    return FALSE;
+  for (guint i = 1; i < x->stack->n_frames; i++)
+    if (x->stack->frames[i].ip != y->stack->frames[i].ip)
+      return FALSE;
+  return TRUE;
+}
+
+/* Reporting thread. Heaviest first, ties: most recent first. */
+static gint
+lw_profile_by_weight (gconstpointer a, gconstpointer b)
+{
+  const LwProfileMember *x = *(LwProfileMember * const *) a;
+  const LwProfileMember *y = *(LwProfileMember * const *) b;
+
+  if (x->samples != y->samples)
+    return x->samples > y->samples ? -1 : 1;
+  return (gint) x->rank - (gint) y->rank;
+}
+
+guint
+lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
+{
+  g_autofree LwProfileMember *members = g_new0 (LwProfileMember, MAX (n_stacks, 1));
+  g_autofree LwReportStack *kept = NULL;
+  g_autoptr(GHashTable) groups = g_hash_table_new (lw_profile_member_hash, lw_profile_member_equal);
+  g_autoptr(GPtrArray) sorted = g_ptr_array_new ();
+  guint n_kept;
+
+  for (guint i = 0; i < n_stacks; i++)
     {
-      LwProfileStack *stack = key, *group;
+      LwProfileMember *member = &members[i], *group;
       uintptr_t start;
 
-      stack->frame0_key = stack->n_ips > 0 ? stack->ips[0] : 0;
-      if (stack->n_ips > 0 && lw_symbols_function_start (stack->ips[0], FALSE, &start))
-        stack->frame0_key = start;
-      group = g_hash_table_lookup (groups, stack);
+      member->stack = &stacks[i];
+      member->rank = i;
+      member->samples = stacks[i].samples;
+      member->frame0_key = stacks[i].n_frames > 0 ? stacks[i].frames[0].ip : 0;
+      if (stacks[i].n_frames > 0 && lw_symbols_function_start (stacks[i].frames[0].ip, FALSE, &start))
+        member->frame0_key = start;
+      /* Most recent first: a group's first member is the one it shows. */
+      group = g_hash_table_lookup (groups, member);
       if (group == NULL)
         {
-          group = lw_profile_stack_copy (stack);
-          g_hash_table_add (groups, group);
-          g_ptr_array_add (profile->sorted, group);
+          g_hash_table_add (groups, member);
+          g_ptr_array_add (sorted, member);
+          continue;
+        }
+      group->samples += member->samples;
+      lw_report_stack_clear (member->stack);
+    }
+  g_ptr_array_sort (sorted, lw_profile_by_weight);
+
+  n_kept = MIN (sorted->len, max_kept);
+  kept = g_new0 (LwReportStack, MAX (n_kept, 1));
+  for (guint i = 0; i < sorted->len; i++)
+    {
+      LwProfileMember *group = sorted->pdata[i];
+
+      if (i < n_kept)
+        {
+          kept[i] = *group->stack;
+          kept[i].samples = group->samples;
         }
       else
-        {
-          guint count = group->count + stack->count;
-
-          if (stack->last_serial > group->last_serial)
-            {
-              /* Same length, same key: the copy is overwritten in place. */
-              memcpy (group, stack, lw_profile_stack_size (stack->n_ips));
-            }
-          group->count = count;
-        }
+        lw_report_stack_clear (group->stack);
     }
-  g_hash_table_unref (groups);
-  g_ptr_array_sort (profile->sorted, lw_profile_compare);
-  return profile->sorted;
+  memset (stacks, 0, n_stacks * sizeof (LwReportStack));
+  memcpy (stacks, kept, n_kept * sizeof (LwReportStack));
+  return n_kept;
 }

@@ -7,17 +7,25 @@
  * heaviest stack is the one with the most samples; ties go to the one seen
  * most recently.
  *
+ * This takes two steps on two threads. The watcher adds samples and lists
+ * the stacks by exact addresses (no symbol lookup: the watcher must be
+ * ready for the next lag at all times). The reporting thread groups them
+ * by function (lw_profile_group()), which looks up symbols and may build a
+ * module's symbol table.
+ *
  * A profile holds at most `budget` samples. When full, lw_profile_thin()
  * drops every other sample (the older of each pair) and the watcher doubles
  * its sampling interval: a long hang keeps an even picture of its whole
  * length in bounded memory.
  *
- * Watcher thread only.
+ * LwProfile: watcher thread only.
  */
 #pragma once
 
 #include <glib.h>
 #include <stdint.h>
+
+#include "lw-report.h"
 
 G_BEGIN_DECLS
 
@@ -26,7 +34,6 @@ typedef struct
   guint      count;        /* samples in this stack */
   guint64    last_serial;  /* serial of its most recent sample */
   gboolean   truncated;
-  uintptr_t  frame0_key;   /* lw_profile_stacks(): what the innermost frame counts by */
   guint      n_ips;
   uintptr_t  ips[];        /* innermost first, as captured */
 } LwProfileStack;
@@ -48,10 +55,18 @@ void       lw_profile_thin       (LwProfile       *profile);
 
 guint      lw_profile_n_samples  (LwProfile       *profile);
 
-/* The stacks, heaviest first (ties: most recent first), each with the
- * exact addresses of its most recent sample. The array and the stacks
- * belong to the profile, valid until the next add, thin or reset. Looks up
- * symbols: call it once per report, not per sample. */
-GPtrArray *lw_profile_stacks     (LwProfile       *profile);
+/* Watcher thread. The stacks by exact addresses, most recent first. The
+ * array and the stacks belong to the profile, valid until the next add,
+ * thin or reset. Looks up no symbol. */
+GPtrArray *lw_profile_exact_stacks (LwProfile     *profile);
+
+/* Reporting thread. Groups @stacks (exact, most recent first, frames with
+ * addresses only, as the watcher hands them over) by function: each group
+ * keeps the frames of its most recent stack and the samples of all.
+ * Rewrites @stacks heaviest first (ties: most recent first), keeps at most
+ * @max_kept groups, clears the rest and returns how many it kept. */
+guint      lw_profile_group      (LwReportStack   *stacks,
+                                  guint            n_stacks,
+                                  guint            max_kept);
 
 G_END_DECLS

@@ -1,18 +1,38 @@
-/* lw-reporter.c: naming, writing and handing over reports, off the watcher */
+/* lw-reporter.c: naming reports and handing them over, off the watcher */
 #include "lw-reporter.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 
 #include "lw-lines.h"
-#include "lw-summary.h"
+#include "lw-profile.h"
+#include "lw-sink-queue.h"
 #include "lw-symbols.h"
-#include "lw-watcher.h"
+
+/* Distinct stacks listed in a report. */
+#define LW_REPORT_STACKS 5
 
 struct _LwReporter
 {
-  LagWatch    *watch;
   GThread     *thread;
-  GAsyncQueue *queue;  /* of LwReporterItem */
+  GAsyncQueue *queue;            /* of LwReporterItem */
+  _Atomic guint pending;         /* reports in queue, or being handled */
+  GMutex       idle_lock;        /* with idle_cond: pending went down */
+  GCond        idle_cond;
+  _Atomic guint64 dropped_behind; /* reports the watcher dropped: the queue was full */
+  guint64      noted_behind;     /* reporting thread: drops said so far */
+  _Atomic gboolean finishing;    /* lw_reporter_finish_after_callback() */
+
+  LwSinkQueue *sinks;
+  LwSummary   *summary;
+  LwHangStore *hangs;            /* nullable */
+  LwReporterFinishFunc finish;
+  gpointer     finish_data;
+
+  GRecMutex          report_lock; /* guards the callback (recursive: it may reset itself) */
+  LagWatchReportFunc report_func;
+  gpointer           report_data;
+  GDestroyNotify     report_destroy;
 };
 
 typedef struct
@@ -68,10 +88,22 @@ lw_reporter_phase (const LagWatchReport *report)
   return report->n_frames > 0 ? "loop" : NULL;
 }
 
-/* Reporting thread. Everything the watcher left out. */
+/* Reporting thread. Everything the watcher left out: the stacks grouped
+ * by function (the heaviest is the report's stack), names, phase and
+ * fingerprints. */
 static void
 lw_reporter_complete (LagWatchReport *report)
 {
+  report->n_stacks = lw_profile_group (report->stacks, report->n_stacks, LW_REPORT_STACKS);
+  if (report->n_stacks > 0 && report->frames == NULL)
+    {
+      const LwReportStack *heaviest = &report->stacks[0];
+
+      /* Frames holding addresses only: a plain copy. */
+      report->frames = g_memdup2 (heaviest->frames, MAX (heaviest->n_frames, 1) * sizeof (LwFrame));
+      report->n_frames = heaviest->n_frames;
+      report->stack_truncated = heaviest->truncated;
+    }
   lw_reporter_name_frames (report->frames, report->n_frames, TRUE);
   for (guint i = 0; i < report->n_stacks; i++)
     lw_reporter_name_frames (report->stacks[i].frames, report->stacks[i].n_frames, FALSE);
@@ -81,47 +113,76 @@ lw_reporter_complete (LagWatchReport *report)
   lw_report_compute_fingerprints (report);
 }
 
-/* Reporting thread. */
+/* Reporting thread. Says, ahead of the next record, how many reports the
+ * watcher dropped since it last said so. */
+static void
+lw_reporter_note_drops (LwReporter *reporter)
+{
+  guint64 dropped = atomic_load (&reporter->dropped_behind);
+  g_autofree char *json = NULL;
+  g_autofree char *text = NULL;
+
+  if (dropped == reporter->noted_behind)
+    return;
+  json = g_strdup_printf ("{\"event\":\"dropped\",\"count\":%" G_GUINT64_FORMAT ","
+                          "\"reason\":\"reporting thread behind\"}", dropped - reporter->noted_behind);
+  text = g_strdup_printf ("lagwatch: %" G_GUINT64_FORMAT " reports dropped: the reporting thread "
+                          "fell behind (a slow report callback)\n", dropped - reporter->noted_behind);
+  lw_sink_queue_raw (reporter->sinks, json, text);
+  reporter->noted_behind = dropped;
+}
+
+/* Reporting thread. The callback first: it must not wait behind a sink
+ * that stalls, which only the sink thread waits for. */
 static void
 lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind kind)
 {
-  LagWatch *watch = reporter->watch;
   guint skipped = 0;
   gboolean show;
 
   lw_reporter_complete (report);
+  lw_reporter_note_drops (reporter);
   if (kind == LW_REPORT_HANG)
     {
       /* The copy for the next run first: whoever sees the record in a sink
        * may kill the process at once (a watchdog, a test). */
-      if (watch->hangs != NULL)
+      if (reporter->hangs != NULL)
         {
           g_autofree char *json = lagwatch_report_to_json (report);
           g_autofree char *text = lagwatch_report_to_text (report);
 
-          lw_hang_store_save (watch->hangs, report->id, json, text);
+          lw_hang_store_save (reporter->hangs, report->id, json, text);
         }
-      lw_sinks_write (watch->sinks, report, TRUE, 0, TRUE);
+      lw_sink_queue_report (reporter->sinks, report, TRUE, 0, TRUE);
       return;
     }
 
-  show = lw_summary_record (watch->summary, report, &skipped);
-  lw_sinks_write (watch->sinks, report, show, skipped, FALSE);
-  g_rec_mutex_lock (&watch->report_lock);
-  if (watch->report_func != NULL)
-    watch->report_func (report, watch->report_data);
-  g_rec_mutex_unlock (&watch->report_lock);
-  if (kind == LW_REPORT_LAG_AFTER_HANG && watch->hangs != NULL)
-    lw_hang_store_forget (watch->hangs, report->id);
+  show = lw_summary_record (reporter->summary, report, &skipped);
+  g_rec_mutex_lock (&reporter->report_lock);
+  if (reporter->report_func != NULL)
+    reporter->report_func (report, reporter->report_data);
+  g_rec_mutex_unlock (&reporter->report_lock);
+  lw_sink_queue_report (reporter->sinks, report, show, skipped, FALSE);
+  if (kind == LW_REPORT_LAG_AFTER_HANG && reporter->hangs != NULL)
+    lw_hang_store_forget (reporter->hangs, report->id);
 }
 
-/* Reporting thread. A hang whose lag was then dropped (paused, debugger...):
- * its copy for the next run goes, nothing is written. */
+/* Reporting thread. A hang whose lag was then dropped (paused, debugger,
+ * queue full...): its copy for the next run goes, nothing is written. */
 static void
 lw_reporter_forget (LwReporter *reporter, LagWatchReport *report)
 {
-  if (reporter->watch->hangs != NULL)
-    lw_hang_store_forget (reporter->watch->hangs, report->id);
+  if (reporter->hangs != NULL)
+    lw_hang_store_forget (reporter->hangs, report->id);
+}
+
+/* Any thread. */
+static void
+lw_reporter_item_free (LwReporterItem *item)
+{
+  if (item->report != NULL)
+    lagwatch_report_unref (item->report);
+  g_free (item);
 }
 
 /* The reporting thread. */
@@ -129,7 +190,6 @@ static gpointer
 lw_reporter_main (gpointer data)
 {
   LwReporter *reporter = data;
-  LagWatch *watch = reporter->watch;
 
   for (;;)
     {
@@ -138,29 +198,44 @@ lw_reporter_main (gpointer data)
       if (item->report == NULL)
         {
           g_free (item);
-          break;
+          return NULL;
         }
       if (item->kind == LW_REPORT_DROPPED_AFTER_HANG)
         lw_reporter_forget (reporter, item->report);
       else
         lw_reporter_handle (reporter, item->report, item->kind);
-      lagwatch_report_unref (item->report);
-      g_free (item);
-      if (atomic_load (&watch->self_free))
-        break;  /* detached from the callback just run: finish the watch */
+      lw_reporter_item_free (item);
+      g_mutex_lock (&reporter->idle_lock);
+      atomic_fetch_sub (&reporter->pending, 1);
+      g_cond_broadcast (&reporter->idle_cond);
+      g_mutex_unlock (&reporter->idle_lock);
+      if (atomic_load (&reporter->finishing))
+        break;  /* detached from the callback just run */
     }
-  if (atomic_load (&watch->self_free))
-    lw_watch_finish (watch);
+  reporter->finish (reporter->finish_data);  /* frees @reporter */
   return NULL;
 }
 
 LwReporter *
-lw_reporter_start (LagWatch *watch, GError **error)
+lw_reporter_start (LwSinks *sinks, LwSummary *summary, LwHangStore *hangs,
+                   LwReporterFinishFunc finish, gpointer finish_data, GError **error)
 {
   LwReporter *reporter = g_new0 (LwReporter, 1);
   sigset_t all, saved;
 
-  reporter->watch = watch;
+  reporter->sinks = lw_sink_queue_start (sinks, error);
+  if (reporter->sinks == NULL)
+    {
+      g_free (reporter);
+      return NULL;
+    }
+  reporter->summary = summary;
+  reporter->hangs = hangs;
+  reporter->finish = finish;
+  reporter->finish_data = finish_data;
+  g_rec_mutex_init (&reporter->report_lock);
+  g_mutex_init (&reporter->idle_lock);
+  g_cond_init (&reporter->idle_cond);
   reporter->queue = g_async_queue_new ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
@@ -168,7 +243,11 @@ lw_reporter_start (LagWatch *watch, GError **error)
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (reporter->thread == NULL)
     {
+      lw_sink_queue_stop (reporter->sinks);
       g_async_queue_unref (reporter->queue);
+      g_rec_mutex_clear (&reporter->report_lock);
+      g_mutex_clear (&reporter->idle_lock);
+      g_cond_clear (&reporter->idle_cond);
       g_free (reporter);
       return NULL;
     }
@@ -178,11 +257,75 @@ lw_reporter_start (LagWatch *watch, GError **error)
 void
 lw_reporter_submit (LwReporter *reporter, LagWatchReport *report, LwReportKind kind)
 {
-  LwReporterItem *item = g_new0 (LwReporterItem, 1);
+  LwReporterItem *item;
 
+  if (kind != LW_REPORT_DROPPED_AFTER_HANG && atomic_load (&reporter->pending) >= LW_REPORTER_QUEUE_MAX)
+    {
+      atomic_fetch_add (&reporter->dropped_behind, 1);
+      if (kind != LW_REPORT_LAG_AFTER_HANG)
+        {
+          lagwatch_report_unref (report);
+          return;
+        }
+      kind = LW_REPORT_DROPPED_AFTER_HANG;  /* its hang's copy must still go */
+    }
+  item = g_new0 (LwReporterItem, 1);
   item->report = report;
   item->kind = kind;
+  atomic_fetch_add (&reporter->pending, 1);
   g_async_queue_push (reporter->queue, item);
+}
+
+void
+lw_reporter_set_report_func (LwReporter *reporter, LagWatchReportFunc func, gpointer user_data,
+                             GDestroyNotify destroy)
+{
+  GDestroyNotify old_destroy;
+  gpointer old_data;
+
+  g_rec_mutex_lock (&reporter->report_lock);
+  old_destroy = reporter->report_destroy;
+  old_data = reporter->report_data;
+  reporter->report_func = func;
+  reporter->report_data = user_data;
+  reporter->report_destroy = destroy;
+  g_rec_mutex_unlock (&reporter->report_lock);
+  if (old_destroy != NULL)
+    old_destroy (old_data);
+}
+
+void
+lw_reporter_write_raw (LwReporter *reporter, const char *json, const char *text)
+{
+  lw_sink_queue_raw (reporter->sinks, json, text);
+}
+
+/* Any thread. Queues the summary table for stderr, where it is a sink. */
+static void
+lw_reporter_queue_summary (LwReporter *reporter)
+{
+  g_autofree char *table = NULL;
+
+  if (!lw_sink_queue_has_stderr (reporter->sinks))
+    return;
+  table = lw_summary_to_text (reporter->summary, lw_sink_queue_dropped (reporter->sinks),
+                              atomic_load (&reporter->dropped_behind));
+  if (table != NULL)
+    lw_sink_queue_stderr (reporter->sinks, table);
+}
+
+void
+lw_reporter_print_summary (LwReporter *reporter)
+{
+  gint64 deadline = g_get_monotonic_time () + LW_SINK_QUEUE_STOP_MS * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_lock (&reporter->idle_lock);
+  while (atomic_load (&reporter->pending) > 0
+         && g_cond_wait_until (&reporter->idle_cond, &reporter->idle_lock, deadline))
+    ;
+  g_mutex_unlock (&reporter->idle_lock);
+  lw_reporter_queue_summary (reporter);
+  lw_sink_queue_flush (reporter->sinks, deadline);
 }
 
 gboolean
@@ -191,19 +334,29 @@ lw_reporter_is_current (LwReporter *reporter)
   return reporter != NULL && reporter->thread == g_thread_self ();
 }
 
-/* Frees @reporter's queue and what is left in it. */
+void
+lw_reporter_finish_after_callback (LwReporter *reporter)
+{
+  atomic_store (&reporter->finishing, TRUE);
+}
+
+/* Any thread, the reporting thread gone or finishing: releases the
+ * callback, prints the summary, stops the sink thread (bounded) and frees
+ * @reporter with what is left in its queue. */
 static void
 lw_reporter_free (LwReporter *reporter)
 {
   LwReporterItem *item;
 
+  lw_reporter_set_report_func (reporter, NULL, NULL, NULL);
+  lw_reporter_queue_summary (reporter);
+  lw_sink_queue_stop (reporter->sinks);  /* writes the summary, bounded */
   while ((item = g_async_queue_try_pop (reporter->queue)) != NULL)
-    {
-      if (item->report != NULL)
-        lagwatch_report_unref (item->report);
-      g_free (item);
-    }
+    lw_reporter_item_free (item);
   g_async_queue_unref (reporter->queue);
+  g_rec_mutex_clear (&reporter->report_lock);
+  g_mutex_clear (&reporter->idle_lock);
+  g_cond_clear (&reporter->idle_cond);
   g_free (reporter);
 }
 

@@ -445,6 +445,25 @@ lw_sinks_write_raw_stderr (const char *text)
   lw_stderr_say (text);
 }
 
+void
+lw_sinks_write_stderr_text (LwSinks *sinks, const char *text)
+{
+  g_mutex_lock (&sinks->lock);
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    {
+      LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+
+      if (!sink->json && sink->journal == NULL)
+        {
+          lw_sink_emit (sink, text, FALSE);
+          g_mutex_unlock (&sinks->lock);
+          return;
+        }
+    }
+  g_mutex_unlock (&sinks->lock);
+  lw_stderr_say (text);
+}
+
 gboolean
 lw_sinks_has_stderr (LwSinks *sinks)
 {

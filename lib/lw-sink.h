@@ -66,6 +66,12 @@ gboolean  lw_write_all          (int         fd,
  * LW_SINK_WAIT_MS for a slow reader. */
 void      lw_sinks_write_raw_stderr (const char *text);
 
+/* Any thread. Writes @text (a summary, a note) to the stderr sink of
+ * @sinks, after the count of the records that sink dropped; to stderr
+ * directly, bounded alike, when @sinks has none. */
+void      lw_sinks_write_stderr_text (LwSinks    *sinks,
+                                      const char *text);
+
 /* Any thread. TRUE when reports go to stderr. */
 gboolean  lw_sinks_has_stderr   (LwSinks        *sinks);
 

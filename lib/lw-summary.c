@@ -129,7 +129,7 @@ lw_summary_by_total (gconstpointer a, gconstpointer b)
 }
 
 char *
-lw_summary_to_text (LwSummary *summary)
+lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped_behind)
 {
   g_autoptr(GPtrArray) rows = NULL;
   GString *out;
@@ -137,7 +137,7 @@ lw_summary_to_text (LwSummary *summary)
   gpointer entry;
 
   g_mutex_lock (&summary->lock);
-  if (g_hash_table_size (summary->entries) == 0)
+  if (g_hash_table_size (summary->entries) == 0 && dropped_stalled == 0 && dropped_behind == 0)
     {
       g_mutex_unlock (&summary->lock);
       return NULL;
@@ -159,5 +159,11 @@ lw_summary_to_text (LwSummary *summary)
                               row->worst_ms, row->fingerprint, row->label);
     }
   g_mutex_unlock (&summary->lock);
+  if (dropped_stalled > 0)
+    g_string_append_printf (out, "  %" G_GUINT64_FORMAT " reports dropped: sink stalled "
+                            "(a reader of the output stopped reading)\n", dropped_stalled);
+  if (dropped_behind > 0)
+    g_string_append_printf (out, "  %" G_GUINT64_FORMAT " reports dropped: the reporting thread "
+                            "fell behind (a slow report callback)\n", dropped_behind);
   return g_string_free (out, FALSE);
 }

@@ -26,8 +26,12 @@ gboolean   lw_summary_record  (LwSummary      *summary,
                                LagWatchReport *report,
                                guint          *skipped);
 
-/* The table, or NULL when no lag was recorded. */
-char      *lw_summary_to_text (LwSummary      *summary);
+/* The table, and a line for each kind of report lost (@dropped_stalled:
+ * a sink stalled; @dropped_behind: the reporting thread fell behind), or
+ * NULL when no lag was recorded and none was lost. */
+char      *lw_summary_to_text (LwSummary      *summary,
+                               guint64         dropped_stalled,
+                               guint64         dropped_behind);
 
 /* TRUE when @n is a Fibonacci number (1, 2, 3, 5, 8, ...). */
 gboolean   lw_summary_is_fibonacci (guint n);

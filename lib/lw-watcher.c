@@ -28,8 +28,6 @@
 /* Samples kept per lag; beyond, every other one is dropped and the interval
  * doubles. 256 at 10 ms covers 2.5 s before the first thinning. */
 #define LW_SAMPLE_BUDGET        256
-/* Distinct stacks listed in a report. */
-#define LW_REPORT_STACKS        5
 /* A watcher that wakes this much later than it asked was not running (the
  * process was stopped by SIGSTOP, the machine starved it): what it measured
  * meanwhile is not trusted. Far above any scheduling delay of a live
@@ -396,7 +394,7 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
                          gboolean complete, int64_t cpu_ns)
 {
   LagWatchReport *report = lw_report_new ();
-  GPtrArray *stacks = lw_profile_stacks (watch->profile);
+  GPtrArray *stacks = lw_profile_exact_stacks (watch->profile);
 
   report->event = event;
   report->id = g_strdup (lag->id);
@@ -413,7 +411,10 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
   else
     report->stack_error = g_strdup (lw_watcher_capture_error (lag->first_result));
   report->n_samples = lw_profile_n_samples (watch->profile);
-  report->n_stacks = MIN (stacks->len, LW_REPORT_STACKS);
+  /* Every stack by exact addresses (at most LW_SAMPLE_BUDGET): grouping
+   * them by function needs symbols, which the reporting thread looks up
+   * (lw_profile_group()), and so does the choice of the heaviest. */
+  report->n_stacks = stacks->len;
   report->stacks = g_new0 (LwReportStack, MAX (report->n_stacks, 1));
   for (guint i = 0; i < report->n_stacks; i++)
     {
@@ -423,14 +424,6 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       report->stacks[i].truncated = stack->truncated;
       report->stacks[i].frames = lw_watcher_frames (stack->ips, stack->n_ips);
       report->stacks[i].n_frames = stack->n_ips;
-    }
-  if (report->n_stacks > 0)
-    {
-      const LwProfileStack *heaviest = stacks->pdata[0];
-
-      report->frames = lw_watcher_frames (heaviest->ips, heaviest->n_ips);
-      report->n_frames = heaviest->n_ips;
-      report->stack_truncated = heaviest->truncated;
     }
   report->source_known = lag->dispatch_known;
   if (lag->dispatch_known && lag->dispatch.dispatching)

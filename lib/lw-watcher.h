@@ -17,59 +17,9 @@
  */
 #pragma once
 
-#include "lagwatch.h"
-#include "lw-hang.h"
-#include "lw-profile.h"
-#include "lw-reporter.h"
-#include "lw-sink.h"
-#include "lw-summary.h"
-#include "lw-slot.h"
-#include "lw-snapshot.h"
-#include "lw-unwind.h"
+#include "lw-watch-private.h"
 
 G_BEGIN_DECLS
-
-struct _LagWatch
-{
-  LwSlot          *slot;
-  LagWatchConfig  *config;           /* resolved: program + environment */
-  _Atomic guint    threshold_ms;
-  int              signo;            /* 0 when no signal handler could be installed */
-  LwSinks         *sinks;
-  GThread         *thread;
-  _Atomic gboolean stopping;
-  _Atomic gboolean self_free;        /* detached from its own report callback */
-  LwReporter      *reporter;         /* the reporting thread */
-  _Atomic gboolean paused;           /* lagwatch_pause() */
-  LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
-  LwHangStore     *hangs;            /* NULL when the state directory is unusable */
-
-  GRecMutex          report_lock;    /* guards the callback (recursive: it may reset itself) */
-  LagWatchReportFunc report_func;
-  gpointer           report_data;
-  GDestroyNotify     report_destroy;
-
-  int64_t          started_ns;       /* when the watcher thread was created */
-  /* Tests only (tests/test-watcher.c): added to each sleep to a busy
-   * period's deadline, as an idle CPU or a loaded machine may wake the
-   * watcher late. 0 otherwise. */
-  _Atomic int64_t  test_oversleep_ns;
-  /* Tests and bench only: sample every lag by explicit signals, as where
-   * no CPU-time timer can be used. FALSE otherwise. */
-  _Atomic gboolean explicit_sampling;
-
-  /* Watcher thread only. */
-  LwSnapshot      *snapshot;
-  LwUnwinder      *unwinder;
-  uintptr_t       *ips;
-  LwProfile       *profile;
-  gboolean         warned_signal_blocked;
-  gboolean         noted_debugger;
-  uint64_t         observed_seq;     /* the busy period last seen by the watcher */
-  int64_t          observed_at_ns;   /* when it was first seen */
-  int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
-  int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
-};
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in
  * it, so the program's process-wide signals never land there). The
@@ -81,10 +31,5 @@ gboolean lw_watcher_start (LagWatch *watch,
  * Asks the watcher to stop, and waits. A lag in progress is handed to the
  * reporting thread as incomplete. */
 void     lw_watcher_stop (LagWatch *watch);
-
-/* Provided by lagwatch.c: releases everything of a stopped watch. Called by
- * lagwatch_detach(), or by the reporting thread itself when the watch was
- * detached from one of its callbacks. */
-void     lw_watch_finish (LagWatch *watch);
 
 G_END_DECLS

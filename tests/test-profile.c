@@ -1,9 +1,9 @@
 /* test-profile.c: grouping samples into stacks (lw-profile.c)
  *
- * Samples are matched by exact addresses when added and merged by the
- * innermost frame's function only when the stacks are listed. These tests
- * use addresses inside this program's own functions, which its symbol
- * table names.
+ * Samples are matched by exact addresses when added (the watcher's part)
+ * and merged by the innermost frame's function when the reporting thread
+ * groups the stacks the watcher handed over. These tests use addresses
+ * inside this program's own functions, which its symbol table names.
  */
 #include <glib.h>
 #include <stdint.h>
@@ -45,14 +45,46 @@ add (LwProfile *profile, uintptr_t frame0, uintptr_t caller)
   lw_profile_add (profile, ips, 2, FALSE);
 }
 
+/* The profile's stacks as the watcher hands them over (exact, most recent
+ * first, frames holding addresses), grouped as the reporting thread does:
+ * *@n_groups of them, heaviest first. Free with free_stacks(). */
+static LwReportStack *
+group (LwProfile *profile, guint max_kept, guint *n_groups)
+{
+  GPtrArray *exact = lw_profile_exact_stacks (profile);
+  LwReportStack *stacks = g_new0 (LwReportStack, MAX (exact->len, 1));
+
+  for (guint i = 0; i < exact->len; i++)
+    {
+      const LwProfileStack *stack = exact->pdata[i];
+
+      stacks[i].samples = stack->count;
+      stacks[i].truncated = stack->truncated;
+      stacks[i].n_frames = stack->n_ips;
+      stacks[i].frames = g_new0 (LwFrame, MAX (stack->n_ips, 1));
+      for (guint j = 0; j < stack->n_ips; j++)
+        stacks[i].frames[j].ip = stack->ips[j];
+    }
+  *n_groups = lw_profile_group (stacks, exact->len, max_kept);
+  return stacks;
+}
+
+static void
+free_stacks (LwReportStack *stacks, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    lw_report_stack_clear (&stacks[i]);
+  g_free (stacks);
+}
+
 /* A spin loop samples many addresses of one function: one stack. Another
  * function, or another caller, is another stack. */
 static void
 test_groups_by_function (void)
 {
   LwProfile *profile = lw_profile_new (256);
-  GPtrArray *stacks;
-  const LwProfileStack *top, *second, *third;
+  LwReportStack *stacks;
+  guint n;
 
   add (profile, in_function (spinning_here, 4), CALLER_A);
   add (profile, in_function (spinning_here, 8), CALLER_A);
@@ -62,20 +94,49 @@ test_groups_by_function (void)
   add (profile, in_function (spinning_there, 8), CALLER_A);
   add (profile, in_function (spinning_here, 4), CALLER_B);
 
-  stacks = lw_profile_stacks (profile);
-  g_assert_cmpuint (stacks->len, ==, 3);
-  top = stacks->pdata[0];
-  second = stacks->pdata[1];
-  third = stacks->pdata[2];
-  g_assert_cmpuint (top->count, ==, 4);
-  g_assert_cmpuint (top->ips[1], ==, CALLER_A);
+  /* The watcher's list: exact, 6 distinct stacks. */
+  g_assert_cmpuint (lw_profile_exact_stacks (profile)->len, ==, 6);
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 3);
+  g_assert_cmpuint (stacks[0].samples, ==, 4);
+  g_assert_cmpuint (stacks[0].frames[1].ip, ==, CALLER_A);
   /* The most recent sample's exact address is the one shown. */
-  g_assert_cmpuint (top->ips[0], ==, in_function (spinning_here, 4));
-  g_assert_cmpuint (second->count, ==, 2);
-  g_assert_cmpuint (second->ips[0], ==, in_function (spinning_there, 8));
-  g_assert_cmpuint (third->count, ==, 1);
-  g_assert_cmpuint (third->ips[1], ==, CALLER_B);
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, in_function (spinning_here, 4));
+  g_assert_cmpuint (stacks[1].samples, ==, 2);
+  g_assert_cmpuint (stacks[1].frames[0].ip, ==, in_function (spinning_there, 8));
+  g_assert_cmpuint (stacks[2].samples, ==, 1);
+  g_assert_cmpuint (stacks[2].frames[1].ip, ==, CALLER_B);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 7);
+  free_stacks (stacks, n);
+  lw_profile_free (profile);
+}
+
+/* The watcher's list is by exact address, most recent first; grouping
+ * keeps the heaviest groups only, and frees the rest. */
+static void
+test_exact_then_capped (void)
+{
+  LwProfile *profile = lw_profile_new (256);
+  GPtrArray *exact;
+  LwReportStack *stacks;
+  guint n;
+
+  add (profile, in_function (spinning_here, 4), CALLER_A);
+  add (profile, in_function (spinning_here, 8), CALLER_A);
+  add (profile, in_function (spinning_here, 8), CALLER_A);
+  add (profile, 0x10, CALLER_B);
+  exact = lw_profile_exact_stacks (profile);
+  g_assert_cmpuint (exact->len, ==, 3);
+  g_assert_cmpuint (((LwProfileStack *) exact->pdata[0])->ips[0], ==, 0x10);
+  g_assert_cmpuint (((LwProfileStack *) exact->pdata[1])->ips[0], ==, in_function (spinning_here, 8));
+  g_assert_cmpuint (((LwProfileStack *) exact->pdata[1])->count, ==, 2);
+
+  stacks = group (profile, 1, &n);
+  g_assert_cmpuint (n, ==, 1);
+  g_assert_cmpuint (stacks[0].samples, ==, 3);
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, in_function (spinning_here, 8));
+  g_assert_null (stacks[1].frames);
+  free_stacks (stacks, n);
   lw_profile_free (profile);
 }
 
@@ -84,15 +145,17 @@ static void
 test_unnamed_frames_count_exactly (void)
 {
   LwProfile *profile = lw_profile_new (256);
-  GPtrArray *stacks;
+  LwReportStack *stacks;
+  guint n;
 
   add (profile, 0x10, CALLER_A);
   add (profile, 0x18, CALLER_A);
   add (profile, 0x18, CALLER_A);
-  stacks = lw_profile_stacks (profile);
-  g_assert_cmpuint (stacks->len, ==, 2);
-  g_assert_cmpuint (((LwProfileStack *) stacks->pdata[0])->count, ==, 2);
-  g_assert_cmpuint (((LwProfileStack *) stacks->pdata[0])->ips[0], ==, 0x18);
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (stacks[0].samples, ==, 2);
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, 0x18);
+  free_stacks (stacks, n);
   lw_profile_free (profile);
 }
 
@@ -101,15 +164,17 @@ static void
 test_ties_go_to_the_latest (void)
 {
   LwProfile *profile = lw_profile_new (256);
-  GPtrArray *stacks;
+  LwReportStack *stacks;
+  guint n;
 
   add (profile, in_function (spinning_there, 4), CALLER_A);
   add (profile, in_function (spinning_here, 4), CALLER_A);
   add (profile, in_function (spinning_there, 8), CALLER_A);
   add (profile, in_function (spinning_here, 8), CALLER_A);
-  stacks = lw_profile_stacks (profile);
-  g_assert_cmpuint (stacks->len, ==, 2);
-  g_assert_cmpuint (((LwProfileStack *) stacks->pdata[0])->ips[0], ==, in_function (spinning_here, 8));
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, in_function (spinning_here, 8));
+  free_stacks (stacks, n);
   lw_profile_free (profile);
 }
 
@@ -119,7 +184,8 @@ static void
 test_budget_and_thinning (void)
 {
   LwProfile *profile = lw_profile_new (8);
-  GPtrArray *stacks;
+  LwReportStack *stacks;
+  guint n;
   gboolean full = FALSE;
 
   for (int i = 0; i < 8; i++)
@@ -132,15 +198,16 @@ test_budget_and_thinning (void)
   g_assert_true (full);
   lw_profile_thin (profile);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 4);
-  stacks = lw_profile_stacks (profile);
+  stacks = group (profile, 5, &n);
   /* Samples alternate here, there: the later of each pair is "there". */
-  g_assert_cmpuint (stacks->len, ==, 1);
-  g_assert_cmpuint (((LwProfileStack *) stacks->pdata[0])->count, ==, 4);
-  g_assert_cmpuint (((LwProfileStack *) stacks->pdata[0])->ips[0], ==, in_function (spinning_there, 4));
+  g_assert_cmpuint (n, ==, 1);
+  g_assert_cmpuint (stacks[0].samples, ==, 4);
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, in_function (spinning_there, 4));
+  free_stacks (stacks, n);
 
   lw_profile_reset (profile);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 0);
-  g_assert_cmpuint (lw_profile_stacks (profile)->len, ==, 0);
+  g_assert_cmpuint (lw_profile_exact_stacks (profile)->len, ==, 0);
   lw_profile_free (profile);
 }
 
@@ -151,6 +218,7 @@ main (int argc, char **argv)
   spinning_here ();
   spinning_there ();
   g_test_add_func ("/profile/groups-by-function", test_groups_by_function);
+  g_test_add_func ("/profile/exact-then-capped", test_exact_then_capped);
   g_test_add_func ("/profile/unnamed-frames-count-exactly", test_unnamed_frames_count_exactly);
   g_test_add_func ("/profile/ties-go-to-the-latest", test_ties_go_to_the_latest);
   g_test_add_func ("/profile/budget-and-thinning", test_budget_and_thinning);

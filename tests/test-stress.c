@@ -18,9 +18,6 @@
  *
  * The whole run happens in a subprocess with a deadline. Its findings go to
  * a file the test prints (g_test_message), whether it passed or not.
- *
- * A few checks need fixes made on other branches of issue 12; they are
- * gated (stress_gated_problem) until those are merged.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -118,29 +115,6 @@ stress_note (Stress *s, const char *format, ...)
   g_mutex_lock (&s->lock);
   g_ptr_array_add (s->notes, text);
   g_mutex_unlock (&s->lock);
-}
-
-/* A check that needs a fix made on another branch of issue 12 fails the
- * run only when LW_STRESS_GATES (comma-separated) names its gate; until
- * then what it found is a note. The lead removes each gate once that
- * branch is merged:
- *   fork     a child's exit() prints the parent's summary, or deadlocks in
- *            lagwatch's at-exit handler (branch reporter: pthread_atfork). */
-static void G_GNUC_PRINTF (3, 4)
-stress_gated_problem (Stress *s, const char *gate, const char *format, ...)
-{
-  g_auto(GStrv) gates = g_strsplit (g_getenv ("LW_STRESS_GATES") != NULL ? g_getenv ("LW_STRESS_GATES") : "",
-                                    ",", -1);
-  g_autofree char *text = NULL;
-  va_list args;
-
-  va_start (args, format);
-  text = g_strdup_vprintf (format, args);
-  va_end (args);
-  if (g_strv_contains ((const char * const *) gates, gate))
-    stress_problem (s, "%s", text);
-  else
-    stress_note (s, "gated '%s' (LW_STRESS_GATES=%s makes it fail): %s", gate, gate, text);
 }
 
 /* Any thread. lagwatch says why it drops a lag in a debug message: kept
@@ -465,7 +439,7 @@ fork_thread (gpointer data)
 
           kill (pid, SIGKILL);
           waitpid (pid, &status, 0);
-          stress_gated_problem (s, "fork", "fork: child %d did not exit within %d s: %s", (int) pid,
+          stress_problem (s, "fork: child %d did not exit within %d s: %s", (int) pid,
                                 (int) (CHILD_DEADLINE_US / G_USEC_PER_SEC), stack);
         }
       else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
@@ -872,7 +846,7 @@ stress_run (const char *findings_path)
                atomic_load (&s.attach_cycles), atomic_load (&s.forks), atomic_load (&s.dl_cycles),
                atomic_load (&s.blocked_spins));
   if (atomic_load (&s.noisy_children) > 0)
-    stress_gated_problem (&s, "fork", "fork: %u of %u children wrote to stderr (the parent's summary is not "
+    stress_problem (&s, "fork: %u of %u children wrote to stderr (the parent's summary is not "
                           "theirs)", atomic_load (&s.noisy_children), atomic_load (&s.forks));
   stress_check_reports (&s);
   stress_check_json (&s, json_path);

@@ -241,6 +241,7 @@ test_real_stacks (gconstpointer data)
   LwUnwinder *ours = lw_unwinder_new (), *reference = lw_unwinder_new_reference ();
   Target target = *model;
   guint taken = 0, deepest = 0, via_signal = 0;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
   GThread *thread;
   LagWatch *watch;
 

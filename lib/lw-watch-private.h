@@ -1,0 +1,56 @@
+/* lw-watch-private.h: the watch itself, shared by lagwatch.c and the
+ * watcher thread (lw-watcher.c) only
+ *
+ * The reporting thread does not see it: it gets what it needs through
+ * lw-reporter.h (the sinks, the summary, the hang store, and a function that
+ * finishes a watch detached from its own callback).
+ */
+#pragma once
+
+#include "lagwatch.h"
+#include "lw-hang.h"
+#include "lw-profile.h"
+#include "lw-reporter.h"
+#include "lw-slot.h"
+#include "lw-snapshot.h"
+#include "lw-summary.h"
+#include "lw-unwind.h"
+
+G_BEGIN_DECLS
+
+struct _LagWatch
+{
+  LwSlot          *slot;
+  LagWatchConfig  *config;           /* resolved: program + environment */
+  _Atomic guint    threshold_ms;
+  int              signo;            /* 0 when no signal handler could be installed */
+  GThread         *thread;
+  _Atomic gboolean stopping;
+  LwReporter      *reporter;         /* the reporting thread; owns the sinks and the callback */
+  _Atomic gboolean paused;           /* lagwatch_pause() */
+  LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
+  LwHangStore     *hangs;            /* NULL when the state directory is unusable */
+
+  int64_t          started_ns;       /* when the watcher thread was created */
+  /* Tests only (tests/test-watcher.c): added to each sleep to a busy
+   * period's deadline, as an idle CPU or a loaded machine may wake the
+   * watcher late. 0 otherwise. */
+  _Atomic int64_t  test_oversleep_ns;
+  /* Tests and bench only: sample every lag by explicit signals, as where
+   * no CPU-time timer can be used. FALSE otherwise. */
+  _Atomic gboolean explicit_sampling;
+
+  /* Watcher thread only. */
+  LwSnapshot      *snapshot;
+  LwUnwinder      *unwinder;
+  uintptr_t       *ips;
+  LwProfile       *profile;
+  gboolean         warned_signal_blocked;
+  gboolean         noted_debugger;
+  uint64_t         observed_seq;     /* the busy period last seen by the watcher */
+  int64_t          observed_at_ns;   /* when it was first seen */
+  int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
+  int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+};
+
+G_END_DECLS

@@ -1,0 +1,315 @@
+/* test-reporter.c: the reporting thread (lw-reporter.c) and the sink thread
+ * (lw-sink-queue.c)
+ *
+ * A sink that stops taking data must cost the program nothing: its
+ * callback still gets every report, memory stays bounded, and detach
+ * returns. And the watcher never enters the symbolizer: this program is
+ * linked with --wrap for the symbolizer's entry points, and the wrappers
+ * count the calls made on the watcher thread (named "lagwatch").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+#include "lw-lines.h"
+#include "lw-report.h"
+#include "lw-reporter.h"
+#include "lw-sink-queue.h"
+#include "lw-symbols.h"
+
+#define THRESHOLD_MS 20
+#define N_LAGS       60
+
+/* Symbolizer calls on the watcher thread, and on any thread. */
+static gint watcher_symbolizer_calls;
+static gint symbolizer_calls;
+
+/* Any thread. Counts one entry into the symbolizer. */
+static void
+count_symbolizer_entry (void)
+{
+  char name[16] = "";
+
+  g_atomic_int_inc (&symbolizer_calls);
+  pthread_getname_np (pthread_self (), name, sizeof name);
+  if (strcmp (name, "lagwatch") == 0)
+    g_atomic_int_inc (&watcher_symbolizer_calls);
+}
+
+void     __real_lw_symbols_resolve        (uintptr_t ip, gboolean is_return_address, LwFrame *frame);
+gboolean __real_lw_symbols_function_start (uintptr_t ip, gboolean is_return_address, uintptr_t *start);
+void     __real_lw_lines_resolve          (LwFrame *frame, gboolean is_return_address);
+void     __wrap_lw_symbols_resolve        (uintptr_t ip, gboolean is_return_address, LwFrame *frame);
+gboolean __wrap_lw_symbols_function_start (uintptr_t ip, gboolean is_return_address, uintptr_t *start);
+void     __wrap_lw_lines_resolve          (LwFrame *frame, gboolean is_return_address);
+
+void
+__wrap_lw_symbols_resolve (uintptr_t ip, gboolean is_return_address, LwFrame *frame)
+{
+  count_symbolizer_entry ();
+  __real_lw_symbols_resolve (ip, is_return_address, frame);
+}
+
+gboolean
+__wrap_lw_symbols_function_start (uintptr_t ip, gboolean is_return_address, uintptr_t *start)
+{
+  count_symbolizer_entry ();
+  return __real_lw_symbols_function_start (ip, is_return_address, start);
+}
+
+void
+__wrap_lw_lines_resolve (LwFrame *frame, gboolean is_return_address)
+{
+  count_symbolizer_entry ();
+  __real_lw_lines_resolve (frame, is_return_address);
+}
+
+/* A lag whose samples land on many addresses of one function: the watcher
+ * hands them over exact; grouping them by function (symbols) is the
+ * reporting thread's job. */
+static void
+test_watcher_never_symbolizes (void)
+{
+  Harness h;
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (300));
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_assert_true (harness_stack_has (report, "spin_ms", NULL));
+  /* The wrappers see the symbolizer: this test can fail. */
+  g_assert_cmpint (g_atomic_int_get (&symbolizer_calls), >, 0);
+  g_assert_cmpint (g_atomic_int_get (&watcher_symbolizer_calls), ==, 0);
+  harness_clear (&h);
+}
+
+/* Fills the pipe of @fd without blocking, then makes it blocking again:
+ * the next write() to it waits for a reader that never comes. */
+static void
+fill_pipe (int fd)
+{
+  char block[4096];
+  int flags = fcntl (fd, F_GETFL);
+
+  memset (block, 'x', sizeof block);
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags | O_NONBLOCK), ==, 0);
+  while (write (fd, block, sizeof block) > 0)
+    ;
+  g_assert_cmpint (errno, ==, EAGAIN);
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags), ==, 0);
+}
+
+/* Reads what @fd holds now, into @out, until @needle is in it or the
+ * deadline passes. */
+static void
+drain_until (int fd, GString *out, const char *needle)
+{
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  char buffer[65536];
+
+  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
+  while (strstr (out->str, needle) == NULL && g_get_monotonic_time () < deadline)
+    {
+      GPollFD poll_fd = { fd, G_IO_IN, 0 };
+      ssize_t n;
+
+      if (g_poll (&poll_fd, 1, 100) <= 0)
+        continue;
+      n = read (fd, buffer, sizeof buffer);
+      if (n > 0)
+        g_string_append_len (out, buffer, n);
+    }
+}
+
+typedef struct
+{
+  int      fd;
+  GString *out;
+} Drain;
+
+/* The reader that comes back: drains the pipe until the summary is in. */
+static gpointer
+drain_thread (gpointer data)
+{
+  Drain *drain = data;
+
+  drain_until (drain->fd, drain->out, "summary of this run");
+  return NULL;
+}
+
+static gboolean
+tick (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* stderr is a pipe nobody reads, full before the first report: the stderr
+ * sink drops what the pipe cannot take (it waits for a stalled reader once,
+ * lw-sink.c), and the sink thread's queue bounds what waits for it. */
+static void
+stalled_stderr_child (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GString) drained = g_string_new ("");
+  int saved_stderr = dup (STDERR_FILENO);
+  int pipe_fds[2];
+  GSource *ticker = g_timeout_source_new (50);
+  Harness h;
+  guint delivered, still_held = 0;
+  gint64 deadline, detach_us;
+  GThread *drainer;
+  Drain drain;
+
+  g_assert_true (g_unix_open_pipe (pipe_fds, FD_CLOEXEC, NULL));
+  fill_pipe (pipe_fds[1]);
+  g_assert_cmpint (dup2 (pipe_fds[1], STDERR_FILENO), ==, STDERR_FILENO);
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, THRESHOLD_MS));
+  g_assert_true (lagwatch_config_set_output (config, "stderr", NULL));
+  harness_init_with_config (&h, config);
+
+  /* No assertion may fail while stderr is stalled: its message would
+   * block too. Failures are checked once stderr is back. */
+  deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  for (guint i = 0; i < N_LAGS && g_get_monotonic_time () < deadline; i++)
+    harness_run_lag (&h, spin_ms, GINT_TO_POINTER (2 * THRESHOLD_MS));
+  g_source_set_callback (ticker, tick, NULL, NULL);
+  g_source_attach (ticker, h.context);
+  while (harness_n_reports (&h) < N_LAGS && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (h.context, TRUE);
+  g_source_destroy (ticker);
+  g_source_unref (ticker);
+  delivered = harness_n_reports (&h);
+
+  /* The reader comes back: the next record that gets through is preceded
+   * by the count of those dropped meanwhile, and the summary follows at
+   * detach. */
+  drain.fd = pipe_fds[0];
+  drain.out = drained;
+  drainer = g_thread_new ("drain", drain_thread, &drain);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (2 * THRESHOLD_MS));
+  harness_wait_reports (&h, N_LAGS + 1);
+
+  detach_us = g_get_monotonic_time ();
+  lagwatch_detach (g_steal_pointer (&h.watch));
+  detach_us = g_get_monotonic_time () - detach_us;
+  g_thread_join (drainer);
+
+  /* What the sink thread still holds: bounded by its queue. */
+  for (guint i = 0; i < delivered; i++)
+    if (g_atomic_int_get (&harness_report (&h, i)->ref_count) > 1)
+      still_held++;
+
+  g_assert_cmpint (dup2 (saved_stderr, STDERR_FILENO), ==, STDERR_FILENO);
+
+  g_test_message ("callback got %u of %u; detach took %.1f ms; the sink thread held %u",
+                  delivered, N_LAGS, detach_us / 1000.0, still_held);
+  g_assert_cmpuint (delivered, ==, N_LAGS);
+  g_assert_cmpint (detach_us, <, (LW_SINK_QUEUE_STOP_MS + 5000) * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpuint (still_held, <=, LW_SINK_QUEUE_MAX + 1);
+  /* Once the reader reads, the drops are said, then the summary. */
+  g_test_message ("drained: %s", drained->str + MAX ((gssize) drained->len - 2000, 0));
+  g_assert_nonnull (strstr (drained->str, "reports dropped: sink stalled"));
+  g_assert_nonnull (strstr (drained->str, "summary of this run"));
+  harness_clear (&h);
+}
+
+static void
+test_stalled_stderr (void)
+{
+  if (g_test_subprocess ())
+    {
+      stalled_stderr_child ();
+      return;
+    }
+  g_test_trap_subprocess (NULL, 90 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+}
+
+/* A callback that blocks on its first report until released. */
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  gboolean released;
+  guint    calls;
+} Gate;
+
+static void
+on_report_gated (LagWatchReport *report, gpointer data)
+{
+  Gate *gate = data;
+
+  g_mutex_lock (&gate->lock);
+  gate->calls++;
+  while (!gate->released)
+    g_cond_wait (&gate->cond, &gate->lock);
+  g_mutex_unlock (&gate->lock);
+}
+
+/* While the callback blocks, the watcher's queue holds
+ * LW_REPORTER_QUEUE_MAX reports at most; the rest are dropped, and the
+ * sinks say so. */
+static void
+test_slow_callback_bounded (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-reporter-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "lags.jsonl", NULL);
+  g_autofree char *output = g_strconcat ("json:", path, NULL);
+  g_autofree char *json = NULL;
+  const guint n_lags = LW_REPORTER_QUEUE_MAX + 16;
+  Gate gate = { 0 };
+  Harness h;
+  guint calls;
+
+  g_assert_nonnull (dir);
+  g_mutex_init (&gate.lock);
+  g_cond_init (&gate.cond);
+  g_assert_true (lagwatch_config_set_threshold_ms (config, THRESHOLD_MS));
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  harness_init_with_config (&h, config);
+  lagwatch_set_report_func (h.watch, on_report_gated, &gate, NULL);
+  for (guint i = 0; i < n_lags; i++)
+    harness_run_lag (&h, spin_ms, GINT_TO_POINTER (2 * THRESHOLD_MS));
+
+  g_mutex_lock (&gate.lock);
+  gate.released = TRUE;
+  g_cond_broadcast (&gate.cond);
+  g_mutex_unlock (&gate.lock);
+  lagwatch_detach (g_steal_pointer (&h.watch));  /* delivers what was queued */
+
+  calls = gate.calls;
+  g_test_message ("%u lags, the callback got %u", n_lags, calls);
+  /* The blocked call and the queue: LW_REPORTER_QUEUE_MAX. Plus one: the
+   * last lag was still going (the loop had not polled since) and detach
+   * reports it, after the release, into a queue with room. */
+  g_assert_cmpuint (calls, >, 0);
+  g_assert_cmpuint (calls, <=, LW_REPORTER_QUEUE_MAX + 1);
+  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"event\":\"dropped\""));
+  g_assert_nonnull (strstr (json, "\"reason\":\"reporting thread behind\""));
+  harness_clear (&h);
+  g_assert_cmpint (g_unlink (path), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
+  g_mutex_clear (&gate.lock);
+  g_cond_clear (&gate.cond);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/reporter/watcher-never-symbolizes", test_watcher_never_symbolizes);
+  g_test_add_func ("/reporter/stalled-stderr", test_stalled_stderr);
+  g_test_add_func ("/reporter/slow-callback-bounded", test_slow_callback_bounded);
+  return g_test_run ();
+}
