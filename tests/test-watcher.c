@@ -282,21 +282,28 @@ test_sampling_through_hang_record (void)
   g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
-/* The watcher thread of @h's watch: the thread named "lagwatch". */
+/* The watcher thread: the thread named "lagwatch" (it names itself once
+ * it runs, so it is waited for). */
 static pid_t
 find_watcher_tid (void)
 {
-  g_autoptr(GDir) tasks = g_dir_open ("/proc/self/task", 0, NULL);
-  const char *name;
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
 
-  g_assert_nonnull (tasks);
-  while ((name = g_dir_read_name (tasks)) != NULL)
+  while (g_get_monotonic_time () < deadline)
     {
-      g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/comm", name);
-      g_autofree char *comm = NULL;
+      g_autoptr(GDir) tasks = g_dir_open ("/proc/self/task", 0, NULL);
+      const char *name;
 
-      if (g_file_get_contents (path, &comm, NULL, NULL) && g_str_equal (g_strchomp (comm), "lagwatch"))
-        return (pid_t) atoi (name);
+      g_assert_nonnull (tasks);
+      while ((name = g_dir_read_name (tasks)) != NULL)
+        {
+          g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/comm", name);
+          g_autofree char *comm = NULL;
+
+          if (g_file_get_contents (path, &comm, NULL, NULL) && g_str_equal (g_strchomp (comm), "lagwatch"))
+            return (pid_t) atoi (name);
+        }
+      g_usleep (1000);  /* paces the polling only */
     }
   return 0;
 }
