@@ -283,6 +283,14 @@ test_slow_phases (void)
   gint64 slow_update, slow_paint, slow;
   const guint n_spins = 8;
 
+  /* GTK's windows live on the default context only. */
+  {
+    GMainContext *other = g_main_context_new ();
+
+    g_assert_null (lw_frames_start (other, 1000));
+    g_main_context_unref (other);
+  }
+
   /* Shown before following starts: found among the existing toplevels. */
   animated_show (&shown, "slow phases");
   animated_wait_frames (&shown, 10);
