@@ -1,15 +1,19 @@
 /* lagwatch-demo: a GTK 4 application that freezes its own main thread on
- * demand, six ways, and lists the reports lagwatch makes of each freeze.
+ * demand, six ways, and lists the reports lagwatch makes of each freeze. A
+ * seventh way, stutter, is many short busy periods, none a lag: the jank a
+ * user feels below the threshold.
  *
- *   lagwatch-demo [--kind=busy|sleep|io|mutex|recursion|timer]
+ *   lagwatch-demo [--kind=busy|sleep|io|mutex|recursion|timer|stutter]
  *                 [--duration=MS] [--threshold=MS] [--print-reports]
  *                 [--save-reports=FILE]
  *
- * Ctrl+F freezes the way chosen in the window; Ctrl+1 to Ctrl+6 choose a
+ * Ctrl+F freezes the way chosen in the window; Ctrl+1 to Ctrl+7 choose a
  * way and freeze at once; Ctrl+S saves the session's reports (JSON Lines,
  * for lagwatch-report); Ctrl+Q quits. The selected lag shows as its stack
  * and as a flame graph of its samples. Each way is its own noipa function
  * (demo_freeze_busy, demo_freeze_sleep, ...), so the reports name it.
+ * The list shows how many frames the demo's own window missed in each lag
+ * (lagwatch follows GTK's frame clocks).
  *
  * Threads: everything here runs on the main thread (the one that runs the
  * GTK main loop, which lagwatch watches), except demo_on_report(), which
@@ -39,6 +43,11 @@
 #define DEMO_TIMER_DELAY_MS 10
 #define DEMO_MAX_DURATION_MS 60000
 #define DEMO_MAX_THRESHOLD_MS 3600000
+/* The stutter: busy periods of 30 to 60 ms, a frame apart, for 2 s. */
+#define DEMO_STUTTER_SPAN_MS 2000
+#define DEMO_STUTTER_MIN_MS 30
+#define DEMO_STUTTER_MAX_MS 60
+#define DEMO_STUTTER_GAP_MS 16
 
 typedef enum
 {
@@ -48,6 +57,7 @@ typedef enum
   DEMO_FREEZE_MUTEX,
   DEMO_FREEZE_RECURSION,
   DEMO_FREEZE_TIMER,
+  DEMO_FREEZE_STUTTER,
 } DemoFreezeKind;
 
 /* Indexed by DemoFreezeKind; the id is the --kind value and the target of
@@ -64,6 +74,7 @@ static const struct
   { "mutex", "waiting for a mutex", "<Control>4" },
   { "recursion", "deep recursion, then busy", "<Control>5" },
   { "timer", "a slow GSource timer", "<Control>6" },
+  { "stutter", "stutter (30–60 ms, 2 s, no lag)", "<Control>7" },
 };
 
 /* Command-line options, filled in by GApplication before startup. */
@@ -75,7 +86,7 @@ static char *opt_save_reports;
 
 static const GOptionEntry demo_options[] = {
   { "kind", 0, 0, G_OPTION_ARG_STRING, &opt_kind,
-    "How Freeze blocks the main thread: busy, sleep, io, mutex, recursion or timer", "KIND" },
+    "How Freeze blocks the main thread: busy, sleep, io, mutex, recursion, timer or stutter", "KIND" },
   { "duration", 0, 0, G_OPTION_ARG_INT, &opt_duration_ms, "How long a freeze lasts (default 400)", "MS" },
   { "threshold", 0, 0, G_OPTION_ARG_INT, &opt_threshold_ms,
     "lagwatch's threshold (default 100; LAGWATCH_THRESHOLD_MS overrides it)", "MS" },
@@ -264,6 +275,58 @@ demo_add_slow_timer (guint ms)
   g_source_unref (timer);
 }
 
+/* ---- The stutter: jank under the threshold -------------------------------- */
+
+typedef struct
+{
+  gint64 end_us;       /* monotonic: the last busy period starts before */
+  guint  periods;
+  gint64 busy_us;
+  gint64 longest_us;
+} DemoStutter;
+
+/* Dispatched by the "demo: stutter" source, a frame after the last busy
+ * period: one more busy period of 30 to 60 ms, its own loop iteration, so
+ * each one is a slow frame and none a lag (threshold 100 ms). With
+ * --print-reports, says at the end "stutter: N busy periods, 30-60 ms, over
+ * T ms, longest L ms". */
+static __attribute__ ((noipa)) gboolean
+demo_freeze_stutter_step (gpointer data)
+{
+  DemoStutter *stutter = data;
+  gint64 start = g_get_monotonic_time (), spun;
+
+  demo_compute_until (start + g_random_int_range (DEMO_STUTTER_MIN_MS, DEMO_STUTTER_MAX_MS + 1) * 1000);
+  spun = g_get_monotonic_time () - start;
+  stutter->periods++;
+  stutter->busy_us += spun;
+  stutter->longest_us = MAX (stutter->longest_us, spun);
+  if (g_get_monotonic_time () < stutter->end_us)
+    return G_SOURCE_CONTINUE;
+  if (opt_print_reports)
+    {
+      printf ("stutter: %u busy periods, %d-%d ms, over %d ms, longest %.1f ms\n", stutter->periods,
+              DEMO_STUTTER_MIN_MS, DEMO_STUTTER_MAX_MS, DEMO_STUTTER_SPAN_MS, stutter->longest_us / 1000.0);
+      fflush (stdout);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* Starts the stutter: it runs after the action returns, for 2 s whatever
+ * the duration chosen (a stutter is many busy periods, not one long one). */
+static void
+demo_add_stutter (void)
+{
+  GSource *source = g_timeout_source_new (DEMO_STUTTER_GAP_MS);
+  DemoStutter *stutter = g_new0 (DemoStutter, 1);
+
+  stutter->end_us = g_get_monotonic_time () + DEMO_STUTTER_SPAN_MS * 1000;
+  g_source_set_name (source, "demo: stutter");
+  g_source_set_callback (source, demo_freeze_stutter_step, stutter, g_free);
+  g_source_attach (source, NULL);
+  g_source_unref (source);
+}
+
 /* Freezes the main thread the way @kind says, for @ms (the timer: later). */
 static __attribute__ ((noipa)) void
 demo_freeze (DemoFreezeKind kind, guint ms)
@@ -287,6 +350,9 @@ demo_freeze (DemoFreezeKind kind, guint ms)
       break;
     case DEMO_FREEZE_TIMER:
       demo_add_slow_timer (ms);
+      break;
+    case DEMO_FREEZE_STUTTER:
+      demo_add_stutter ();
       break;
     }
   DEMO_KEEP_FRAME ();
@@ -743,6 +809,7 @@ typedef enum
 {
   DEMO_COLUMN_TIME,
   DEMO_COLUMN_DURATION,
+  DEMO_COLUMN_FRAMES,
   DEMO_COLUMN_SOURCE,
   DEMO_COLUMN_THREAD,
   DEMO_COLUMN_WHERE,
@@ -757,10 +824,29 @@ static const struct
 } demo_columns[] = {
   [DEMO_COLUMN_TIME] = { "Began", 0, 105 },
   [DEMO_COLUMN_DURATION] = { "Duration", 1, 85 },
+  [DEMO_COLUMN_FRAMES] = { "Frames missed", 1, 130 },
   [DEMO_COLUMN_SOURCE] = { "GSource", 0, 195 },
   [DEMO_COLUMN_THREAD] = { "Thread", 0, 265 },
   [DEMO_COLUMN_WHERE] = { "Where (innermost frames outside libc and GLib)", 0, -1 },
 };
+
+/* "24 at 60 Hz": the frames the demo's own window missed during the lag
+ * (its title begins "lagwatch demo"), "—" when lagwatch did not count them
+ * (no GTK window followed, or the window was hidden). */
+static char *
+demo_frames_text (LagWatchReport *report)
+{
+  for (guint i = 0; i < lagwatch_report_get_n_windows (report); i++)
+    {
+      const char *title = NULL;
+      double interval_ms = 0;
+      guint missed = lagwatch_report_get_frames_missed (report, i, &title, &interval_ms);
+
+      if (title != NULL && g_str_has_prefix (title, "lagwatch demo") && interval_ms > 0)
+        return g_strdup_printf ("%u at %.0f Hz", missed, 1000 / interval_ms);
+    }
+  return g_strdup ("—");
+}
 
 static char *
 demo_column_text (LagWatchReport *report, DemoColumn column)
@@ -773,6 +859,8 @@ demo_column_text (LagWatchReport *report, DemoColumn column)
       return demo_time_text (report);
     case DEMO_COLUMN_DURATION:
       return g_strdup_printf ("%.0f ms", lagwatch_report_get_duration_ms (report));
+    case DEMO_COLUMN_FRAMES:
+      return demo_frames_text (report);
     case DEMO_COLUMN_SOURCE:
       source = lagwatch_report_get_source (report);
       return g_strdup (source != NULL ? source : "—");
@@ -970,7 +1058,7 @@ demo_activate (GApplication *app, gpointer user_data)
   gtk_widget_set_margin_top (content, 12);
   gtk_widget_set_margin_bottom (content, 12);
   gtk_box_append (GTK_BOX (content), demo_controls_new ());
-  hint = gtk_label_new ("Ctrl+F freezes; Ctrl+1 … Ctrl+6 choose a way and freeze. "
+  hint = gtk_label_new ("Ctrl+F freezes; Ctrl+1 … Ctrl+7 choose a way and freeze. "
                         "Newest lag first; select one to see its stack.");
   gtk_label_set_xalign (GTK_LABEL (hint), 0);
   gtk_widget_add_css_class (hint, "dim-label");
@@ -1015,7 +1103,7 @@ demo_on_freeze (GSimpleAction *action, GVariant *parameter, gpointer user_data)
   DEMO_KEEP_FRAME ();
 }
 
-/* app.freeze-kind::ID (Ctrl+1 ... Ctrl+6): chooses the way, freezes. */
+/* app.freeze-kind::ID (Ctrl+1 ... Ctrl+7): chooses the way, freezes. */
 static void
 demo_on_freeze_kind (GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
@@ -1114,7 +1202,8 @@ demo_handle_local_options (GApplication *app, GVariantDict *options, gpointer us
 {
   if (opt_kind != NULL && !demo_kind_from_id (opt_kind, &demo.initial_kind))
     {
-      g_printerr ("lagwatch-demo: --kind: \"%s\" is none of busy, sleep, io, mutex, recursion, timer\n", opt_kind);
+      g_printerr ("lagwatch-demo: --kind: \"%s\" is none of busy, sleep, io, mutex, recursion, timer, stutter\n",
+                  opt_kind);
       return 2;
     }
   if (opt_duration_ms < 1 || opt_duration_ms > DEMO_MAX_DURATION_MS)
@@ -1180,8 +1269,8 @@ main (int argc, char **argv)
   g_application_add_main_option_entries (G_APPLICATION (app), demo_options);
   g_application_set_option_context_summary (G_APPLICATION (app),
                                             "Freezes its own main thread on demand and lists lagwatch's reports.\n"
-                                            "Ctrl+F: freeze; Ctrl+1 … Ctrl+6: busy, sleep, io, mutex, recursion, "
-                                            "timer; Ctrl+Q: quit.");
+                                            "Ctrl+F: freeze; Ctrl+1 … Ctrl+7: busy, sleep, io, mutex, recursion, "
+                                            "timer, stutter; Ctrl+Q: quit.");
   g_signal_connect (app, "handle-local-options", G_CALLBACK (demo_handle_local_options), NULL);
   g_signal_connect (app, "startup", G_CALLBACK (demo_startup), NULL);
   g_signal_connect (app, "activate", G_CALLBACK (demo_activate), NULL);

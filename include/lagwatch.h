@@ -612,6 +612,38 @@ LAGWATCH_API char *lagwatch_report_to_json (LagWatchReport *report);
  */
 LAGWATCH_API char *lagwatch_report_to_text (LagWatchReport *report);
 
+/**
+ * lagwatch_report_get_n_windows:
+ * @report: a report
+ *
+ * The GTK 4 windows the lag froze: when GTK 4 is loaded in the process and
+ * the watched context is the default one, lagwatch follows the frame clock
+ * of each toplevel window (at run time: lagwatch does not link GTK).
+ *
+ * Returns: how many mapped windows the report counts missed frames for (0
+ *   when GTK 4 is not loaded)
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_report_get_n_windows (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_frames_missed:
+ * @report: a report
+ * @index: 0 to lagwatch_report_get_n_windows() - 1
+ * @title: (out) (optional) (nullable) (transfer none): the window's title
+ * @refresh_interval_ms: (out) (optional): the interval at which the
+ *   window's frame clock draws (1000 / the display's refresh rate)
+ *
+ * Returns: how many frames the window missed during the lag: the whole
+ *   refresh intervals the lag lasted, since no frame can be drawn while the
+ *   loop is stuck ("the window 'Text Editor' missed 24 frames")
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_report_get_frames_missed (LagWatchReport *report,
+                                                      guint           index,
+                                                      const char    **title,
+                                                      double         *refresh_interval_ms);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
 

@@ -116,6 +116,7 @@ lw_report_previous_hangs (LagWatch *watch)
 static void
 lw_watch_free (LagWatch *watch)
 {
+  lw_frames_stop (watch->frames);
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
   lw_summary_free (watch->summary);
@@ -253,6 +254,7 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
                                        watch->hangs, lw_watch_finish_detached, watch, &error);
   if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
+  watch->frames = lw_frames_start (context, watch->threshold_ms);
   if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
       g_set_error (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_THREAD,
@@ -339,6 +341,7 @@ lagwatch_set_threshold_ms (LagWatch *watch, guint threshold_ms)
   if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
     return FALSE;
   atomic_store (&watch->threshold_ms, threshold_ms);
+  lw_frames_set_threshold_ms (watch->frames, threshold_ms);
   sem_post (&watch->slot->wake);  /* re-judge the busy period in progress */
   return TRUE;
 }

@@ -123,6 +123,9 @@ lagwatch_report_unref (LagWatchReport *report)
   g_free (report->thread_name);
   g_free (report->stack_method);
   g_free (report->stack_error);
+  for (guint i = 0; i < report->n_windows; i++)
+    g_free (report->windows[i].title);
+  g_free (report->windows);
   g_free (report);
 }
 
@@ -349,6 +352,29 @@ lw_json_optional_ms (GString *out, const char *name, double ms)
     g_string_append (out, "null");
 }
 
+/* "frames_missed": per GTK window, the frames it missed; only when GTK's
+ * windows are followed. The refresh interval keeps three decimals: the
+ * count is the lag over it, and 16.7 for 16.667 ms would be off by one in
+ * a 400 ms lag. */
+static void
+lw_json_frames_missed (GString *out, LagWatchReport *report)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (!report->frames_followed)
+    return;
+  g_string_append (out, ",\"frames_missed\":[");
+  for (guint i = 0; i < report->n_windows; i++)
+    {
+      g_string_append (out, i ? ",{\"title\":" : "{\"title\":");
+      lw_json_string (out, report->windows[i].title);
+      g_string_append_printf (out, ",\"refresh_interval_ms\":%s,\"frames_missed\":%u}",
+                              g_ascii_formatd (buf, sizeof buf, "%.3f", report->windows[i].refresh_interval_ms),
+                              report->windows[i].frames_missed);
+    }
+  g_string_append_c (out, ']');
+}
+
 char *
 lagwatch_report_to_json (LagWatchReport *report)
 {
@@ -432,6 +458,7 @@ lagwatch_report_to_json (LagWatchReport *report)
       g_string_append (out, ",\"exe\":");
       lw_json_string (out, report->previous_exe);
     }
+  lw_json_frames_missed (out, report);
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -485,6 +512,25 @@ lw_text_ordinal_suffix (guint n)
     case 2: return "nd";
     case 3: return "rd";
     default: return "th";
+    }
+}
+
+/* One line per GTK window that missed frames during the lag. */
+static void
+lw_text_frames_missed (GString *out, LagWatchReport *report)
+{
+  for (guint i = 0; i < report->n_windows; i++)
+    {
+      const LwReportWindow *window = &report->windows[i];
+
+      if (window->frames_missed == 0)
+        continue;
+      if (window->title != NULL)
+        g_string_append_printf (out, "  the window '%s'", window->title);
+      else
+        g_string_append (out, "  a window with no title");
+      g_string_append_printf (out, " missed %u frame%s (one every %.1f ms)\n", window->frames_missed,
+                              window->frames_missed == 1 ? "" : "s", window->refresh_interval_ms);
     }
 }
 
@@ -547,6 +593,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
           g_string_append (out, "\n");
         }
     }
+  lw_text_frames_missed (out, report);
   if (report->n_samples > 0 && report->n_stacks > 0)
     g_string_append_printf (out, "  %u sample%s; heaviest stack (%.0f%%)", report->n_samples,
                             report->n_samples == 1 ? "" : "s",
@@ -602,4 +649,32 @@ lw_report_stack_to_text (const LwFrame *frames, guint n_frames)
 
   lw_text_frames (out, frames, n_frames, G_MAXUINT);
   return g_string_free (out, FALSE);
+}
+
+void
+lw_report_append_json_string (GString *out, const char *text)
+{
+  lw_json_string (out, text);
+}
+
+guint
+lagwatch_report_get_n_windows (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, 0);
+  return report->n_windows;
+}
+
+guint
+lagwatch_report_get_frames_missed (LagWatchReport *report,
+                                   guint           index,
+                                   const char    **title,
+                                   double         *refresh_interval_ms)
+{
+  g_return_val_if_fail (report != NULL, 0);
+  g_return_val_if_fail (index < report->n_windows, 0);
+  if (title != NULL)
+    *title = report->windows[index].title;
+  if (refresh_interval_ms != NULL)
+    *refresh_interval_ms = report->windows[index].refresh_interval_ms;
+  return report->windows[index].frames_missed;
 }

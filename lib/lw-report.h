@@ -10,6 +10,14 @@
 
 G_BEGIN_DECLS
 
+/* One GTK window during a lag (lw-frames.c): the frames it could not draw. */
+typedef struct
+{
+  char     *title;                /* the window's title, or NULL */
+  double    refresh_interval_ms;  /* as its frame clock reports it */
+  guint     frames_missed;
+} LwReportWindow;
+
 /* One distinct stack of a lag's profile, or one thread of a hang snapshot. */
 typedef struct
 {
@@ -62,6 +70,11 @@ struct _LagWatchReport
   /* Set by the watcher for the reporting thread, which derives phase. */
   gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
   guint     prepares;        /* starvation sentinel prepares during the lag */
+
+  /* GTK windows of the loop (lw-frames.c), set by the watcher. */
+  gboolean  frames_followed; /* GTK 4 is loaded and its windows followed */
+  LwReportWindow *windows;   /* mapped windows, with the frames each missed */
+  guint     n_windows;
 };
 
 /* Watcher thread. Frees the frames of @stack. */
@@ -82,6 +95,11 @@ char *lw_report_to_text_full (LagWatchReport *report,
 /* Any thread. @frames as the text report shows them, one line each. */
 char *lw_report_stack_to_text (const LwFrame *frames,
                                guint          n_frames);
+
+/* Any thread. Appends @text to @out as a JSON string, as reports write
+ * them (null for NULL, invalid UTF-8 repaired). */
+void lw_report_append_json_string (GString    *out,
+                                   const char *text);
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);

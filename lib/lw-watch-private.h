@@ -8,6 +8,7 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-frames.h"
 #include "lw-hang.h"
 #include "lw-profile.h"
 #include "lw-reporter.h"
@@ -51,6 +52,7 @@ struct _LagWatch
   int64_t          observed_at_ns;   /* when it was first seen */
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+  LwFrames        *frames;           /* GTK windows followed, NULL without GTK 4 */
 };
 
 G_END_DECLS

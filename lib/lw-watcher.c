@@ -435,6 +435,7 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
   report->dispatching = lag->dispatch_known && lag->dispatch.dispatching;
   report->prepares = lag->prepares;
   report->cpu_ms = cpu_ns >= 0 ? (double) cpu_ns / LW_NSEC_PER_MSEC : -1;
+  lw_frames_fill_report (watch->frames, report, end_ns - lag->since_ns);
   if (lag->caught_ns >= 0)
     {
       report->thread_state = lw_threadinfo_state_name (lag->state);
