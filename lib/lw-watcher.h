@@ -26,6 +26,7 @@
 #include "lw-slot.h"
 #include "lw-snapshot.h"
 #include "lw-unwind.h"
+#include "lw-python.h"
 
 G_BEGIN_DECLS
 
@@ -69,6 +70,7 @@ struct _LagWatch
   int64_t          observed_at_ns;   /* when it was first seen */
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+  LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
 };
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in
