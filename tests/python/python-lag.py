@@ -64,7 +64,8 @@ def main():
     def on_report(monitor, report):
         if "report" not in result:
             result["report"] = json.loads(report.to_json())
-            result["languages"] = [report.get_frame_language(i) for i in range(report.get_n_frames())]
+            language = getattr(report, "get_frame_language", None)  # None: a library without it
+            result["languages"] = [language(i) for i in range(report.get_n_frames())] if language else None
         loop.quit()
 
     monitor.connect("report", on_report)

@@ -60,7 +60,7 @@ def check_handler(result, handler):
     check(outer[-2:] == ["main", "<module>"] and "MainLoop.run" in outer,
           "%s: the outer Python frames follow, innermost first: MainLoop.run ... main, <module>" % handler)
     stack = report["stack"]
-    check(len(result["languages"]) == len(stack)
+    check(result["languages"] is not None and len(result["languages"]) == len(stack)
           and all(lang == (f.get("lang") or "native") for lang, f in zip(result["languages"], stack))
           and not any(f["symbol"] == "_PyEval_EvalFrameDefault" for f in stack),
           "%s: lagwatch_report_get_frame_language() agrees with JSON; no evaluation loop frame is left" % handler)
