@@ -27,10 +27,6 @@ def check(name, ok, detail=""):
     results.append((ok, "%s = %d %s" % (name, table[name], detail)))
 
 
-def never_called(a, b):
-    return a + b
-
-
 class Widget:
     def method(self):
         pass
@@ -99,7 +95,7 @@ def main():
     check("var_size", word(id(data) + table["var_size"]) == len(data))
     check("bytes_data", ctypes.string_at(id(data) + table["bytes_data"], len(data)) == data)
 
-    code = never_called.__code__
+    code = Widget.method.__code__  # never run; its qualname differs from its name
     check("code_firstlineno", ctypes.c_int.from_address(id(code) + table["code_firstlineno"]).value
           == code.co_firstlineno)
     check("code_filename", word(id(code) + table["code_filename"]) == id(code.co_filename))
@@ -107,8 +103,8 @@ def main():
     check("code_linetable", word(id(code) + table["code_linetable"]) == id(code.co_linetable))
     check("code_code_adaptive", ctypes.string_at(id(code) + table["code_code_adaptive"], len(code.co_code))
           == code.co_code, "(a function never run is not specialised)")
-    check("function_qualname", word(id(never_called) + table["function_qualname"])
-          == id(never_called.__qualname__))
+    check("function_qualname", word(id(Widget.method) + table["function_qualname"])
+          == id(Widget.method.__qualname__))
     bound = Widget().method
     check("method_function", word(id(bound) + table["method_function"]) == id(bound.__func__))
     check("version", table["version"] == sys.version_info[0] << 8 | sys.version_info[1],
