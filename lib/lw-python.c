@@ -4,6 +4,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "lw-modules.h"
 
@@ -150,13 +153,20 @@ typedef struct
   char     *filename;
   guint8   *linetable;
   gsize     linetable_len;
+  guint     last_line;      /* the line last interned for this code, and its tag */
+  uintptr_t last_tag;
 } LwPyCode;
 
 typedef struct
 {
+  uintptr_t code;
+  uintptr_t prev_instr;
   uintptr_t tag;
   gboolean  is_entry;
 } LwPyFrameRead;
+
+/* Bytes of a code object read per frame: up to its first code unit. */
+#define LW_PY_CODE_HEAD 256
 
 struct _LwPython
 {
@@ -164,6 +174,13 @@ struct _LwPython
   uintptr_t     tstate;
   LwPyCode      codes[LW_PY_CODE_CACHE];
   LwPyFrameRead frames[LW_PY_MAX_FRAMES];
+  guint8        code_heads[LW_PY_MAX_FRAMES][LW_PY_CODE_HEAD];
+  /* A copy of the page of the thread's frame stack last read: 3.11 keeps
+   * a thread's frames side by side, callers below callees, so one read
+   * serves many frames. Valid for one merge. */
+  guint8        window[4096];
+  uintptr_t     window_start;
+  gsize         window_len;
   uintptr_t    *scratch;
   guint         scratch_len;
   gboolean      table_full_said;
@@ -458,22 +475,21 @@ lw_python_line (const guint8 *table, gsize len, int firstlineno, gssize index)
   return 0;
 }
 
-/* Watcher thread. The code object at @code_addr, from the cache when its
- * fields are unchanged, else read afresh. NULL when it is not a code
- * object or cannot be read whole. */
-static const LwPyCode *
-lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_addr)
+/* Watcher thread. The code object at @code_addr, whose first bytes are
+ * @block: from the cache when its fields are unchanged, else its strings
+ * and line table read afresh. NULL when it is not a code object or cannot
+ * be read whole. */
+static LwPyCode *
+lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_addr,
+                const guint8 *block)
 {
   const LwPyOffsets *o = interp->offsets;
   LwPyCode *slot = &python->codes[(code_addr >> 4) % LW_PY_CODE_CACHE];
-  guint8 block[256];
   uintptr_t qualname_obj, filename_obj, linetable_obj;
   gssize n_units;
   int firstlineno;
 
-  g_assert (o->code_code_adaptive <= sizeof block);
-  if (!lw_python_read (code_addr, block, o->code_code_adaptive)
-      || lw_python_field (block, o->object_type) != interp->code_type)
+  if (lw_python_field (block, o->object_type) != interp->code_type)
     return NULL;
   qualname_obj = lw_python_field (block, o->code_qualname);
   filename_obj = lw_python_field (block, o->code_filename);
@@ -537,17 +553,24 @@ lw_python_intern (const char *qualname, const char *file, guint line)
   return tag;
 }
 
-/* Watcher thread. The PyThreadState of thread @tid, or 0. */
+/* Watcher thread. The PyThreadState of thread @tid, or 0; its current
+ * _PyCFrame in *@cframe. */
 static uintptr_t
-lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
+lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid,
+                        uintptr_t *cframe)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t interp_state, tstate, native_id;
+  gsize head = MAX (o->tstate_native_thread_id, MAX (o->tstate_cframe, o->tstate_next)) + sizeof (uintptr_t);
+  uintptr_t interp_state, tstate;
+  guint8 block[512];
 
-  if (python->tstate_tid == tid
-      && lw_python_read_word (python->tstate + o->tstate_native_thread_id, &native_id)
-      && native_id == (uintptr_t) tid)
-    return python->tstate;
+  g_assert (head <= sizeof block);
+  if (python->tstate_tid == tid && lw_python_read (python->tstate, block, head)
+      && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+    {
+      *cframe = lw_python_field (block, o->tstate_cframe);
+      return python->tstate;
+    }
   python->tstate_tid = 0;
   if (!lw_python_read_word (interp->runtime + o->runtime_interpreters_head, &interp_state))
     return 0;
@@ -557,21 +580,67 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
         return 0;
       for (guint j = 0; tstate != 0 && j < LW_PY_MAX_THREADS; j++)
         {
-          if (!lw_python_read_word (tstate + o->tstate_native_thread_id, &native_id))
+          if (!lw_python_read (tstate, block, head))
             return 0;
-          if (native_id == (uintptr_t) tid)
+          if (lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
+              *cframe = lw_python_field (block, o->tstate_cframe);
               return tstate;
             }
-          if (!lw_python_read_word (tstate + o->tstate_next, &tstate))
-            return 0;
+          tstate = lw_python_field (block, o->tstate_next);
         }
       if (!lw_python_read_word (interp_state + o->interp_next, &interp_state))
         return 0;
     }
   return 0;
+}
+
+/* Watcher thread. Copies the @len bytes of the frame at @frame into
+ * @block, through the window: a miss reads from the start of the frame's
+ * page to its end, a range readable whenever the frame is. */
+static gboolean
+lw_python_frame_block (LwPython *python, uintptr_t frame, guint8 *block, gsize len)
+{
+  uintptr_t start;
+
+  if (frame < python->window_start || frame - python->window_start > python->window_len
+      || python->window_len - (frame - python->window_start) < len)
+    {
+      start = frame & ~(uintptr_t) (sizeof python->window - 1);
+      if (frame + len - start > sizeof python->window)
+        start = frame;
+      python->window_len = 0;
+      if (!lw_python_read (start, python->window, frame + len - start))
+        return FALSE;
+      python->window_start = start;
+      python->window_len = frame + len - start;
+    }
+  memcpy (block, python->window + (frame - python->window_start), len);
+  return TRUE;
+}
+
+/* Watcher thread. The first bytes of the code objects of @n frames, in
+ * one system call (one per object where that fails: one of them freed). */
+static gboolean
+lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guint n)
+{
+  gsize len = interp->offsets->code_code_adaptive;
+  struct iovec local[LW_PY_MAX_FRAMES], remote[LW_PY_MAX_FRAMES];
+
+  for (guint i = 0; i < n; i++)
+    {
+      local[i] = (struct iovec) { python->code_heads[i], len };
+      remote[i] = (struct iovec) { (void *) python->frames[i].code, len };
+    }
+  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote,
+               (unsigned long) n, 0UL) == (ssize_t) (n * len))
+    return TRUE;
+  for (guint i = 0; i < n; i++)
+    if (!lw_python_read (python->frames[i].code, python->code_heads[i], len))
+      return FALSE;
+  return TRUE;
 }
 
 /* Watcher thread. Reads thread @tid's Python frames, innermost first,
@@ -580,39 +649,50 @@ static guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t tstate = lw_python_thread_state (python, interp, tid);
-  uintptr_t cframe, frame;
+  uintptr_t cframe = 0, frame;
   guint n = 0;
 
-  if (tstate == 0 || !lw_python_read_word (tstate + o->tstate_cframe, &cframe)
+  python->window_len = 0;
+  if (lw_python_thread_state (python, interp, tid, &cframe) == 0
       || !lw_python_read_word (cframe + o->cframe_current_frame, &frame))
     return 0;
-  while (frame != 0)
+  for (; frame != 0; n++)
     {
       guint8 block[128];
-      const LwPyCode *code;
-      uintptr_t code_addr, prev_instr, first_unit;
+
+      g_assert (o->frame_size <= sizeof block);
+      if (n == LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_size))
+        return 0;
+      python->frames[n].code = lw_python_field (block, o->frame_code);
+      python->frames[n].prev_instr = lw_python_field (block, o->frame_prev_instr);
+      python->frames[n].is_entry = block[o->frame_is_entry] != 0;
+      frame = lw_python_field (block, o->frame_previous);
+    }
+  g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
+  if (n == 0 || !lw_python_read_code_heads (python, interp, n))
+    return 0;
+  for (guint i = 0; i < n; i++)
+    {
+      LwPyFrameRead *read = &python->frames[i];
+      LwPyCode *code = lw_python_code (python, interp, read->code, python->code_heads[i]);
       gssize index;
       guint line;
 
-      g_assert (o->frame_size <= sizeof block);
-      if (n == LW_PY_MAX_FRAMES || !lw_python_read (frame, block, o->frame_size))
-        return 0;
-      code_addr = lw_python_field (block, o->frame_code);
-      prev_instr = lw_python_field (block, o->frame_prev_instr);
-      code = lw_python_code (python, interp, code_addr);
       if (code == NULL)
         return 0;
       /* prev_instr: the code unit (2 bytes) last executed, one before
        * the first when the frame has not started. */
-      first_unit = code_addr + o->code_code_adaptive;
-      index = ((gssize) prev_instr - (gssize) first_unit) / 2;
+      index = ((gssize) read->prev_instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
       if (index < -1 || index >= code->n_units)
         return 0;
       line = lw_python_line (code->linetable, code->linetable_len, code->firstlineno, index);
-      python->frames[n].tag = lw_python_intern (code->qualname, code->filename, line);
-      python->frames[n].is_entry = block[o->frame_is_entry] != 0;
-      if (python->frames[n].tag == 0)
+      if (code->last_tag == 0 || code->last_line != line)
+        {
+          code->last_tag = lw_python_intern (code->qualname, code->filename, line);
+          code->last_line = line;
+        }
+      read->tag = code->last_tag;
+      if (read->tag == 0)
         {
           if (!python->table_full_said)
             g_message ("more than %d distinct Python frames seen: new ones are no longer shown",
@@ -620,8 +700,6 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
           python->table_full_said = TRUE;
           return 0;
         }
-      n++;
-      frame = lw_python_field (block, o->frame_previous);
     }
   return n;
 }
