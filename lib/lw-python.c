@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -127,7 +128,8 @@ typedef struct
 static GMutex lw_python_lock;
 static LwPyInterpreter lw_python_interp;   /* HOLDS: lw_python_lock until found */
 static gint lw_python_found;               /* (atomic) lw_python_interp is final */
-static guint64 lw_python_tried_generation; /* HOLDS: lw_python_lock */
+static _Atomic guint64 lw_python_tried_generation; /* written under lw_python_lock */
+static gboolean lw_python_said;            /* HOLDS: lw_python_lock; an unknown layout was reported */
 
 typedef struct
 {
@@ -247,9 +249,11 @@ lw_python_find_unlocked (void)
    * stack shim frames) are not read here yet. */
   if (lw_python_read (interp.runtime, cookie, sizeof cookie) && memcmp (cookie, "xdebugpy", 8) == 0)
     {
-      g_message ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
-                 "does not read: its stacks show interpreter frames, not Python ones",
-                 version >> 24, (version >> 16) & 0xff);
+      if (!lw_python_said)
+        g_message ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
+                   "does not read: its stacks show interpreter frames, not Python ones",
+                   version >> 24, (version >> 16) & 0xff);
+      lw_python_said = TRUE;
       return FALSE;
     }
   for (gsize i = 0; i < G_N_ELEMENTS (lw_python_versions); i++)
@@ -257,8 +261,10 @@ lw_python_find_unlocked (void)
       interp.offsets = lw_python_versions[i];
   if (interp.offsets == NULL)
     {
-      g_message ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
-                 "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
+      if (!lw_python_said)
+        g_message ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
+                   "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
+      lw_python_said = TRUE;
       return FALSE;
     }
   if (!lw_python_symbol ("PyCode_Type", &interp.code_type, NULL)
@@ -284,6 +290,8 @@ lw_python_interpreter (void)
   if (g_atomic_int_get (&lw_python_found))
     return &lw_python_interp;
   generation = lw_modules_get_generation ();
+  if (generation == atomic_load (&lw_python_tried_generation))
+    return NULL;
   g_mutex_lock (&lw_python_lock);
   if (!g_atomic_int_get (&lw_python_found) && generation != lw_python_tried_generation)
     {
