@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -128,7 +127,6 @@ typedef struct
 static GMutex lw_python_lock;
 static LwPyInterpreter lw_python_interp;   /* HOLDS: lw_python_lock until found */
 static gint lw_python_found;               /* (atomic) lw_python_interp is final */
-static _Atomic guint64 lw_python_tried_generation; /* written under lw_python_lock */
 static gboolean lw_python_said;            /* HOLDS: lw_python_lock; an unknown layout was reported */
 
 typedef struct
@@ -280,26 +278,19 @@ lw_python_find_unlocked (void)
   return TRUE;
 }
 
-/* Any thread, normal context. The process's interpreter, or NULL. Looked
- * for again only when the set of loaded modules changed. */
+void
+lw_python_init (void)
+{
+  g_mutex_lock (&lw_python_lock);
+  if (!g_atomic_int_get (&lw_python_found) && lw_python_find_unlocked ())
+    g_atomic_int_set (&lw_python_found, TRUE);
+  g_mutex_unlock (&lw_python_lock);
+}
+
+/* Any thread. The process's interpreter, or NULL. */
 static const LwPyInterpreter *
 lw_python_interpreter (void)
 {
-  guint64 generation;
-
-  if (g_atomic_int_get (&lw_python_found))
-    return &lw_python_interp;
-  generation = lw_modules_get_generation ();
-  if (generation == atomic_load (&lw_python_tried_generation))
-    return NULL;
-  g_mutex_lock (&lw_python_lock);
-  if (!g_atomic_int_get (&lw_python_found) && generation != lw_python_tried_generation)
-    {
-      lw_python_tried_generation = generation;
-      if (lw_python_find_unlocked ())
-        g_atomic_int_set (&lw_python_found, TRUE);
-    }
-  g_mutex_unlock (&lw_python_lock);
   return g_atomic_int_get (&lw_python_found) ? &lw_python_interp : NULL;
 }
 

@@ -36,6 +36,13 @@ G_BEGIN_DECLS
 /* The value of LwFrame.lang for a Python frame. */
 #define LW_LANG_PYTHON "python"
 
+/* Any thread but the watcher's, normal context (it calls dlsym(), which
+ * takes the loader's lock: a watcher must never wait on a stuck thread
+ * inside dlopen). Looks for the process's CPython through its exported
+ * symbols, once found for good; called at each attach, so an interpreter
+ * loaded later is found by the next attach. */
+void      lw_python_init (void);
+
 /* Per-watcher state: a cache of code objects already read. */
 typedef struct _LwPython LwPython;
 

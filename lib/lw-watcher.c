@@ -858,6 +858,7 @@ lw_watcher_start (LagWatch *watch, GError **error)
 
   watch->snapshot = lw_snapshot_new (LW_STACK_COPY_BYTES);
   watch->ips = g_new0 (uintptr_t, watch->config->max_frames);
+  lw_python_init ();
   watch->started_ns = lw_clock_now_ns ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
