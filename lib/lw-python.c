@@ -47,6 +47,7 @@ typedef struct
   gsize ascii_size;               /* a compact ASCII string's characters follow */
   gsize compact_utf8_length;
   gsize compact_utf8;
+  gsize compact_size;             /* a compact non-ASCII string's code units follow */
   /* bytes */
   gsize bytes_data;
   /* function, bound method */
@@ -85,6 +86,7 @@ static const LwPyOffsets lw_python_3_11 = {
   .ascii_size = 48,
   .compact_utf8_length = 48,
   .compact_utf8 = 56,
+  .compact_size = 72,
   .bytes_data = 32,
   .function_qualname = 40,
   .method_function = 16,
@@ -93,6 +95,7 @@ static const LwPyOffsets lw_python_3_11 = {
 static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
 
 /* PyASCIIObject.state bits (3.11): interned:2, kind:3, compact:1, ascii:1, ready:1. */
+#define LW_PY_STATE_KIND(state) (((state) >> 2) & 7)
 #define LW_PY_STATE_COMPACT (1u << 5)
 #define LW_PY_STATE_ASCII   (1u << 6)
 
@@ -320,9 +323,35 @@ lw_python_free (LwPython *python)
   g_free (python);
 }
 
-/* Any thread, normal context. A str object's text: compact ASCII, or a
- * compact string whose UTF-8 form the interpreter has cached. NULL for
- * anything else, or when a read fails. */
+/* Any thread, normal context. The UTF-8 form of @length code units of
+ * @kind bytes each (1: Latin-1, 2: UCS-2, 4: UCS-4) at @data; NULL when a
+ * read fails or a code point is not one. */
+static char *
+lw_python_read_units (uintptr_t data, gsize length, guint kind)
+{
+  g_autofree guint8 *units = g_malloc (length * kind);
+  GString *text;
+
+  if (!lw_python_read (data, units, length * kind))
+    return NULL;
+  text = g_string_sized_new (length * 2);
+  for (gsize i = 0; i < length; i++)
+    {
+      guint32 unit = kind == 1 ? units[i] : kind == 2 ? ((guint16 *) units)[i] : ((guint32 *) units)[i];
+
+      if (unit == 0 || !g_unichar_validate (unit))
+        {
+          g_string_free (text, TRUE);
+          return NULL;
+        }
+      g_string_append_unichar (text, unit);
+    }
+  return g_string_free (text, FALSE);
+}
+
+/* Any thread, normal context. A str object's text, when it is compact (as
+ * names and file names are): ASCII, its cached UTF-8 form, or its code
+ * units converted. NULL for anything else, or when a read fails. */
 static char *
 lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 {
@@ -330,6 +359,7 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
   guint8 head[128];
   uintptr_t data, length;
   guint32 state;
+  guint kind;
   char *text;
 
   g_assert (o->compact_utf8 + sizeof (uintptr_t) <= sizeof head);
@@ -338,7 +368,8 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
     return NULL;
   length = lw_python_field (head, o->unicode_length);
   memcpy (&state, head + o->unicode_state, sizeof state);
-  if (!(state & LW_PY_STATE_COMPACT))
+  kind = LW_PY_STATE_KIND (state);
+  if (!(state & LW_PY_STATE_COMPACT) || length == 0 || length > LW_PY_MAX_STRING)
     return NULL;
   if (state & LW_PY_STATE_ASCII)
     data = object + o->ascii_size;
@@ -347,11 +378,14 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
       if (!lw_python_read (object + o->ascii_size, head + o->ascii_size,
                            o->compact_utf8 + sizeof (uintptr_t) - o->ascii_size))
         return NULL;
-      length = lw_python_field (head, o->compact_utf8_length);
       data = lw_python_field (head, o->compact_utf8);
+      if (data == 0)
+        return kind == 1 || kind == 2 || kind == 4
+               ? lw_python_read_units (object + o->compact_size, length, kind) : NULL;
+      length = lw_python_field (head, o->compact_utf8_length);
+      if (length == 0 || length > LW_PY_MAX_STRING * 4)
+        return NULL;
     }
-  if (length == 0 || length > LW_PY_MAX_STRING)
-    return NULL;
   text = g_malloc (length + 1);
   text[length] = '\0';
   if (!lw_python_read (data, text, length) || memchr (text, '\0', length) != NULL

@@ -85,6 +85,8 @@ def main():
     check("unicode_state", (state >> 5) & 3 == 3, "(compact, ascii)")
     check("ascii_size", ctypes.string_at(id(text) + table["ascii_size"], len(text)) == text.encode())
     wide = "lagwatch_\u00e9t\u00e9_" + str(len(sys.argv))
+    check("compact_size", ctypes.string_at(id(wide) + table["compact_size"], len(wide)) == wide.encode("latin-1")
+          and word(id(wide) + table["compact_utf8"]) == 0, "(Latin-1 code units, no UTF-8 form yet)")
     api.PyUnicode_AsUTF8.restype = ctypes.c_void_p
     api.PyUnicode_AsUTF8.argtypes = [ctypes.py_object]
     api.PyUnicode_AsUTF8(wide)

@@ -33,6 +33,13 @@ def other_slow_handler():
     return GLib.SOURCE_REMOVE
 
 
+def slow_été():
+    end = time.monotonic() + FREEZE_S
+    while time.monotonic() < end:  # spins here: slow_été
+        pass
+    return GLib.SOURCE_REMOVE
+
+
 class Window:
     def on_timeout(self):
         end = time.monotonic() + FREEZE_S
@@ -53,7 +60,8 @@ def spin_lines():
 def main():
     handlers = {"python_slow_handler": python_slow_handler,
                 "other_slow_handler": other_slow_handler,
-                "Window.on_timeout": Window().on_timeout}
+                "Window.on_timeout": Window().on_timeout,
+                "slow_été": slow_été}
     config = LagWatch.Config.new()
     config.set_threshold_ms(100)
     config.set_output("none")

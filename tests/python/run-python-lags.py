@@ -75,6 +75,9 @@ other = run("other_slow_handler")
 check_handler(other, "other_slow_handler")
 method = run("Window.on_timeout")
 check_handler(method, "Window.on_timeout")
+# A name that is not ASCII: Latin-1 code units in memory.
+non_ascii = run("slow_été")
+check_handler(non_ascii, "slow_été")
 named = run("named:python_slow_handler")
 check(named is not None and named["report"]["source"] == "the program's own name"
       and python_frames(named)[:1] and python_frames(named)[0]["symbol"] == "python_slow_handler",
