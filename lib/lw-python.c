@@ -130,6 +130,7 @@ typedef struct
 static GMutex lw_python_lock;
 static LwPyInterpreter lw_python_interp;   /* HOLDS: lw_python_lock until found */
 static gint lw_python_found;               /* (atomic) lw_python_interp is final */
+static guint64 lw_python_tried_generation; /* HOLDS: lw_python_lock; the module table's then */
 static gboolean lw_python_said;            /* HOLDS: lw_python_lock; an unknown layout was reported */
 
 typedef struct
@@ -284,9 +285,16 @@ lw_python_find_unlocked (void)
 void
 lw_python_init (void)
 {
+  /* Looked for again only when libraries were loaded since. */
+  guint64 generation = lw_modules_get_generation ();
+
   g_mutex_lock (&lw_python_lock);
-  if (!g_atomic_int_get (&lw_python_found) && lw_python_find_unlocked ())
-    g_atomic_int_set (&lw_python_found, TRUE);
+  if (!g_atomic_int_get (&lw_python_found) && generation != lw_python_tried_generation)
+    {
+      lw_python_tried_generation = generation;
+      if (lw_python_find_unlocked ())
+        g_atomic_int_set (&lw_python_found, TRUE);
+    }
   g_mutex_unlock (&lw_python_lock);
 }
 

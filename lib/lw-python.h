@@ -40,7 +40,8 @@ G_BEGIN_DECLS
  * takes the loader's lock: a watcher must never wait on a stuck thread
  * inside dlopen). Looks for the process's CPython through its exported
  * symbols, once found for good; called at each attach, so an interpreter
- * loaded later is found by the next attach. */
+ * loaded later is found by the next attach (looked for again only when
+ * libraries were loaded since the last look). */
 void      lw_python_init (void);
 
 /* Per-watcher state: a cache of code objects already read. */
