@@ -644,6 +644,25 @@ LAGWATCH_API guint lagwatch_report_get_frames_missed (LagWatchReport *report,
                                                       const char    **title,
                                                       double         *refresh_interval_ms);
 
+/**
+ * lagwatch_report_get_frame_language:
+ * @report: a report
+ * @index: 0 (innermost) to n_frames - 1
+ *
+ * The language of a frame of the reported stack. A frame of interpreted
+ * code stands for one function call of that language, not a machine
+ * address: its symbol is the function's qualified name, its module and
+ * location the source file and line (lagwatch_report_get_frame() returns
+ * an address of no meaning for it). For "python", the frames replace the
+ * interpreter's evaluation loop frames that were running them.
+ *
+ * Returns: (nullable): "native" for machine code, "python" for a CPython
+ *   frame; NULL when @index is out of range
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_frame_language (LagWatchReport *report,
+                                                             guint           index);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
 

@@ -7,6 +7,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "lw-python.h"
+
 /* GLib's gmain.c (2.40 onwards): struct _GMainDispatch { gint depth; GSource *source; } */
 typedef struct
 {
@@ -22,6 +24,21 @@ lw_dispatch_peek (uintptr_t addr, void *buf, size_t len)
 
   return syscall (SYS_process_vm_readv, getpid (), &local, 1UL, &remote, 1UL, 0UL) == (ssize_t) len;
 }
+
+/* GLib's gmain.c: the callback data of a source whose callback was set by
+ * g_source_set_callback() (g_timeout_add, g_idle_add, and PyGObject's
+ * GLib.timeout_add through them). */
+typedef struct
+{
+  gint           ref_count;
+  GSourceFunc    func;
+  gpointer       data;
+  GDestroyNotify notify;
+} LwGSourceCallback;
+
+/* The GSourceCallbackFuncs that g_source_set_callback() installs (GLib
+ * keeps it static): learned from the probe, which has such a callback. */
+static _Atomic uintptr_t lw_dispatch_callback_funcs;
 
 /* Loop thread, inside the probe's own dispatch. */
 static gboolean
@@ -47,6 +64,7 @@ lw_dispatch_probe (gpointer data)
           matches++;
         }
     }
+  atomic_store (&lw_dispatch_callback_funcs, (uintptr_t) self->callback_funcs);
   if (matches == 1)
     {
       atomic_store (&slot->dispatch_record, found);
@@ -68,6 +86,20 @@ lw_dispatch_schedule_probe (LwSlot *slot)
   g_source_attach (probe, slot->context);
   g_source_unref (probe);
   g_main_context_wakeup (slot->context);
+}
+
+/* Watcher thread. Names an unnamed @source by the callable it runs, when
+ * that is a Python one (PyGObject's GLib.timeout_add and the like). */
+static gboolean
+lw_dispatch_callable_name (const GSource *source, char *name, gsize size)
+{
+  LwGSourceCallback callback;
+  uintptr_t funcs = atomic_load (&lw_dispatch_callback_funcs);
+
+  if (funcs == 0 || (uintptr_t) source->callback_funcs != funcs || source->callback_data == NULL
+      || !lw_dispatch_peek ((uintptr_t) source->callback_data, &callback, sizeof callback))
+    return FALSE;
+  return lw_python_callable_name ((uintptr_t) callback.data, name, size);
 }
 
 gboolean
@@ -107,5 +139,7 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
       info->name[sizeof info->name - 1] = '\0';
       info->named = TRUE;
     }
+  else
+    info->named = lw_dispatch_callable_name (&source, info->name, sizeof info->name);
   return TRUE;
 }

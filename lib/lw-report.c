@@ -51,6 +51,17 @@ lw_report_frame_is_platform (const LwFrame *frame)
   return FALSE;
 }
 
+/* Any thread. TRUE when @report's stack holds frames of an interpreted
+ * language (Python). */
+static gboolean
+lw_report_has_language_frames (const LagWatchReport *report)
+{
+  for (guint i = 0; i < report->n_frames; i++)
+    if (report->frames[i].lang != NULL)
+      return TRUE;
+  return FALSE;
+}
+
 /* 64-bit FNV-1a of the innermost @depth program frames, each as
  * "module-basename!symbol" (or "!+0xoffset" without a symbol): stable across
  * runs and address-space layouts of the same build. */
@@ -59,6 +70,7 @@ lw_report_fingerprint (const LagWatchReport *report, guint depth)
 {
   guint64 h = 1469598103934665603ULL;
   guint used = 0;
+  gboolean interpreted = lw_report_has_language_frames (report);
 
   for (guint pass = 0; pass < 2 && used == 0; pass++)
     for (guint i = 0; i < report->n_frames && used < depth; i++)
@@ -69,6 +81,10 @@ lw_report_fingerprint (const LagWatchReport *report, guint depth)
 
         /* First pass: program frames only; if there is none, any frame. */
         if (pass == 0 && lw_report_frame_is_platform (frame))
+          continue;
+        /* A lag in interpreted code is told by its interpreted frames: the
+         * interpreter's own frames are the same for every handler. */
+        if (interpreted && frame->lang == NULL)
           continue;
         base = frame->module ? strrchr (frame->module, '/') : NULL;
         base = base ? base + 1 : (frame->module ? frame->module : "?");
@@ -335,9 +351,16 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
       g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR ",\"file\":", frame->symbol_offset);
       lw_json_string (out, frame->file);
       if (frame->file != NULL && frame->line > 0)
-        g_string_append_printf (out, ",\"line\":%u}", frame->line);
+        g_string_append_printf (out, ",\"line\":%u", frame->line);
       else
-        g_string_append (out, ",\"line\":null}");
+        g_string_append (out, ",\"line\":null");
+      /* Only frames of an interpreted language say which: native ones do not. */
+      if (frame->lang != NULL)
+        {
+          g_string_append (out, ",\"lang\":");
+          lw_json_string (out, frame->lang);
+        }
+      g_string_append_c (out, '}');
     }
   g_string_append_c (out, ']');
 }
@@ -463,6 +486,17 @@ lagwatch_report_to_json (LagWatchReport *report)
   return g_string_free (out, FALSE);
 }
 
+/* A frame of an interpreted language: "function (file.py:12)  [python]",
+ * no address (it is not one). */
+static void
+lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
+{
+  g_autofree char *file = frame->file ? g_path_get_basename (frame->file) : g_strdup ("?");
+
+  g_string_append_printf (out, "  #%-2u %s (%s:%u)  [%s]\n", index,
+                          frame->symbol ? frame->symbol : "??", file, frame->line, frame->lang);
+}
+
 static void
 lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit)
 {
@@ -471,6 +505,11 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
       const LwFrame *frame = &frames[i];
       g_autofree char *base = frame->module ? g_path_get_basename (frame->module) : g_strdup ("?");
 
+      if (frame->lang != NULL)
+        {
+          lw_text_language_frame (out, i, frame);
+          continue;
+        }
       g_string_append_printf (out, "  #%-2u 0x%016" PRIxPTR "  ", i, frame->ip);
       if (frame->symbol != NULL)
         g_string_append_printf (out, "%s+0x%" PRIxPTR, frame->symbol, frame->symbol_offset);
@@ -677,4 +716,14 @@ lagwatch_report_get_frames_missed (LagWatchReport *report,
   if (refresh_interval_ms != NULL)
     *refresh_interval_ms = report->windows[index].refresh_interval_ms;
   return report->windows[index].frames_missed;
+}
+
+const char *
+lagwatch_report_get_frame_language (LagWatchReport *report,
+                                    guint           index)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  if (index >= report->n_frames)
+    return NULL;
+  return report->frames[index].lang != NULL ? report->frames[index].lang : "native";
 }

@@ -7,6 +7,8 @@
 #include "lw-lines.h"
 #include "lw-profile.h"
 #include "lw-sink-queue.h"
+#include "lw-python.h"
+#include "lw-summary.h"
 #include "lw-symbols.h"
 
 /* Distinct stacks listed in a report. */
@@ -48,6 +50,8 @@ lw_reporter_name_frames (LwFrame *frames, guint n_frames, gboolean lines)
 {
   for (guint i = 0; i < n_frames; i++)
     {
+      if (lw_python_resolve (frames[i].ip, &frames[i]))
+        continue;
       lw_symbols_resolve (frames[i].ip, i > 0, &frames[i]);
       if (lines)
         lw_lines_resolve (&frames[i], i > 0);

@@ -58,6 +58,7 @@ typedef struct
   uintptr_t symbol_offset; /* ip - symbol start (0 when symbol is NULL) */
   char     *file;          /* source file from DWARF line info, or NULL (lw-lines.h) */
   guint     line;          /* its line, 0 when file is NULL */
+  const char *lang;        /* NULL: native code; "python": a Python frame (lw-python.h) */
 } LwFrame;
 
 /* Any thread, normal context. Resolves @ip into @frame. @is_return_address

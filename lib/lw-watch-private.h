@@ -11,6 +11,7 @@
 #include "lw-frames.h"
 #include "lw-hang.h"
 #include "lw-profile.h"
+#include "lw-python.h"
 #include "lw-reporter.h"
 #include "lw-slot.h"
 #include "lw-snapshot.h"
@@ -53,6 +54,7 @@ struct _LagWatch
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
   LwFrames        *frames;           /* GTK windows followed, NULL without GTK 4 */
+  LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
 };
 
 G_END_DECLS

@@ -184,6 +184,8 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
     return;
 
   n = lw_unwinder_walk (watch->unwinder, snap, watch->ips, watch->config->max_frames, &truncated);
+  /* The Python frames are the stuck thread's memory: read them now. */
+  n = lw_python_merge (watch->python, lag->tid, watch->ips, n, watch->config->max_frames, &truncated);
   if (lw_profile_add (watch->profile, watch->ips, n, truncated))
     {
       lw_profile_thin (watch->profile);
@@ -752,6 +754,7 @@ lw_watcher_main (gpointer data)
   lw_watcher_tune_wakeups ();
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
+  watch->python = lw_python_new ();
   while (!atomic_load (&watch->stopping))
     {
       uint64_t seq = atomic_load (&slot->seq);
@@ -837,6 +840,7 @@ lw_watcher_main (gpointer data)
 
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
+  lw_python_free (g_steal_pointer (&watch->python));
   lw_capture_forget_thread (slot);
   return NULL;
 }
@@ -848,6 +852,7 @@ lw_watcher_start (LagWatch *watch, GError **error)
 
   watch->snapshot = lw_snapshot_new (LW_STACK_COPY_BYTES);
   watch->ips = g_new0 (uintptr_t, watch->config->max_frames);
+  lw_python_init ();
   watch->started_ns = lw_clock_now_ns ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
