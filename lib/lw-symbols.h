@@ -58,6 +58,8 @@ typedef struct
   uintptr_t symbol_offset; /* ip - symbol start (0 when symbol is NULL) */
   char     *file;          /* source file from DWARF line info, or NULL (lw-lines.h) */
   guint     line;          /* its line, 0 when file is NULL */
+  gboolean  inlined;       /* a call inlined into the next frame, which has the same ip:
+                            * a logical frame from DWARF (lw_lines_resolve_stack()) */
 } LwFrame;
 
 /* Any thread, normal context. Resolves @ip into @frame. @is_return_address

@@ -431,6 +431,7 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       report->frames = lw_watcher_frames (heaviest->ips, heaviest->n_ips);
       report->n_frames = heaviest->n_ips;
       report->stack_truncated = heaviest->truncated;
+      report->stack_at_limit = heaviest->truncated && heaviest->n_ips >= watch->config->max_frames;
     }
   report->source_known = lag->dispatch_known;
   if (lag->dispatch_known && lag->dispatch.dispatching)
