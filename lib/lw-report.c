@@ -745,6 +745,9 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
                               thread->thread_name ? thread->thread_name : "?",
                               thread->thread_state ? thread->thread_state : "?");
       lw_text_frames (out, thread->frames, thread->n_frames, 12);
+      if (thread->n_frames > 12)
+        g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",
+                                thread->n_frames - 12);
     }
   if (report->occurrence > 1)
     {

@@ -373,6 +373,21 @@ test_consistent_output (void)
   g_assert_nonnull (strstr (table, "(no stack)"));
   g_assert_null (strstr (strstr (table, "(no stack)") + 1, "(no stack)"));
 
+  /* A hang's other threads show 12 frames each and say what they left. */
+  g_clear_pointer (&text, g_free);
+  whole->event = "hang";
+  whole->threads = g_new0 (LwReportStack, 2);
+  whole->n_threads = 2;
+  whole->threads[0].thread_id = 101;
+  whole->threads[1].thread_id = 102;
+  whole->threads[0].frames = g_new0 (LwFrame, 14);
+  whole->threads[0].n_frames = 14;
+  whole->threads[1].frames = g_new0 (LwFrame, 12);
+  whole->threads[1].n_frames = 12;
+  text = lagwatch_report_to_text (whole);
+  g_assert_nonnull (strstr (text, "  ... (2 more frames not shown here: all are in the JSON)\n  thread 102"));
+  g_assert_null (strstr (strstr (text, "  thread 102"), "more frames"));
+
   lagwatch_report_unref (unnamed);
   lagwatch_report_unref (limited);
   lagwatch_report_unref (whole);
