@@ -230,8 +230,10 @@ lw_report_fingerprint (const LagWatchReport *report, guint depth)
         g_autofree char *key = NULL;
         const char *base;
 
-        /* First pass: program frames only; if there is none, any frame. */
-        if (pass == 0 && !lw_report_frame_is_program (frame))
+        /* First pass: named program frames only, those the summary names
+         * (an unnamed one is mostly a PLT stub a sample may or may not
+         * land in); if there is none, any frame. */
+        if (pass == 0 && (!lw_report_frame_is_program (frame) || frame->symbol == NULL))
           continue;
         base = frame->module ? strrchr (frame->module, '/') : NULL;
         base = base ? base + 1 : (frame->module ? frame->module : "?");

@@ -395,6 +395,39 @@ test_consistent_output (void)
   lw_summary_free (summary);
 }
 
+/* A sample in a PLT stub (an unnamed frame of the program's module) and
+ * one in the vDSO under the same named frames are the same lag: one
+ * fingerprint, as the summary names both after the same frame. */
+static void
+test_fingerprint_named_frames (void)
+{
+  static const char *const names[] = { "spin_ms", "run_lag_cb", "test_main" };
+  LagWatchReport *plt = lw_report_new ();
+  LagWatchReport *vdso = lw_report_new ();
+
+  plt->frames = g_new0 (LwFrame, 4);
+  plt->n_frames = 4;
+  plt->frames[0] = (LwFrame) { .ip = 0x3630, .module = "/usr/bin/app", .module_offset = 0x3630 };
+  vdso->frames = g_new0 (LwFrame, 5);
+  vdso->n_frames = 5;
+  vdso->frames[0] = (LwFrame) { .ip = 0xb46, .module = "[vdso]", .symbol = g_strdup ("__vdso_clock_gettime") };
+  vdso->frames[1] = (LwFrame) { .ip = 0x5000, .module = "/lib/x86_64-linux-gnu/libc.so.6",
+                                .symbol = g_strdup ("clock_gettime") };
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      plt->frames[1 + i] = (LwFrame) { .ip = 0x4000 + i, .module = "/usr/bin/app",
+                                       .symbol = g_strdup (names[i]) };
+      vdso->frames[2 + i] = (LwFrame) { .ip = 0x4000 + i, .module = "/usr/bin/app",
+                                        .symbol = g_strdup (names[i]) };
+    }
+  lw_report_compute_fingerprints (plt);
+  lw_report_compute_fingerprints (vdso);
+  g_assert_cmpstr (plt->fingerprint, ==, vdso->fingerprint);
+  g_assert_cmpstr (plt->fingerprint2, ==, vdso->fingerprint2);
+  lagwatch_report_unref (plt);
+  lagwatch_report_unref (vdso);
+}
+
 /* An inlined frame reads as one in text and JSON, and through the API. */
 static void
 test_inlined_outputs (void)
@@ -436,5 +469,6 @@ main (int argc, char **argv)
   g_test_add_func ("/names/program-frames", test_program_frames);
   g_test_add_func ("/names/short-names", test_short_names);
   g_test_add_func ("/names/consistent-output", test_consistent_output);
+  g_test_add_func ("/names/fingerprint-named-frames", test_fingerprint_named_frames);
   return g_test_run ();
 }
