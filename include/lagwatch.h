@@ -602,7 +602,7 @@ LAGWATCH_API char *lagwatch_report_to_text (LagWatchReport *report);
  *
  * Returns: %TRUE when frame @index is such an inlined call; %FALSE for a
  *   real frame or an index out of range
- * Since: 0.2
+ * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
                                                          guint           index);
@@ -620,7 +620,7 @@ LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
  *
  * Returns: %TRUE when frame @index is the program's own code; %FALSE
  *   otherwise or for an index out of range
- * Since: 0.2
+ * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_frame_is_program (LagWatchReport *report,
                                                             guint           index);

@@ -778,6 +778,7 @@ lw_report_stack_to_text (const LwFrame *frames, guint n_frames)
   return g_string_free (out, FALSE);
 }
 
+/* Any thread. */
 gboolean
 lagwatch_report_get_frame_inlined (LagWatchReport *report,
                                    guint           index)
@@ -786,6 +787,7 @@ lagwatch_report_get_frame_inlined (LagWatchReport *report,
   return index < report->n_frames && report->frames[index].inlined;
 }
 
+/* Any thread. */
 gboolean
 lagwatch_report_get_frame_is_program (LagWatchReport *report,
                                       guint           index)
