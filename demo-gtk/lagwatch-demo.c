@@ -459,8 +459,9 @@ demo_thread_text (LagWatchReport *report)
                           syscall_name != NULL ? " in " : "", syscall_name != NULL ? syscall_name : "");
 }
 
-/* The innermost three frames outside libc, GLib and lagwatch, outermost
- * last: "demo_freeze_busy ← demo_freeze ← demo_on_freeze_kind". */
+/* The innermost three program frames (lagwatch's rule: not libc, GLib,
+ * lagwatch, the C++ standard library or an interpreter), outermost last:
+ * "demo_freeze_busy ← demo_freeze ← demo_on_freeze_kind". */
 static char *
 demo_where_text (LagWatchReport *report)
 {
@@ -474,7 +475,7 @@ demo_where_text (LagWatchReport *report)
       g_autofree char *base = NULL;
 
       lagwatch_report_get_frame (report, i, &module, NULL, &module_offset, &symbol, NULL);
-      if (demo_module_is_platform (module))
+      if (!lagwatch_report_get_frame_is_program (report, i))
         continue;
       if (shown++ > 0)
         g_string_append (where, " ← ");
@@ -487,7 +488,7 @@ demo_where_text (LagWatchReport *report)
         }
     }
   if (shown == 0)
-    g_string_append (where, lagwatch_report_get_n_frames (report) > 0 ? "(only libc/GLib frames)" : "(no stack)");
+    g_string_append (where, lagwatch_report_get_n_frames (report) > 0 ? "(only library frames)" : "(no stack)");
   return g_string_free (where, FALSE);
 }
 

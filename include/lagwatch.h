@@ -663,6 +663,41 @@ LAGWATCH_API guint lagwatch_report_get_frames_missed (LagWatchReport *report,
 LAGWATCH_API const char *lagwatch_report_get_frame_language (LagWatchReport *report,
                                                              guint           index);
 
+/**
+ * lagwatch_report_get_frame_inlined:
+ * @report: a report
+ * @index: a frame index, 0 the innermost
+ *
+ * Frames include the calls the compiler inlined, expanded from the debug
+ * info as `addr2line -i` does: an inlined frame is a logical frame, with
+ * its own function name and file:line, that shares the instruction address
+ * of the next frame (the function it was inlined into).
+ *
+ * Returns: %TRUE when frame @index is such an inlined call; %FALSE for a
+ *   real frame or an index out of range
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
+                                                         guint           index);
+
+/**
+ * lagwatch_report_get_frame_is_program:
+ * @report: a report
+ * @index: a frame index, 0 the innermost
+ *
+ * The rule behind "the innermost program frame" of lagwatch's summary and
+ * fingerprints, for a program's own lists: the frame is not libc, GLib or
+ * lagwatch, not the C++ standard library (`std::`, `__gnu_cxx::`,
+ * libstdc++, libc++) and not an interpreter's machinery (libpython,
+ * `_Py...`, libmozjs, libgjs, libffi).
+ *
+ * Returns: %TRUE when frame @index is the program's own code; %FALSE
+ *   otherwise or for an index out of range
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_report_get_frame_is_program (LagWatchReport *report,
+                                                            guint           index);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
 

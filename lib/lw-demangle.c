@@ -1,4 +1,5 @@
-/* lw-demangle.c: C++ names, demangled by the process's own libstdc++
+/* lw-demangle.c: C++ names, demangled by the process's own libstdc++;
+ * Rust names, by libiberty's Rust demangler linked in
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -8,6 +9,7 @@
 #include "lw-modules.h"
 #include "lw-symtab.h"
 
+#include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +88,59 @@ lw_demangle (const char *mangled)
   return call.demangled;
 }
 
+/* Any thread, normal context: libiberty's callback, which appends @len
+ * bytes of the demangled name. */
+static void
+lw_demangle_rust_append (const char *text,
+                         size_t      len,
+                         void       *user_data)
+{
+  g_string_append_len (user_data, text, (gssize) len);
+}
+
+/* Any thread, normal context. @mangled as a Rust developer reads it
+ * (g_free() it), or NULL when it is not a Rust name. A legacy Rust name
+ * is also a valid C++ name ("_ZN3app4main17h0123456789abcdefE" would
+ * read "app::main::h0123456789abcdef"): it is tried first. libiberty
+ * drops the hash without DMGL_VERBOSE, and bounds its own recursion. */
+static char *
+lw_demangle_rust (const char *mangled)
+{
+  GString *out;
+
+  /* "_ZN" (legacy, ends in a 17h<16 hex> hash) or "_R" (v0). */
+  if (!g_str_has_prefix (mangled, "_ZN") && !g_str_has_prefix (mangled, "_R"))
+    return NULL;
+  out = g_string_new (NULL);
+  if (!rust_demangle_callback (mangled, DMGL_PARAMS | DMGL_ANSI, lw_demangle_rust_append, out) ||
+      out->len == 0)
+    {
+      g_string_free (out, TRUE);
+      return NULL;
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* Any thread, normal context. */
+char *
+lw_demangle_name (const char *name)
+{
+  char *shown;
+  char *demangled;
+
+  g_return_val_if_fail (name != NULL, NULL);
+
+  if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+    return NULL;
+  shown = lw_demangle_rust (name);
+  if (shown != NULL || name[1] != 'Z')
+    return shown;
+  demangled = lw_demangle (name);
+  shown = g_strdup (demangled);
+  free (demangled);
+  return shown;
+}
+
 /* Any thread, normal context. */
 const char *
 lw_demangle_display_name (LwSymbolTable  *table,
@@ -95,7 +150,7 @@ lw_demangle_display_name (LwSymbolTable  *table,
   const char *shown = NULL;
   char *demangled;
 
-  if (name[0] != '_' || name[1] != 'Z')
+  if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
     return name;
 
   g_mutex_lock (&lw_demangle_lock);
@@ -105,13 +160,13 @@ lw_demangle_display_name (LwSymbolTable  *table,
   if (shown != NULL)
     return shown;
 
-  demangled = lw_demangle (name);
+  demangled = lw_demangle_name (name);
   if (demangled == NULL)
     return name;
 
   g_mutex_lock (&lw_demangle_lock);
   if (table->demangled == NULL)
-    table->demangled = g_hash_table_new_full (NULL, NULL, NULL, free);
+    table->demangled = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   shown = g_hash_table_lookup (table->demangled, GUINT_TO_POINTER (symbol->name));
   if (shown == NULL)
     {
@@ -121,7 +176,7 @@ lw_demangle_display_name (LwSymbolTable  *table,
       demangled = NULL;
     }
   g_mutex_unlock (&lw_demangle_lock);
-  free (demangled);
+  g_free (demangled);
 
   return shown;
 }

@@ -3,13 +3,16 @@
  * One list of open DWARF files, most recently used first, each keyed by
  * the module's path and build-id; a lookup is dwarf_addrdie() (through
  * .debug_aranges) then dwarf_getsrc_die() in that compile unit's line
- * table, the row at or before the address, as addr2line does.
+ * table, the row at or before the address, as addr2line does. Inlined
+ * calls are the DW_TAG_inlined_subroutine scopes around the address
+ * (dwarf_getscopes()), each called from its DW_AT_call_file:call_line.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "lw-lines.h"
 
 #include "lw-build-config.h"
+#include "lw-demangle.h"
 #include "lw-elf-file.h"
 #include "lw-modules.h"
 
@@ -28,6 +31,9 @@
 /* Entries, open or not: bounds the memory of the modules remembered
  * without DWARF. */
 #define LW_LINES_MAX_ENTRIES 64
+/* Logical frames expanded from one physical frame: bounds a report built
+ * from corrupt DWARF. */
+#define LW_LINES_MAX_INLINED 16
 
 typedef struct
 {
@@ -248,10 +254,101 @@ lw_lines_absolute_path (Dwarf_Die  *cu,
   return g_canonicalize_filename (file, comp_dir);
 }
 
-/* Any thread, normal context. */
-void
-lw_lines_resolve (LwFrame  *frame,
-                  gboolean  is_return_address)
+/* HOLDS: lw_lines_lock. The name of the function @die is an instance of,
+ * as the symbol table would show it: its linkage name demangled, else its
+ * DWARF name (a C function's), else NULL. */
+static char *
+lw_lines_die_name (Dwarf_Die *die)
+{
+  Dwarf_Attribute attribute;
+  const char *linkage = dwarf_formstring (dwarf_attr_integrate (die, DW_AT_linkage_name, &attribute));
+  const char *name;
+  char *shown;
+
+  if (linkage == NULL)
+    linkage = dwarf_formstring (dwarf_attr_integrate (die, DW_AT_MIPS_linkage_name, &attribute));
+  if (linkage != NULL)
+    {
+      shown = lw_demangle_name (linkage);
+      return shown != NULL ? shown : g_strdup (linkage);
+    }
+  name = dwarf_diename (die);
+  return g_strdup (name);
+}
+
+/* HOLDS: lw_lines_lock. Appends to @inlined (LwFrame) a logical frame for
+ * each call inlined at @offset of @cu, innermost first, each at the
+ * location in *@file:*@line (that of @frame's address for the innermost),
+ * and leaves in *@file and *@line the call site of the outermost: the
+ * physical frame's own line. Same scopes as eu-addr2line -i: those of the
+ * innermost DIE at the address, from dwarf_getscopes_die(). */
+static void
+lw_lines_expand_inlined (Dwarf_Die     *cu,
+                         Dwarf_Addr     offset,
+                         const LwFrame *frame,
+                         GArray        *inlined,
+                         char         **file,
+                         guint         *line)
+{
+  Dwarf_Die *scopes = NULL;
+  Dwarf_Die innermost;
+  Dwarf_Files *files = NULL;
+  int n_scopes = dwarf_getscopes (cu, offset, &scopes);
+  guint added = 0;
+
+  if (n_scopes <= 0)
+    {
+      free (scopes);
+      return;
+    }
+  innermost = scopes[0];
+  free (scopes);
+  scopes = NULL;
+  n_scopes = dwarf_getscopes_die (&innermost, &scopes);
+  if (n_scopes > 1 && dwarf_getsrcfiles (cu, &files, NULL) == 0)
+    for (int i = 0; i < n_scopes - 1 && added < LW_LINES_MAX_INLINED; i++)
+      {
+        Dwarf_Die *die = &scopes[i];
+        Dwarf_Attribute attribute;
+        Dwarf_Word call_file = 0, call_line = 0;
+        const char *caller_file;
+        LwFrame logical = { 0 };
+
+        if (dwarf_tag (die) != DW_TAG_inlined_subroutine)
+          continue;
+        logical.ip = frame->ip;
+        logical.module = frame->module;
+        logical.build_id = frame->build_id;
+        logical.module_offset = frame->module_offset;
+        logical.symbol = lw_lines_die_name (die);
+        logical.file = *file;
+        logical.line = *line;
+        logical.inlined = TRUE;
+        g_array_append_val (inlined, logical);
+        added++;
+
+        /* The caller's location: where this call was inlined. */
+        *file = NULL;
+        *line = 0;
+        if (dwarf_formudata (dwarf_attr (die, DW_AT_call_file, &attribute), &call_file) == 0 &&
+            dwarf_formudata (dwarf_attr (die, DW_AT_call_line, &attribute), &call_line) == 0 &&
+            call_line > 0 && call_line <= G_MAXUINT &&
+            (caller_file = dwarf_filesrc (files, call_file, NULL, NULL)) != NULL)
+          {
+            *file = lw_lines_absolute_path (cu, caller_file);
+            *line = (guint) call_line;
+          }
+      }
+  free (scopes);
+}
+
+/* Any thread, normal context. Fills @frame's file and line; with
+ * @inlined, appends the logical frames inlined at its address first (see
+ * lw_lines_resolve_stack()). */
+static void
+lw_lines_resolve_frame (LwFrame  *frame,
+                        gboolean  is_return_address,
+                        GArray   *inlined)
 {
   uintptr_t addr;
   LwModule *module;
@@ -289,10 +386,45 @@ lw_lines_resolve (LwFrame  *frame,
         {
           frame->file = lw_lines_absolute_path (&cu, file);
           frame->line = line_number;
+          if (inlined != NULL)
+            lw_lines_expand_inlined (&cu, offset, frame, inlined, &frame->file, &frame->line);
         }
       g_mutex_unlock (&lw_lines_lock);
     }
   lw_module_unref (module);
+}
+
+/* Any thread, normal context. */
+void
+lw_lines_resolve (LwFrame  *frame,
+                  gboolean  is_return_address)
+{
+  lw_lines_resolve_frame (frame, is_return_address, NULL);
+}
+
+/* Any thread, normal context. */
+void
+lw_lines_resolve_stack (LwFrame **frames,
+                        guint    *n_frames)
+{
+  GArray *expanded;
+
+  g_return_if_fail (frames != NULL && n_frames != NULL);
+
+  expanded = g_array_sized_new (FALSE, TRUE, sizeof (LwFrame), *n_frames);
+  for (guint i = 0; i < *n_frames; i++)
+    {
+      LwFrame frame = (*frames)[i];
+
+      /* A frame of an interpreted language has its file and line already,
+       * and no machine address to look up. */
+      if (frame.lang == NULL)
+        lw_lines_resolve_frame (&frame, i > 0, expanded);
+      g_array_append_val (expanded, frame);
+    }
+  g_free (*frames);
+  *n_frames = expanded->len;
+  *frames = (LwFrame *) g_array_free (expanded, FALSE);
 }
 
 /* Any thread, normal context, loader lock free. */
@@ -372,6 +504,13 @@ lw_lines_resolve (LwFrame  *frame,
                   gboolean  is_return_address)
 {
   g_return_if_fail (frame != NULL);
+}
+
+void
+lw_lines_resolve_stack (LwFrame **frames,
+                        guint    *n_frames)
+{
+  g_return_if_fail (frames != NULL && n_frames != NULL);
 }
 
 void

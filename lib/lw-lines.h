@@ -48,6 +48,18 @@ void  lw_lines_init      (void);
 void  lw_lines_resolve   (LwFrame  *frame,
                           gboolean  is_return_address);
 
+/* Any thread, normal context. Fills file and line of each frame of
+ * *@frames (named by lw_symbols_resolve(), frame 0 at an exact pc, the
+ * others at return addresses) and expands the calls inlined at each into
+ * logical frames of their own, as addr2line -i does: before the frame
+ * whose code they were inlined into, innermost first, with inlined set,
+ * the same ip, module and offsets, the inlined function's name (symbol,
+ * symbol_offset 0) and its own file:line; the physical frame then gets
+ * the line of the outermost inlined call. At most 16 logical frames per
+ * physical frame. Replaces *@frames (g_free()d) and *@n_frames. */
+void  lw_lines_resolve_stack (LwFrame **frames,
+                              guint    *n_frames);
+
 /* Any thread. Sets the budget of open DWARF files in bytes (0 restores
  * the default, 64 MiB), closing the least recently used beyond it. */
 void  lw_lines_set_budget (gsize bytes);

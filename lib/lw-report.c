@@ -62,6 +62,169 @@ lw_report_has_language_frames (const LagWatchReport *report)
   return FALSE;
 }
 
+/* Any thread. Where the function's qualified name starts in @name, after
+ * a template's return type ("void std::sort<...>(...)"): past the last
+ * space outside <> and () before the parameter list. */
+static const char *
+lw_report_name_start (const char *name)
+{
+  const char *start = name;
+  int depth = 0;
+
+  for (const char *p = name; *p != '\0'; p++)
+    {
+      if (*p == '<' || *p == '(')
+        {
+          if (*p == '(' && depth == 0 && p > name)
+            break;
+          depth++;
+        }
+      else if ((*p == '>' || *p == ')') && depth > 0)
+        depth--;
+      else if (*p == ' ' && depth == 0)
+        start = p + 1;
+    }
+  return start;
+}
+
+/* Any thread. */
+gboolean
+lw_report_frame_is_program (const LwFrame *frame)
+{
+  static const char *const modules[] = {
+    "libstdc++.so", "libc++.so", "libc++abi.so", "libgcc_s.so",
+    "libpython", "python3", "libmozjs", "libgjs.so", "libffi.so",
+  };
+  static const char *const functions[] = {
+    "std::", "__gnu_cxx::", "__cxxabiv1::", "_Py", "Py",
+  };
+  const char *base;
+
+  if (lw_report_frame_is_platform (frame))
+    return FALSE;
+  if (frame->module != NULL)
+    {
+      base = strrchr (frame->module, '/');
+      base = base != NULL ? base + 1 : frame->module;
+      for (gsize i = 0; i < G_N_ELEMENTS (modules); i++)
+        if (g_str_has_prefix (base, modules[i]))
+          return FALSE;
+    }
+  if (frame->symbol != NULL)
+    {
+      const char *name = lw_report_name_start (frame->symbol);
+
+      for (gsize i = 0; i < G_N_ELEMENTS (functions); i++)
+        if (g_str_has_prefix (name, functions[i]))
+          {
+            /* "Py" only as the C API's "PyObject_Call": not "Python_app". */
+            if (g_str_equal (functions[i], "Py") && !g_ascii_isupper (name[2]))
+              continue;
+            return FALSE;
+          }
+    }
+  return TRUE;
+}
+
+#define LW_REPORT_SHORT_NAME 80
+
+/* Any thread. The length of the operator's symbol after "operator" at @p
+ * ("<<", "->", "<=>"...), whose angle brackets are no template's. */
+static gsize
+lw_report_operator_length (const char *name, const char *p)
+{
+  gsize n = 0;
+
+  if (!g_str_has_prefix (p, "operator") ||
+      (p > name && (g_ascii_isalnum (p[-1]) || p[-1] == '_')))
+    return 0;
+  n = strlen ("operator");
+  while (p[n] != '\0' && strchr ("<>=-", p[n]) != NULL)
+    n++;
+  return n;
+}
+
+/* Any thread. */
+char *
+lw_report_short_name (const char *name)
+{
+  GString *out;
+  int depth = 0;
+
+  g_return_val_if_fail (name != NULL, NULL);
+  if (strlen (name) <= LW_REPORT_SHORT_NAME)
+    return g_strdup (name);
+
+  out = g_string_sized_new (LW_REPORT_SHORT_NAME);
+  for (const char *p = name; *p != '\0'; p++)
+    {
+      gsize operator_length = depth == 0 ? lw_report_operator_length (name, p) : 0;
+
+      if (operator_length > 0)
+        {
+          g_string_append_len (out, p, (gssize) operator_length);
+          p += operator_length - 1;
+        }
+      else if (*p == '<')
+        {
+          if (depth++ == 0)
+            g_string_append (out, "<...");
+        }
+      else if (*p == '>' && depth > 0)
+        {
+          if (--depth == 0)
+            g_string_append_c (out, '>');
+        }
+      else if (depth == 0)
+        g_string_append_c (out, *p);
+    }
+
+  /* Still long: the parameters go too, "(...)", the list whose ")" is the
+   * last one (a "const" may follow it). */
+  if (out->len > LW_REPORT_SHORT_NAME)
+    {
+      char *close = strrchr (out->str, ')');
+      int level = 0;
+
+      for (char *p = close; p != NULL && p >= out->str; p--)
+        {
+          if (*p == ')')
+            level++;
+          else if (*p == '(' && --level == 0)
+            {
+              if (close - p > 4)
+                {
+                  gsize at = (gsize) (p - out->str) + 1;
+
+                  g_string_erase (out, (gssize) at, close - p - 1);
+                  g_string_insert (out, (gssize) at, "...");
+                }
+              break;
+            }
+        }
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* Any thread. */
+char *
+lw_report_stack_label (const LwFrame *frames,
+                       guint          n_frames)
+{
+  g_autofree char *base = NULL;
+
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL && lw_report_frame_is_program (&frames[i]))
+      return lw_report_short_name (frames[i].symbol);
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL)
+      return lw_report_short_name (frames[i].symbol);
+  if (n_frames == 0)
+    return g_strdup ("(no stack)");
+  base = frames[0].module != NULL ? g_path_get_basename (frames[0].module) : g_strdup ("??");
+  return g_strdup_printf ("%s+0x%" PRIxPTR, base, frames[0].module_offset);
+}
+
 /* 64-bit FNV-1a of the innermost @depth program frames, each as
  * "module-basename!symbol" (or "!+0xoffset" without a symbol): stable across
  * runs and address-space layouts of the same build. */
@@ -79,8 +242,10 @@ lw_report_fingerprint (const LagWatchReport *report, guint depth)
         g_autofree char *key = NULL;
         const char *base;
 
-        /* First pass: program frames only; if there is none, any frame. */
-        if (pass == 0 && lw_report_frame_is_platform (frame))
+        /* First pass: named program frames only, those the summary names
+         * (an unnamed one is mostly a PLT stub a sample may or may not
+         * land in); if there is none, any frame. */
+        if (pass == 0 && (!lw_report_frame_is_program (frame) || frame->symbol == NULL))
           continue;
         /* A lag in interpreted code is told by its interpreted frames: the
          * interpreter's own frames are the same for every handler. */
@@ -360,7 +525,7 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
           g_string_append (out, ",\"lang\":");
           lw_json_string (out, frame->lang);
         }
-      g_string_append_c (out, '}');
+      g_string_append_printf (out, ",\"inlined\":%s}", frame->inlined ? "true" : "false");
     }
   g_string_append_c (out, ']');
 }
@@ -482,6 +647,11 @@ lagwatch_report_to_json (LagWatchReport *report)
       lw_json_string (out, report->previous_exe);
     }
   lw_json_frames_missed (out, report);
+  /* Why "stack" ends where it does: its outermost frame, the frame limit,
+   * or a frame the unwinder could not step past. */
+  g_string_append (out, ",\"stack_end\":");
+  lw_json_string (out, !report->stack_truncated ? "outermost"
+                       : report->stack_at_limit ? "frame-limit" : "unwind-stopped");
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -512,7 +682,14 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
         }
       g_string_append_printf (out, "  #%-2u 0x%016" PRIxPTR "  ", i, frame->ip);
       if (frame->symbol != NULL)
-        g_string_append_printf (out, "%s+0x%" PRIxPTR, frame->symbol, frame->symbol_offset);
+        {
+          g_autofree char *name = lw_report_short_name (frame->symbol);
+
+          if (frame->inlined)
+            g_string_append_printf (out, "%s (inlined)", name);
+          else
+            g_string_append_printf (out, "%s+0x%" PRIxPTR, name, frame->symbol_offset);
+        }
       else
         g_string_append (out, "??");
       g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", base, frame->module_offset);
@@ -524,20 +701,6 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
         }
       g_string_append_c (out, '\n');
     }
-}
-
-/* "name" of the innermost frame with a symbol outside libc/GLib, for the
- * one-line summary of a secondary stack. */
-static const char *
-lw_text_stack_label (const LwFrame *frames, guint n_frames)
-{
-  for (guint i = 0; i < n_frames; i++)
-    if (frames[i].symbol != NULL && !lw_report_frame_is_platform (&frames[i]))
-      return frames[i].symbol;
-  for (guint i = 0; i < n_frames; i++)
-    if (frames[i].symbol != NULL)
-      return frames[i].symbol;
-  return "??";
 }
 
 static const char *
@@ -648,12 +811,19 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
   if (report->stack_error != NULL)
     g_string_append_printf (out, "  (%s)\n", report->stack_error);
   lw_text_frames (out, report->frames, report->n_frames, G_MAXUINT);
-  if (report->stack_truncated)
-    g_string_append (out, "  ... (more frames not shown)\n");
+  if (report->stack_truncated && report->stack_at_limit)
+    g_string_append (out, "  ... (more frames not shown: the frame limit)\n");
+  else if (report->stack_truncated && report->n_frames > 0)
+    g_string_append (out, "  ... (the unwind stopped here: no way to step past this frame; "
+                          "the stack may be incomplete)\n");
   for (guint i = 1; i < report->n_stacks && i < 4; i++)
-    g_string_append_printf (out, "  also %.0f%% in %s\n",
-                            100.0 * report->stacks[i].samples / MAX (report->n_samples, 1),
-                            lw_text_stack_label (report->stacks[i].frames, report->stacks[i].n_frames));
+    {
+      g_autofree char *label = lw_report_stack_label (report->stacks[i].frames,
+                                                      report->stacks[i].n_frames);
+
+      g_string_append_printf (out, "  also %.0f%% in %s\n",
+                              100.0 * report->stacks[i].samples / MAX (report->n_samples, 1), label);
+    }
   for (guint i = 0; i < report->n_threads; i++)
     {
       const LwReportStack *thread = &report->threads[i];
@@ -662,6 +832,9 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
                               thread->thread_name ? thread->thread_name : "?",
                               thread->thread_state ? thread->thread_state : "?");
       lw_text_frames (out, thread->frames, thread->n_frames, 12);
+      if (thread->n_frames > 12)
+        g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",
+                                thread->n_frames - 12);
     }
   if (report->occurrence > 1)
     {
@@ -726,4 +899,22 @@ lagwatch_report_get_frame_language (LagWatchReport *report,
   if (index >= report->n_frames)
     return NULL;
   return report->frames[index].lang != NULL ? report->frames[index].lang : "native";
+}
+
+/* Any thread. */
+gboolean
+lagwatch_report_get_frame_inlined (LagWatchReport *report,
+                                   guint           index)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return index < report->n_frames && report->frames[index].inlined;
+}
+
+/* Any thread. */
+gboolean
+lagwatch_report_get_frame_is_program (LagWatchReport *report,
+                                      guint           index)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return index < report->n_frames && lw_report_frame_is_program (&report->frames[index]);
 }

@@ -26,6 +26,7 @@ typedef struct
   char     *thread_name;
   char     *thread_state;
   gboolean  truncated;
+  gboolean  at_limit;        /* truncated at the frame limit, not where the unwind stopped */
   LwFrame  *frames;
   guint     n_frames;
 } LwReportStack;
@@ -75,6 +76,8 @@ struct _LagWatchReport
   gboolean  frames_followed; /* GTK 4 is loaded and its windows followed */
   LwReportWindow *windows;   /* mapped windows, with the frames each missed */
   guint     n_windows;
+  gboolean  stack_at_limit;  /* stack_truncated at the frame limit, not where the unwind
+                              * could go no further */
 };
 
 /* Watcher thread. Frees the frames of @stack. */
@@ -83,6 +86,29 @@ void lw_report_stack_clear (LwReportStack *stack);
 /* Any thread. TRUE for a frame of libc, GLib, lagwatch or the vDSO: the
  * platform every lag passes through, not the program. */
 gboolean lw_report_frame_is_platform (const LwFrame *frame);
+
+/* Any thread. TRUE for a frame of the program's own code: not the
+ * platform (lw_report_frame_is_platform()), not the C++ standard library
+ * (a function in std::, __gnu_cxx:: or __cxxabiv1::, even inlined into
+ * the program; libstdc++, libc++, libgcc_s), not an interpreter's or a
+ * binding's machinery (libpython, the python3 executable, _Py and Py C-API
+ * functions, libmozjs, libgjs, libffi). The one rule behind "the innermost
+ * program frame" of the summary, the fingerprint, the text report and
+ * lagwatch_report_get_frame_is_program(). */
+gboolean lw_report_frame_is_program (const LwFrame *frame);
+
+/* Any thread. @name (a demangled C++ name) as the text report shows it:
+ * whole up to 80 bytes; longer, with template arguments elided
+ * ("std::__introsort_loop<...>(...)"), then the parameters too if still
+ * longer, keeping the function's own name and its class. */
+char *lw_report_short_name (const char *name);
+
+/* Any thread. The label of a stack in the text report and the summary:
+ * the innermost program frame's name (shortened), else the innermost
+ * named frame's, else "module+0xoffset" of the innermost frame, else
+ * "(no stack)" when there are no frames. */
+char *lw_report_stack_label (const LwFrame *frames,
+                             guint          n_frames);
 
 /* Watcher thread. Computes fingerprint and fingerprint2 from the frames. */
 void lw_report_compute_fingerprints (LagWatchReport *report);

@@ -43,19 +43,20 @@ typedef struct
   LwReportKind    kind;
 } LwReporterItem;
 
-/* Reporting thread. Names @frames (addresses filled in by the watcher);
- * @lines adds file:line, for the stacks a report shows in full. */
+/* Reporting thread. Names *@frames (addresses filled in by the watcher);
+ * @lines adds file:line and the inlined calls' logical frames, for the
+ * stacks a report shows in full. */
 static void
-lw_reporter_name_frames (LwFrame *frames, guint n_frames, gboolean lines)
+lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
 {
-  for (guint i = 0; i < n_frames; i++)
+  for (guint i = 0; i < *n_frames; i++)
     {
-      if (lw_python_resolve (frames[i].ip, &frames[i]))
+      if (lw_python_resolve ((*frames)[i].ip, &(*frames)[i]))
         continue;
-      lw_symbols_resolve (frames[i].ip, i > 0, &frames[i]);
-      if (lines)
-        lw_lines_resolve (&frames[i], i > 0);
+      lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
     }
+  if (lines)
+    lw_lines_resolve_stack (frames, n_frames);
 }
 
 /* A frame of @frames named @symbol, or -1. */
@@ -107,12 +108,13 @@ lw_reporter_complete (LagWatchReport *report)
       report->frames = g_memdup2 (heaviest->frames, MAX (heaviest->n_frames, 1) * sizeof (LwFrame));
       report->n_frames = heaviest->n_frames;
       report->stack_truncated = heaviest->truncated;
+      report->stack_at_limit = heaviest->at_limit;
     }
-  lw_reporter_name_frames (report->frames, report->n_frames, TRUE);
+  lw_reporter_name_frames (&report->frames, &report->n_frames, TRUE);
   for (guint i = 0; i < report->n_stacks; i++)
-    lw_reporter_name_frames (report->stacks[i].frames, report->stacks[i].n_frames, FALSE);
+    lw_reporter_name_frames (&report->stacks[i].frames, &report->stacks[i].n_frames, FALSE);
   for (guint i = 0; i < report->n_threads; i++)
-    lw_reporter_name_frames (report->threads[i].frames, report->threads[i].n_frames, TRUE);
+    lw_reporter_name_frames (&report->threads[i].frames, &report->threads[i].n_frames, TRUE);
   report->phase = lw_reporter_phase (report);
   lw_report_compute_fingerprints (report);
 }

@@ -69,14 +69,12 @@ lw_summary_is_fibonacci (guint n)
   return a == n;
 }
 
+/* Reporting thread. The innermost program frame, as the text report
+ * names it; "(no stack)" only when there is no frame at all. */
 static char *
 lw_summary_label (const LagWatchReport *report)
 {
-  for (guint i = 0; i < report->n_frames; i++)
-    if (report->frames[i].symbol != NULL && !lw_report_frame_is_platform (&report->frames[i]))
-      return g_strdup (report->frames[i].symbol);
-  return g_strdup (report->n_frames > 0 && report->frames[0].symbol ? report->frames[0].symbol
-                                                                   : "(no stack)");
+  return lw_report_stack_label (report->frames, report->n_frames);
 }
 
 gboolean

@@ -59,6 +59,8 @@ typedef struct
   char     *file;          /* source file from DWARF line info, or NULL (lw-lines.h) */
   guint     line;          /* its line, 0 when file is NULL */
   const char *lang;        /* NULL: native code; "python": a Python frame (lw-python.h) */
+  gboolean  inlined;       /* a call inlined into the next frame, which has the same ip:
+                            * a logical frame from DWARF (lw_lines_resolve_stack()) */
 } LwFrame;
 
 /* Any thread, normal context. Resolves @ip into @frame. @is_return_address

@@ -424,6 +424,7 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
 
       report->stacks[i].samples = stack->count;
       report->stacks[i].truncated = stack->truncated;
+      report->stacks[i].at_limit = stack->truncated && stack->n_ips >= watch->config->max_frames;
       report->stacks[i].frames = lw_watcher_frames (stack->ips, stack->n_ips);
       report->stacks[i].n_frames = stack->n_ips;
     }

@@ -19,7 +19,7 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # systemd-journal-upload and -remote in a namespace (ip, ss: iproute2).
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
-  libjson-glib-dev libc6-dbg
+  libjson-glib-dev libc6-dbg libiberty-dev rustc
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev
   python3 elfutils chromium systemd-journal-remote
