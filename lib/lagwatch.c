@@ -12,6 +12,7 @@
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-sink.h"
+#include "lw-stats-private.h"
 #include "lw-unwind.h"
 #include "lw-watcher.h"
 
@@ -40,6 +41,24 @@ lw_print_summary (LagWatch *watch)
   lw_sinks_write_raw_stderr (table);
 }
 
+/* At exit, for a watch never detached: its latency profile as a "stats"
+ * event (a detached watch's watcher wrote it as it stopped). */
+static void
+lw_write_stats_at_exit (LagWatch *watch)
+{
+  LagWatchStats *stats;
+  g_autofree char *json = NULL, *counts = NULL, *text = NULL;
+
+  if (!watch->slot->stats_enabled)
+    return;
+  stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
+  json = lw_stats_to_json (stats);
+  counts = lw_stats_to_text (stats);
+  text = g_strdup_printf ("lagwatch: this run: %s\n", counts);
+  lagwatch_stats_free (stats);
+  lw_sinks_write_raw (watch->sinks, json, text);
+}
+
 /* At exit: the summaries of the watches never detached. */
 static void
 lw_print_summaries_at_exit (void)
@@ -52,7 +71,10 @@ lw_print_summaries_at_exit (void)
     {
       g_hash_table_iter_init (&iter, lw_watches);
       while (g_hash_table_iter_next (&iter, &watch, NULL))
-        lw_print_summary (watch);
+        {
+          lw_write_stats_at_exit (watch);
+          lw_print_summary (watch);
+        }
     }
   g_mutex_unlock (&lw_lock);
 }
@@ -167,7 +189,7 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
       g_clear_error (&error);
     }
 
-  watch->slot = lw_hooks_attach (context, &error);
+  watch->slot = lw_hooks_attach_full (context, lw_config_stats_enabled (), &error);
   if (watch->slot == NULL)
     {
       g_set_error (out_error, LAGWATCH_ERROR, error->code, "cannot watch: %s", error->message);
@@ -351,4 +373,13 @@ lagwatch_set_report_func (LagWatch          *watch,
   g_rec_mutex_unlock (&watch->report_lock);
   if (old_destroy != NULL)
     old_destroy (old_data);
+}
+
+LagWatchStats *
+lagwatch_get_stats (LagWatch *watch)
+{
+  g_return_val_if_fail (watch != NULL && lw_watch_is_live (watch), NULL);
+  if (!watch->slot->stats_enabled)
+    return NULL;
+  return lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
 }

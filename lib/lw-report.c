@@ -13,6 +13,7 @@ lw_report_new (void)
   report->caught_ms = -1;
   report->cpu_ms = -1;
   report->event = "lag";
+  report->run_delay_ms = -1;
   return report;
 }
 
@@ -432,8 +433,24 @@ lagwatch_report_to_json (LagWatchReport *report)
       g_string_append (out, ",\"exe\":");
       lw_json_string (out, report->previous_exe);
     }
+  lw_json_optional_ms (out, "run_delay_ms", report->run_delay_ms);
+  g_string_append_printf (out, ",\"cpu_starved\":%s,\"input_pending\":%s",
+                          report->cpu_starved ? "true" : "false", report->input_pending ? "true" : "false");
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
+}
+
+/* Any thread. The machine's share of the lag, and waiting input. */
+static void
+lw_text_whose_fault (GString *out, const LagWatchReport *report)
+{
+  if (report->run_delay_ms >= 1 && report->duration_ms > 0
+      && (report->cpu_starved || report->run_delay_ms >= report->duration_ms / 10))
+    g_string_append_printf (out, "  waiting for a CPU: %.0f ms (%.0f%% of the lag)%s\n", report->run_delay_ms,
+                            MIN (100.0 * report->run_delay_ms / report->duration_ms, 100.0),
+                            report->cpu_starved ? ": the machine was busy" : "");
+  if (report->input_pending)
+    g_string_append (out, "  input was waiting: a file descriptor the loop polls was readable during the lag\n");
 }
 
 static void
@@ -547,6 +564,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
           g_string_append (out, "\n");
         }
     }
+  lw_text_whose_fault (out, report);
   if (report->n_samples > 0 && report->n_stacks > 0)
     g_string_append_printf (out, "  %u sample%s; heaviest stack (%.0f%%)", report->n_samples,
                             report->n_samples == 1 ? "" : "s",
@@ -602,4 +620,25 @@ lw_report_stack_to_text (const LwFrame *frames, guint n_frames)
 
   lw_text_frames (out, frames, n_frames, G_MAXUINT);
   return g_string_free (out, FALSE);
+}
+
+double
+lagwatch_report_get_run_delay_ms (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, -1);
+  return report->run_delay_ms;
+}
+
+gboolean
+lagwatch_report_get_cpu_starved (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return report->cpu_starved;
+}
+
+gboolean
+lagwatch_report_get_input_pending (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return report->input_pending;
 }

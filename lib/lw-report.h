@@ -62,6 +62,11 @@ struct _LagWatchReport
   /* Set by the watcher for the reporting thread, which derives phase. */
   gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
   guint     prepares;        /* starvation sentinel prepares during the lag */
+
+  /* Whose fault (issue 15): set by the watcher. */
+  double    run_delay_ms;    /* runnable but waiting for a CPU during the lag, < 0 unknown */
+  gboolean  cpu_starved;     /* run_delay_ms >= duration_ms / 2 */
+  gboolean  input_pending;   /* an input fd of the context was readable during the lag */
 };
 
 /* Watcher thread. Frees the frames of @stack. */

@@ -69,6 +69,12 @@ struct _LagWatch
   int64_t          observed_at_ns;   /* when it was first seen */
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+
+  /* Issue 15: whose fault, and the latency profile's events. */
+  int64_t          observed_delay_ns; /* the thread's run-queue delay at first sight, -1 unknown */
+  _Atomic guint    n_lags;           /* lags reported (any thread reads) */
+  int64_t          stats_written_ns; /* watcher: the last periodic "stats" event, 0 none */
+  guint64          stats_written_iterations; /* watcher: the iterations it counted */
 };
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in
