@@ -38,25 +38,38 @@ lw_print_summary (LagWatch *watch)
 
   if (!lw_sinks_has_stderr (watch->sinks) || (table = lw_summary_to_text (watch->summary)) == NULL)
     return;
+  if (watch->slot->stats_enabled)
+    {
+      /* The latency profile's line first: "lagwatch: this run: 12,340
+       * iterations, p99 4 ms, 37 over 16.7 ms, 2 lags". */
+      LagWatchStats *stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
+      g_autofree char *counts = lw_stats_to_text (stats);
+      char *both = g_strdup_printf ("lagwatch: this run: %s\n%s", counts, table);
+
+      lagwatch_stats_free (stats);
+      g_free (table);
+      table = both;
+    }
   lw_sinks_write_raw_stderr (table);
 }
 
 /* At exit, for a watch never detached: its latency profile as a "stats"
- * event (a detached watch's watcher wrote it as it stopped). */
+ * event to the JSON sinks (a detached watch's watcher wrote it as it
+ * stopped). */
 static void
 lw_write_stats_at_exit (LagWatch *watch)
 {
   LagWatchStats *stats;
-  g_autofree char *json = NULL, *counts = NULL, *text = NULL;
+  g_autofree char *json = NULL;
 
   if (!watch->slot->stats_enabled)
     return;
   stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
-  json = lw_stats_to_json (stats);
-  counts = lw_stats_to_text (stats);
-  text = g_strdup_printf ("lagwatch: this run: %s\n", counts);
+  if (lagwatch_stats_get_iterations (stats) > 0)
+    json = lw_stats_to_json (stats);
   lagwatch_stats_free (stats);
-  lw_sinks_write_raw (watch->sinks, json, text);
+  if (json != NULL)
+    lw_sinks_write_stats (watch->sinks, json);
 }
 
 /* At exit: the summaries of the watches never detached. */

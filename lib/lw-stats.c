@@ -146,10 +146,12 @@ char *
 lw_stats_to_text (const LagWatchStats *stats)
 {
   GString *out = g_string_new (NULL);
+  double p99;
 
   lw_stats_append_count (out, stats->iterations);
-  g_string_append_printf (out, " iterations, p99 %g ms, ",
-                          lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99));
+  p99 = lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99);
+  /* "4 ms", "16.7 ms", "801 ms", "2500 ms". */
+  g_string_append_printf (out, p99 >= 100 ? " iterations, p99 %.0f ms, " : " iterations, p99 %.3g ms, ", p99);
   lw_stats_append_count (out, lw_stats_count_from (stats, LW_STATS_BUCKET_60HZ));
   g_string_append_printf (out, " over 16.7 ms, %u lag%s", stats->lags, stats->lags == 1 ? "" : "s");
   return g_string_free (out, FALSE);

@@ -590,29 +590,33 @@ lw_watcher_whose_fault (LagWatch *watch, LwLag *lag, LagWatchReport *report, int
 {
   int64_t delay_ns = lw_watcher_lag_run_delay (watch, lag, end_ns);
 
-  report->run_delay_ms = delay_ns >= 0 ? (double) delay_ns / LW_NSEC_PER_MSEC : -1;
+  /* Measured a little past the lag's end (the read comes after it), and
+   * scaled: never more than the part of the lag the thread did not run. */
+  report->run_delay_ms = delay_ns >= 0 ? MIN ((double) delay_ns / LW_NSEC_PER_MSEC,
+                                              MAX (report->duration_ms - MAX (report->cpu_ms, 0), 0))
+                                       : -1;
   report->cpu_starved = delay_ns >= 0 && report->duration_ms > 0
                         && report->run_delay_ms >= report->duration_ms / 2;
   report->input_pending = lag->input_pending;
 }
 
-/* Watcher thread. The latency profile as a "stats" event to the sinks:
- * JSON to the JSON sinks, @label and the counts as one line on stderr. */
+/* Watcher thread. The latency profile as a "stats" event to the JSON
+ * sinks, once the loop has iterated (stderr gets it with the summary). */
 static void
-lw_watcher_write_stats (LagWatch *watch, const char *label)
+lw_watcher_write_stats (LagWatch *watch)
 {
   LagWatchStats *stats;
-  g_autofree char *json = NULL, *counts = NULL, *text = NULL;
+  g_autofree char *json = NULL;
 
   if (!watch->slot->stats_enabled)
     return;
   stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
-  json = lw_stats_to_json (stats);
-  counts = lw_stats_to_text (stats);
-  text = g_strdup_printf ("lagwatch: %s: %s\n", label, counts);
   watch->stats_written_iterations = lagwatch_stats_get_iterations (stats);
+  if (watch->stats_written_iterations > 0)
+    json = lw_stats_to_json (stats);
   lagwatch_stats_free (stats);
-  lw_sinks_write_raw (watch->sinks, json, text);
+  if (json != NULL)
+    lw_sinks_write_stats (watch->sinks, json);
 }
 
 /* Watcher thread, while the loop polls. The periodic "stats" event: at
@@ -629,7 +633,7 @@ lw_watcher_maybe_write_stats (LagWatch *watch)
       || atomic_load (&watch->slot->seq) >> 1 == watch->stats_written_iterations + 1)
     return;
   watch->stats_written_ns = now_ns;
-  lw_watcher_write_stats (watch, "so far");
+  lw_watcher_write_stats (watch);
 }
 
 /* The N of lag ids ("PID-N"): one count for all the process's watches,
@@ -962,7 +966,7 @@ lw_watcher_main (gpointer data)
       expected_wake_ns = lw_clock_now_ns ();
     }
 
-  lw_watcher_write_stats (watch, "this run");
+  lw_watcher_write_stats (watch);
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
   lw_capture_forget_thread (slot);
