@@ -1034,6 +1034,143 @@ demo_flame_view_new (void)
   return scrolled;
 }
 
+/* ---- The latency chart: every iteration of the last minute (issue 15) ---- */
+
+/* Seconds of history the chart shows, one column each. */
+#define DEMO_CHART_SECONDS 60
+#define DEMO_CHART_MAX_BUCKETS 32
+
+/* The chart's state; main thread only. Each second, the counts of the
+ * latency profile (lagwatch_get_stats) since the second before. */
+static struct
+{
+  GtkDrawingArea *area;        /* weak */
+  guint           timer;
+  LagWatchStats  *last;        /* the previous snapshot, NULL before the first */
+  guint           n_buckets;
+  guint64         counts[DEMO_CHART_SECONDS][DEMO_CHART_MAX_BUCKETS];
+  guint           lags[DEMO_CHART_SECONDS];
+  guint           newest;      /* the column of the latest second */
+  guint           filled;      /* columns holding a second so far */
+  guint64         told_iterations; /* at the last "chart:" line (--print-reports) */
+  guint           told_lags;
+} demo_chart;
+
+/* Main thread, once a second: the new column. */
+static gboolean
+demo_chart_tick (gpointer user_data)
+{
+  LagWatchStats *stats = demo.watch != NULL ? lagwatch_get_stats (demo.watch) : NULL;
+  guint column;
+
+  if (stats == NULL)
+    return G_SOURCE_CONTINUE;
+  demo_chart.n_buckets = MIN (lagwatch_stats_get_n_buckets (stats), DEMO_CHART_MAX_BUCKETS);
+  column = demo_chart.newest = (demo_chart.newest + 1) % DEMO_CHART_SECONDS;
+  demo_chart.filled = MIN (demo_chart.filled + 1, DEMO_CHART_SECONDS);
+  for (guint b = 0; b < demo_chart.n_buckets; b++)
+    demo_chart.counts[column][b] = lagwatch_stats_get_bucket_count (stats, b)
+                                   - (demo_chart.last != NULL ? lagwatch_stats_get_bucket_count (demo_chart.last, b) : 0);
+  demo_chart.lags[column] = lagwatch_stats_get_lags (stats)
+                            - (demo_chart.last != NULL ? lagwatch_stats_get_lags (demo_chart.last) : 0);
+  g_clear_pointer (&demo_chart.last, lagwatch_stats_free);
+  demo_chart.last = stats;
+  if (demo_chart.area != NULL)
+    gtk_widget_queue_draw (GTK_WIDGET (demo_chart.area));
+  return G_SOURCE_CONTINUE;
+}
+
+/* Main thread. The chart: a column per second (newest on the right), a row
+ * per bucket (longest on top), darker for more iterations; a frame at
+ * 60 Hz as a line; a second with a lag marked red at the top. Under
+ * --print-reports, a "chart:" line whenever what it shows changed:
+ * "chart: S s, N iterations, F over 16.7 ms, L lags, longest bucket from X ms". */
+static void
+demo_chart_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
+{
+  guint64 iterations = 0, over_frame = 0;
+  guint lags = 0, n_rows = MAX (demo_chart.n_buckets, 1);
+  int longest = -1;
+  double column_width = (double) width / DEMO_CHART_SECONDS, row_height = (double) (height - 6) / n_rows;
+
+  cairo_set_source_rgb (cr, 0.97, 0.97, 0.97);
+  cairo_paint (cr);
+  for (guint age = 0; age < demo_chart.filled; age++)
+    {
+      guint column = (demo_chart.newest + DEMO_CHART_SECONDS - age) % DEMO_CHART_SECONDS;
+      double x = width - (age + 1) * column_width;
+
+      for (guint b = 0; b < demo_chart.n_buckets; b++)
+        {
+          guint64 n = demo_chart.counts[column][b];
+          double shade = 0.25;
+
+          iterations += n;
+          if (demo_chart.last != NULL && lagwatch_stats_get_bucket_start_ms (demo_chart.last, b) >= 1000.0 / 60 - 0.01)
+            over_frame += n;
+          if (n == 0)
+            continue;
+          longest = MAX (longest, (int) b);
+          /* Log shading: 1 iteration is visible, 1,000 is black. */
+          for (guint64 m = n; m >= 10 && shade < 1; m /= 10)
+            shade += 0.25;
+          cairo_set_source_rgba (cr, 0.1, 0.2, 0.5, shade);
+          cairo_rectangle (cr, x, height - (b + 1) * row_height, column_width - 1, row_height - 1);
+          cairo_fill (cr);
+        }
+      if (demo_chart.lags[column] > 0)
+        {
+          lags += demo_chart.lags[column];
+          cairo_set_source_rgb (cr, 0.85, 0.1, 0.1);
+          cairo_rectangle (cr, x, 0, column_width - 1, 5);
+          cairo_fill (cr);
+        }
+    }
+  /* One frame at 60 Hz: the lower edge of the bucket from 16.7 ms. */
+  cairo_set_source_rgba (cr, 0.85, 0.4, 0.0, 0.8);
+  cairo_set_line_width (cr, 1);
+  cairo_move_to (cr, 0, height - 5 * row_height + 0.5);
+  cairo_line_to (cr, width, height - 5 * row_height + 0.5);
+  cairo_stroke (cr);
+
+  if (opt_print_reports && demo_chart.last != NULL
+      && (iterations != demo_chart.told_iterations || lags != demo_chart.told_lags))
+    {
+      demo_chart.told_iterations = iterations;
+      demo_chart.told_lags = lags;
+      printf ("chart: %u s, %" G_GUINT64_FORMAT " iterations, %" G_GUINT64_FORMAT " over 16.7 ms, %u lags, "
+              "longest bucket from %g ms\n", demo_chart.filled, iterations, over_frame, lags,
+              longest >= 0 ? lagwatch_stats_get_bucket_start_ms (demo_chart.last, (guint) longest) : 0.0);
+      fflush (stdout);
+    }
+}
+
+/* Main thread, as the chart goes. */
+static void
+demo_chart_destroyed (GtkWidget *area, gpointer user_data)
+{
+  g_clear_handle_id (&demo_chart.timer, g_source_remove);
+  g_clear_pointer (&demo_chart.last, lagwatch_stats_free);
+}
+
+/* Main thread. The chart widget, refreshed once a second while it lives. */
+static GtkWidget *
+demo_chart_new (void)
+{
+  GtkWidget *area = gtk_drawing_area_new ();
+
+  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (area), 90);
+  gtk_widget_set_tooltip_text (area, "Every main-loop iteration of the last minute: a column per second, "
+                                     "a row per duration (under 1 ms at the bottom, over 10 s at the top), "
+                                     "darker for more; the orange line is one frame at 60 Hz; red: a lag");
+  demo_chart.area = GTK_DRAWING_AREA (area);
+  g_object_add_weak_pointer (G_OBJECT (area), (gpointer *) &demo_chart.area);
+  gtk_drawing_area_set_draw_func (demo_chart.area, demo_chart_draw, NULL, NULL);
+  g_signal_connect (area, "destroy", G_CALLBACK (demo_chart_destroyed), NULL);
+  demo_chart.timer = g_timeout_add_seconds (1, demo_chart_tick, NULL);
+  return area;
+}
+
 static void
 demo_activate (GApplication *app, gpointer user_data)
 {
@@ -1064,6 +1201,7 @@ demo_activate (GApplication *app, gpointer user_data)
   gtk_label_set_xalign (GTK_LABEL (hint), 0);
   gtk_widget_add_css_class (hint, "dim-label");
   gtk_box_append (GTK_BOX (content), hint);
+  gtk_box_append (GTK_BOX (content), demo_chart_new ());
 
   table_scroll = gtk_scrolled_window_new ();
   demo.table_scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (table_scroll));

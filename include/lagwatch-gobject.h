@@ -147,4 +147,16 @@ LAGWATCH_API gboolean         lagwatch_monitor_set_threshold_ms   (LagWatchMonit
                                                                    guint                 threshold_ms);
 LAGWATCH_API GMainContext    *lagwatch_monitor_get_report_context (LagWatchMonitor      *self);
 
+/**
+ * LAGWATCH_TYPE_STATS:
+ *
+ * The #GType of #LagWatchStats, a boxed type (copying copies the snapshot).
+ *
+ * Since: 0.2
+ */
+#define LAGWATCH_TYPE_STATS (lagwatch_stats_get_type ())
+LAGWATCH_API GType lagwatch_stats_get_type (void) G_GNUC_CONST;
+
+LAGWATCH_API LagWatchStats   *lagwatch_monitor_get_stats          (LagWatchMonitor      *self);
+
 G_END_DECLS

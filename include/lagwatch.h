@@ -698,7 +698,193 @@ LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
 LAGWATCH_API gboolean lagwatch_report_get_frame_is_program (LagWatchReport *report,
                                                             guint           index);
 
+/**
+ * LagWatchStats:
+ *
+ * A snapshot of a watch's latency profile: every busy period of the
+ * watched loop (from a poll's return to the next poll call: the time the
+ * loop could not answer), counted in buckets on a log-like scale from
+ * under 1 ms to 10 s and over. One frame at 60 Hz (16.7 ms) and at 30 Hz
+ * (33.3 ms) are bucket limits. Taken with lagwatch_get_stats(), freed with
+ * lagwatch_stats_free(); plain data, any thread may read it.
+ *
+ * Since: 0.2
+ */
+typedef struct _LagWatchStats LagWatchStats;
+
+/**
+ * lagwatch_get_stats:
+ * @watch: a watch
+ *
+ * The latency profile of every iteration of @watch's loop since attach. Any
+ * thread; costs no wake-up of the loop.
+ *
+ * Returns: (transfer full) (nullable): the snapshot, or %NULL when the
+ *   profile is off (LAGWATCH_STATS=0)
+ * Since: 0.2
+ */
+LAGWATCH_API LagWatchStats *lagwatch_get_stats (LagWatch *watch);
+
+/**
+ * lagwatch_stats_copy:
+ * @stats: a snapshot
+ *
+ * Returns: (transfer full): a copy of @stats
+ * Since: 0.2
+ */
+LAGWATCH_API LagWatchStats *lagwatch_stats_copy (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_free:
+ * @stats: (nullable): a snapshot
+ *
+ * Since: 0.2
+ */
+LAGWATCH_API void lagwatch_stats_free (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_iterations:
+ * @stats: a snapshot
+ *
+ * Returns: the busy periods the loop finished since attach (one per loop
+ *   iteration)
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_iterations (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_n_buckets:
+ * @stats: a snapshot
+ *
+ * Returns: the number of buckets (15)
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_stats_get_n_buckets (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_bucket_start_ms:
+ * @stats: a snapshot
+ * @bucket: 0 to n_buckets - 1
+ *
+ * Bucket @bucket holds the busy periods from its start (included) to the
+ * next bucket's start; the last one has no end. The starts: 0, 1, 2, 4, 8,
+ * 16.7, 33.3, 50, 100, 250, 500, 1000, 2500, 5000, 10000 ms.
+ *
+ * Returns: the bucket's start in milliseconds
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_stats_get_bucket_start_ms (LagWatchStats *stats,
+                                                        guint          bucket);
+
+/**
+ * lagwatch_stats_get_bucket_count:
+ * @stats: a snapshot
+ * @bucket: 0 to n_buckets - 1
+ *
+ * Returns: the busy periods in bucket @bucket
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_bucket_count (LagWatchStats *stats,
+                                                      guint          bucket);
+
+/**
+ * lagwatch_stats_get_over_60hz_frame:
+ * @stats: a snapshot
+ *
+ * Returns: the busy periods of 16.7 ms or more: each one made a 60 Hz
+ *   window miss at least one frame
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_over_60hz_frame (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_over_30hz_frame:
+ * @stats: a snapshot
+ *
+ * Returns: the busy periods of 33.3 ms or more
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_over_30hz_frame (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_busy_ms:
+ * @stats: a snapshot
+ *
+ * Returns: the total time the loop spent out of poll, in milliseconds
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_stats_get_busy_ms (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_longest_ms:
+ * @stats: a snapshot
+ *
+ * Returns: the longest busy period in milliseconds; 0 while none reached
+ *   1 ms
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_stats_get_longest_ms (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_percentile_ms:
+ * @stats: a snapshot
+ * @percent: 0 to 100
+ *
+ * An upper bound of the @percent-th percentile of the busy periods: the
+ * end of the bucket that holds it (or the longest busy period, when
+ * shorter).
+ *
+ * Returns: the bound in milliseconds, 0 when there was no iteration
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_stats_get_percentile_ms (LagWatchStats *stats,
+                                                      double         percent);
+
+/**
+ * lagwatch_stats_get_lags:
+ * @stats: a snapshot
+ *
+ * Returns: the lags reported since attach
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_stats_get_lags (LagWatchStats *stats);
+
+/**
+ * lagwatch_report_get_run_delay_ms:
+ * @report: a report
+ *
+ * How long the stuck thread was runnable but waiting for a CPU during the
+ * lag (its run-queue delay, /proc/self/task/TID/schedstat): the part of
+ * the lag the machine, not the program, is to blame for.
+ *
+ * Returns: milliseconds, or a negative value when unknown
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_report_get_run_delay_ms (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_cpu_starved:
+ * @report: a report
+ *
+ * Returns: %TRUE when half of the lag or more was spent waiting for a CPU
+ *   (run_delay_ms >= duration_ms / 2): the machine was busy
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_report_get_cpu_starved (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_input_pending:
+ * @report: a report
+ *
+ * Returns: %TRUE when an input file descriptor the loop polls (say the
+ *   display connection of a GTK program) was readable while the loop was
+ *   stuck: input was waiting, a user probably was too
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_report_get_input_pending (LagWatchReport *report);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchStats, lagwatch_stats_free)
 
 G_END_DECLS

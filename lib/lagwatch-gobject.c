@@ -14,6 +14,7 @@
 G_DEFINE_BOXED_TYPE (LagWatchReport, lagwatch_report, lagwatch_report_ref, lagwatch_report_unref)
 G_DEFINE_BOXED_TYPE (LagWatchConfig, lagwatch_config, lw_config_copy, lagwatch_config_free)
 G_DEFINE_BOXED_TYPE (LagWatchFrame, lagwatch_frame, lagwatch_frame_copy, lagwatch_frame_free)
+G_DEFINE_BOXED_TYPE (LagWatchStats, lagwatch_stats, lagwatch_stats_copy, lagwatch_stats_free)
 
 LagWatchFrame *
 lagwatch_frame_copy (const LagWatchFrame *frame)
@@ -283,6 +284,24 @@ lagwatch_monitor_get_report_context (LagWatchMonitor *self)
 {
   g_return_val_if_fail (LAGWATCH_IS_MONITOR (self), NULL);
   return self->link->context;
+}
+
+/**
+ * lagwatch_monitor_get_stats:
+ * @self: a monitor
+ *
+ * The latency profile of every iteration of the watched loop: see
+ * lagwatch_get_stats(). Any thread.
+ *
+ * Returns: (transfer full) (nullable): the snapshot; %NULL once detached or
+ *   when the profile is off
+ * Since: 0.2
+ */
+LagWatchStats *
+lagwatch_monitor_get_stats (LagWatchMonitor *self)
+{
+  g_return_val_if_fail (LAGWATCH_IS_MONITOR (self), NULL);
+  return self->watch != NULL ? lagwatch_get_stats (self->watch) : NULL;
 }
 
 static void

@@ -82,3 +82,29 @@ lw_clock_ticks_to_ns (int64_t ticks)
   g_mutex_unlock (&lw_clock_lock);
   return result;
 }
+
+int64_t
+lw_clock_span_to_ticks (int64_t ns)
+{
+  int64_t ticks;
+
+  if (!lw_clock_tsc)
+    return ns;
+  g_mutex_lock (&lw_clock_lock);
+  ticks = (int64_t) ((double) ns / lw_clock_ns_per_tick);
+  g_mutex_unlock (&lw_clock_lock);
+  return ticks;
+}
+
+int64_t
+lw_clock_span_to_ns (int64_t ticks)
+{
+  int64_t ns;
+
+  if (!lw_clock_tsc)
+    return ticks;
+  g_mutex_lock (&lw_clock_lock);
+  ns = (int64_t) ((double) ticks * lw_clock_ns_per_tick);
+  g_mutex_unlock (&lw_clock_lock);
+  return ns;
+}

@@ -64,3 +64,8 @@ void    lw_clock_init          (void);
 /* Watcher thread. The CLOCK_MONOTONIC time of @ticks (from
  * lw_clock_ticks()). Refreshes the calibration as it goes. */
 int64_t lw_clock_ticks_to_ns   (int64_t ticks);
+
+/* Any thread. @ns nanoseconds as a span of ticks, and back, at the latest
+ * calibrated rate (no refresh). */
+int64_t lw_clock_span_to_ticks (int64_t ns);
+int64_t lw_clock_span_to_ns    (int64_t ticks);

@@ -344,3 +344,18 @@ lw_config_disabled (void)
              text);
   return FALSE;
 }
+
+gboolean
+lw_config_stats_enabled (void)
+{
+  const char *text = g_getenv ("LAGWATCH_STATS");
+
+  /* Off only on request; a setuid/setgid process keeps the default. */
+  if (lw_config_secure () || text == NULL || g_str_equal (text, "") || g_str_equal (text, "1"))
+    return TRUE;
+  if (g_str_equal (text, "0"))
+    return FALSE;
+  g_warning ("LAGWATCH_STATS=\"%s\" is not valid: expected 0 (no latency profile) or 1; the profile stays on",
+             text);
+  return TRUE;
+}

@@ -64,4 +64,7 @@ int             lw_config_default_signal    (void);
 gboolean        lw_config_parse_signal      (const char           *text,
                                              int                  *signo);
 
+/* Any thread. FALSE when LAGWATCH_STATS=0 turns the latency profile off. */
+gboolean        lw_config_stats_enabled     (void);
+
 G_END_DECLS

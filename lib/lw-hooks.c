@@ -14,6 +14,7 @@
 #include "lw-clock.h"
 #include "lw-dispatch.h"
 #include "lw-private.h"
+#include "lw-stats.h"
 #include "lw-threadinfo.h"
 
 static LwSlot     lw_slots[LW_MAX_SLOTS];
@@ -132,6 +133,77 @@ lw_hooks_leave_poll (LwSlot *slot)
     lw_hooks_note_busy (slot);
 }
 
+#if defined(__x86_64__)
+/* The low half of busy_since, as the instruction reads it. */
+typedef uint32_t LwLow32 __attribute__ ((may_alias));
+
+/* Loop thread, at a poll entry, in the trampolines with the latency
+ * profile (lw-stats.h), used only where the ticks are the TSC. The low 32
+ * bits of the busy period this entry ends (TSC now less busy_since) are
+ * added to busy_ticks when under the cutoff (1 ms): TRUE. FALSE sends the
+ * entry to the slow path, which measures the period in full and counts it
+ * in its bucket. Five instructions, written out because the compiler's
+ * version of the same C takes eight (it loads busy_since whole, and adds
+ * through a register). */
+static inline __attribute__ ((always_inline)) gboolean
+lw_hooks_count_short_busy (LwSlot *slot)
+{
+  asm goto ("rdtsc\n\t"
+            "subl %[since], %%eax\n\t"  /* also zeroes the upper half of rax */
+            "cmpl %[cutoff], %%eax\n\t"
+            "jae %l[slow]\n\t"
+            "addq %%rax, %[total]"
+            : [total] "+m" (slot->busy_ticks)
+            : [since] "m" (*(const LwLow32 *) &slot->busy_since), [cutoff] "m" (slot->stats_cutoff)
+            : "rax", "rdx", "cc"
+            : slow);
+  return TRUE;
+slow:
+  return FALSE;
+}
+
+/* Loop thread, at a poll exit, in the trampolines with the latency
+ * profile: lw_hooks_leave_poll() with the TSC read directly (those
+ * trampolines are only used where the ticks are the TSC). */
+static inline __attribute__ ((always_inline)) void
+lw_hooks_leave_poll_tsc (LwSlot *slot)
+{
+  atomic_store_explicit (&slot->busy_since, (int64_t) __rdtsc (), memory_order_relaxed);
+  atomic_store_explicit (&slot->seq, atomic_load_explicit (&slot->seq, memory_order_relaxed) + 1,
+                         memory_order_seq_cst);
+  if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_WAKE_ON_BUSY))
+    lw_hooks_note_busy (slot);
+}
+#endif
+
+/* Loop thread, at a poll entry on the slow path. The busy period this
+ * entry ends, measured in full and counted in its bucket; when
+ * @short_counted (the fast path added its low 32 bits to busy_ticks
+ * already, and seq counts it) only a period too long for those bits, over
+ * 2^32 ticks, is counted, and its busy time corrected. Also copies the
+ * context's poll records for the input_pending check. */
+static G_GNUC_NO_INLINE void
+lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_counted)
+{
+  int64_t busy;
+
+  lw_stats_note_fds (&slot->stats, fds, nfds);
+  if (!slot->stats_enabled)
+    return;
+  /* seq even before this entry: the first poll since attach, no busy
+   * period ends here. */
+  if (!short_counted && !(atomic_load_explicit (&slot->seq, memory_order_relaxed) & 1))
+    return;
+  busy = lw_clock_ticks () - atomic_load_explicit (&slot->busy_since, memory_order_relaxed);
+  if (busy < 0 || (short_counted && busy <= UINT32_MAX))
+    return;
+  lw_stats_note_busy (&slot->stats, busy);
+  if (short_counted)
+    busy -= (uint32_t) busy;
+  __atomic_store_n (&slot->busy_ticks, __atomic_load_n (&slot->busy_ticks, __ATOMIC_RELAXED) + busy,
+                    __ATOMIC_RELAXED);
+}
+
 /* Loop thread. Everything rare about a poll: a new thread running the
  * context, a watcher following a lag, or one asking for a stamp. Reached by tail call, so the fast
  * path keeps its arguments in registers and spills nothing. */
@@ -145,8 +217,11 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
     {
       if (slot->loop_thread != __builtin_thread_pointer ())
         lw_hooks_adopt_thread (slot);
+      lw_hooks_count_busy (slot, fds, nfds, FALSE);
       lw_hooks_store_enter (slot);
     }
+  else
+    lw_hooks_count_busy (slot, fds, nfds, TRUE);
   flags = atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst);
   if (flags & LW_STAMP_ENTRY)
     lw_hooks_stamp_entry (slot);
@@ -160,21 +235,33 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
 /* A trampoline per slot: the slot's address is a constant in each. A poll
  * still in progress when its watch is detached writes into the slot once
  * more on its way out: harmless, the slot is free, and a free slot is
- * handed out again only after every other one (round robin). */
-#define LW_TRAMPOLINE(i) \
-  static gint lw_hooks_poll_##i (GPollFD *fds, guint nfds, gint timeout) \
+ * handed out again only after every other one (round robin). Two families:
+ * the plain one, and (x86-64, where the ticks are the TSC) the one with
+ * the latency profile's fast half, which reads the TSC without asking
+ * which clock to use: the three instructions that saves at each poll exit
+ * pay for part of the profile. */
+#define LW_TRAMPOLINE_FAMILY(i, name, STATS_CHECK, LEAVE) \
+  static gint name (GPollFD *fds, guint nfds, gint timeout) \
   { \
     LwSlot *slot = &lw_slots[i]; \
     gint ret; \
-    if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ())) \
+    if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ()) || STATS_CHECK) \
       return lw_hooks_poll_slow (slot, fds, nfds, timeout, FALSE); \
     lw_hooks_store_enter (slot); \
     if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_ENTRY_FLAGS)) \
       return lw_hooks_poll_slow (slot, fds, nfds, timeout, TRUE); \
     ret = slot->prev_poll (fds, nfds, timeout); \
-    lw_hooks_leave_poll (slot); \
+    LEAVE (slot); \
     return ret; \
   }
+#if defined(__x86_64__)
+# define LW_TRAMPOLINE(i) \
+  LW_TRAMPOLINE_FAMILY (i, lw_hooks_poll_##i, FALSE, lw_hooks_leave_poll) \
+  LW_TRAMPOLINE_FAMILY (i, lw_hooks_poll_stats_##i, G_UNLIKELY (!lw_hooks_count_short_busy (slot)), \
+                        lw_hooks_leave_poll_tsc)
+#else
+# define LW_TRAMPOLINE(i) LW_TRAMPOLINE_FAMILY (i, lw_hooks_poll_##i, FALSE, lw_hooks_leave_poll)
+#endif
 LW_TRAMPOLINE (0)  LW_TRAMPOLINE (1)  LW_TRAMPOLINE (2)  LW_TRAMPOLINE (3)
 LW_TRAMPOLINE (4)  LW_TRAMPOLINE (5)  LW_TRAMPOLINE (6)  LW_TRAMPOLINE (7)
 LW_TRAMPOLINE (8)  LW_TRAMPOLINE (9)  LW_TRAMPOLINE (10) LW_TRAMPOLINE (11)
@@ -187,6 +274,15 @@ static const GPollFunc lw_trampolines[LW_MAX_SLOTS] = {
   lw_hooks_poll_12, lw_hooks_poll_13, lw_hooks_poll_14, lw_hooks_poll_15,
 };
 
+#if defined(__x86_64__)
+static const GPollFunc lw_trampolines_stats[LW_MAX_SLOTS] = {
+  lw_hooks_poll_stats_0,  lw_hooks_poll_stats_1,  lw_hooks_poll_stats_2,  lw_hooks_poll_stats_3,
+  lw_hooks_poll_stats_4,  lw_hooks_poll_stats_5,  lw_hooks_poll_stats_6,  lw_hooks_poll_stats_7,
+  lw_hooks_poll_stats_8,  lw_hooks_poll_stats_9,  lw_hooks_poll_stats_10, lw_hooks_poll_stats_11,
+  lw_hooks_poll_stats_12, lw_hooks_poll_stats_13, lw_hooks_poll_stats_14, lw_hooks_poll_stats_15,
+};
+#endif
+
 LwSlot *
 lw_hooks_get_slot (unsigned index)
 {
@@ -197,6 +293,15 @@ lw_hooks_get_slot (unsigned index)
 LwSlot *
 lw_hooks_attach (GMainContext *context,
                  GError      **error)
+{
+  return lw_hooks_attach_full (context, TRUE, error);
+}
+
+/* Any thread. */
+LwSlot *
+lw_hooks_attach_full (GMainContext *context,
+                      gboolean      stats,
+                      GError      **error)
 {
   LwSlot *slot = NULL;
 
@@ -233,7 +338,6 @@ lw_hooks_attach (GMainContext *context,
   if (slot->trampoline == NULL)
     {
       slot->index = (unsigned) (slot - lw_slots);
-      slot->trampoline = lw_trampolines[slot->index];
       sem_init (&slot->wake, 0, 0);
       sem_init (&slot->capture.done, 0, 0);
       slot->proc_syscall_fd = -1;
@@ -246,6 +350,16 @@ lw_hooks_attach (GMainContext *context,
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
   atomic_store (&slot->entry_seq, 0);
+  slot->busy_ticks = 0;
+  lw_stats_reset (&slot->stats, &slot->stats_cutoff);
+  /* The profile's fast path needs the TSC (lw_hooks_count_short_busy). */
+#if defined(__x86_64__)
+  slot->stats_enabled = stats && lw_clock_tsc;
+  slot->trampoline = slot->stats_enabled ? lw_trampolines_stats[slot->index] : lw_trampolines[slot->index];
+#else
+  slot->stats_enabled = FALSE;
+  slot->trampoline = lw_trampolines[slot->index];
+#endif
   while (sem_trywait (&slot->wake) == 0)
     ;
   slot->in_use = TRUE;

@@ -26,6 +26,12 @@ G_BEGIN_DECLS
 LwSlot *lw_hooks_attach   (GMainContext     *context,
                            GError          **error);
 
+/* Any thread. As lw_hooks_attach(); @stats FALSE leaves the latency
+ * profile out of the poll wrapper (LAGWATCH_STATS=0). */
+LwSlot *lw_hooks_attach_full (GMainContext  *context,
+                              gboolean       stats,
+                              GError       **error);
+
 /* Any thread, also the loop thread and while a poll is in progress.
  * Restores the poll function (unless someone wrapped ours since: then the
  * slot stays installed as a pass-through) and releases the slot. */

@@ -13,6 +13,7 @@ lw_report_new (void)
   report->caught_ms = -1;
   report->cpu_ms = -1;
   report->event = "lag";
+  report->run_delay_ms = -1;
   return report;
 }
 
@@ -652,6 +653,9 @@ lagwatch_report_to_json (LagWatchReport *report)
   g_string_append (out, ",\"stack_end\":");
   lw_json_string (out, !report->stack_truncated ? "outermost"
                        : report->stack_at_limit ? "frame-limit" : "unwind-stopped");
+  lw_json_optional_ms (out, "run_delay_ms", report->run_delay_ms);
+  g_string_append_printf (out, ",\"cpu_starved\":%s,\"input_pending\":%s",
+                          report->cpu_starved ? "true" : "false", report->input_pending ? "true" : "false");
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -665,6 +669,19 @@ lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
 
   g_string_append_printf (out, "  #%-2u %s (%s:%u)  [%s]\n", index,
                           frame->symbol ? frame->symbol : "??", file, frame->line, frame->lang);
+}
+
+/* Any thread. The machine's share of the lag, and waiting input. */
+static void
+lw_text_whose_fault (GString *out, const LagWatchReport *report)
+{
+  if (report->run_delay_ms >= 1 && report->duration_ms > 0
+      && (report->cpu_starved || report->run_delay_ms >= report->duration_ms / 10))
+    g_string_append_printf (out, "  waiting for a CPU: %.0f ms (%.0f%% of the lag)%s\n", report->run_delay_ms,
+                            MIN (100.0 * report->run_delay_ms / report->duration_ms, 100.0),
+                            report->cpu_starved ? ": the machine was busy" : "");
+  if (report->input_pending)
+    g_string_append (out, "  input was waiting: a file descriptor the loop polls was readable during the lag\n");
 }
 
 static void
@@ -796,6 +813,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
         }
     }
   lw_text_frames_missed (out, report);
+  lw_text_whose_fault (out, report);
   if (report->n_samples > 0 && report->n_stacks > 0)
     g_string_append_printf (out, "  %u sample%s; heaviest stack (%.0f%%)", report->n_samples,
                             report->n_samples == 1 ? "" : "s",
@@ -917,4 +935,25 @@ lagwatch_report_get_frame_is_program (LagWatchReport *report,
 {
   g_return_val_if_fail (report != NULL, FALSE);
   return index < report->n_frames && lw_report_frame_is_program (&report->frames[index]);
+}
+
+double
+lagwatch_report_get_run_delay_ms (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, -1);
+  return report->run_delay_ms;
+}
+
+gboolean
+lagwatch_report_get_cpu_starved (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return report->cpu_starved;
+}
+
+gboolean
+lagwatch_report_get_input_pending (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return report->input_pending;
 }

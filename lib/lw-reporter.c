@@ -321,6 +321,12 @@ lw_reporter_queue_summary (LwReporter *reporter)
 }
 
 void
+lw_reporter_write_stats (LwReporter *reporter, const char *json)
+{
+  lw_sink_queue_stats (reporter->sinks, json);
+}
+
+void
 lw_reporter_print_summary (LwReporter *reporter)
 {
   gint64 deadline = g_get_monotonic_time () + LW_SINK_QUEUE_STOP_MS * G_TIME_SPAN_MILLISECOND;

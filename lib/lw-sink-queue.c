@@ -8,6 +8,7 @@ typedef enum
   LW_SINK_ITEM_REPORT,
   LW_SINK_ITEM_RAW,
   LW_SINK_ITEM_STDERR,
+  LW_SINK_ITEM_STATS,
 } LwSinkItemKind;
 
 typedef struct
@@ -94,6 +95,9 @@ lw_sink_queue_write (LwSinkQueue *queue, const LwSinkItem *item)
       break;
     case LW_SINK_ITEM_STDERR:
       lw_sinks_write_stderr_text (queue->sinks, item->text);
+      break;
+    case LW_SINK_ITEM_STATS:
+      lw_sinks_write_stats (queue->sinks, item->json);
       break;
     }
 }
@@ -198,6 +202,16 @@ lw_sink_queue_report (LwSinkQueue *queue, LagWatchReport *report, gboolean show_
   item->show_human = show_human;
   item->skipped = skipped;
   item->durable = durable;
+  return lw_sink_queue_push (queue, item);
+}
+
+gboolean
+lw_sink_queue_stats (LwSinkQueue *queue, const char *json)
+{
+  LwSinkItem *item = g_new0 (LwSinkItem, 1);
+
+  item->kind = LW_SINK_ITEM_STATS;
+  item->json = g_strdup (json);
   return lw_sink_queue_push (queue, item);
 }
 

@@ -36,6 +36,11 @@ gboolean     lw_sink_queue_report    (LwSinkQueue    *queue,
                                       guint           skipped,
                                       gboolean        durable);
 
+/* Any thread. Queues a "stats" event (@json, one line, no newline) for
+ * the JSON sinks only. FALSE when it was dropped (queue full). */
+gboolean     lw_sink_queue_stats     (LwSinkQueue    *queue,
+                                      const char     *json);
+
 /* Any thread. Queues a ready-made record (lw_sinks_write_raw()); FALSE
  * when it was dropped because the queue is full. */
 gboolean     lw_sink_queue_raw       (LwSinkQueue    *queue,

@@ -427,6 +427,22 @@ lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
   g_mutex_unlock (&sinks->lock);
 }
 
+void
+lw_sinks_write_stats (LwSinks *sinks, const char *json)
+{
+  g_autofree char *line = g_strconcat (json, "\n", NULL);
+
+  g_mutex_lock (&sinks->lock);
+  for (guint i = 0; i < sinks->sinks->len; i++)
+    {
+      LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
+
+      if (sink->json)
+        lw_sink_emit (sink, line, FALSE);
+    }
+  g_mutex_unlock (&sinks->lock);
+}
+
 guint
 lw_sinks_dropped (LwSinks *sinks)
 {

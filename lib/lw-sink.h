@@ -47,6 +47,11 @@ void      lw_sinks_write        (LwSinks        *sinks,
 
 /* Any thread. Writes one ready-made record: @json to the JSON sinks (one
  * line, no newline), @text to stderr. */
+/* Any thread. A "stats" event (issue 15): @json to the JSON sinks only;
+ * not to the journal (its entries are lags and hangs). */
+void      lw_sinks_write_stats  (LwSinks        *sinks,
+                                 const char     *json);
+
 void      lw_sinks_write_raw    (LwSinks        *sinks,
                                  const char     *json,
                                  const char     *text);

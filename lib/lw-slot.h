@@ -29,6 +29,7 @@
 
 #include "lw-capture-core.h"
 #include "lw-snapshot.h"
+#include "lw-stats.h"
 
 /* wake_flags: what the watcher wants to be woken for (sem_post on slot->wake). */
 enum
@@ -49,6 +50,12 @@ struct _LwSlot
    * has its own cache line so the watcher's writes never bounce the loop's. */
   _Alignas (64) _Atomic uint64_t seq; /* 0: never iterated; odd: busy; even: in poll */
   _Atomic int64_t  busy_since;     /* lw_clock_ticks() at the last poll exit */
+  /* The latency profile's hot part (lw-stats.h): the busy time of every
+   * iteration, in ticks (the fast path adds the low 32 bits of each busy
+   * period under the cutoff; the slow path the full length of the others),
+   * and the cutoff, constant while the slot is in use. */
+  uint64_t         busy_ticks;
+  uint32_t         stats_cutoff;
 
   /* Read at every transition, written by the watcher only when it changes
    * what it waits for. */
@@ -89,4 +96,8 @@ struct _LwSlot
   _Atomic unsigned  sentinel_prepares;
 
   LwCaptureRequest  capture;
+
+  /* The latency profile's slow part and the poll records (lw-stats.h). */
+  LwStatsCounters   stats;
+  gboolean          stats_enabled; /* set at attach: FALSE with LAGWATCH_STATS=0 */
 };

@@ -22,6 +22,7 @@ struct _LwSummary
 {
   GMutex      lock;
   GHashTable *entries;  /* fingerprint -> LwSummaryEntry */
+  char       *run_line; /* the latency profile's line, shown first; NULL: none */
 };
 
 static void
@@ -51,6 +52,7 @@ lw_summary_free (LwSummary *summary)
     return;
   g_hash_table_unref (summary->entries);
   g_mutex_clear (&summary->lock);
+  g_free (summary->run_line);
   g_free (summary);
 }
 
@@ -126,6 +128,15 @@ lw_summary_by_total (gconstpointer a, gconstpointer b)
   return (gint) x->order - (gint) y->order;
 }
 
+void
+lw_summary_set_run_line (LwSummary *summary, const char *line)
+{
+  g_mutex_lock (&summary->lock);
+  g_free (summary->run_line);
+  summary->run_line = g_strdup (line);
+  g_mutex_unlock (&summary->lock);
+}
+
 char *
 lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped_behind)
 {
@@ -146,7 +157,10 @@ lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped
     g_ptr_array_add (rows, entry);
   g_ptr_array_sort (rows, lw_summary_by_total);
 
-  out = g_string_new ("lagwatch: summary of this run's lags, by stack (heaviest total first)\n");
+  out = g_string_new (NULL);
+  if (summary->run_line != NULL)
+    g_string_append_printf (out, "lagwatch: this run: %s\n", summary->run_line);
+  g_string_append (out, "lagwatch: summary of this run's lags, by stack (heaviest total first)\n");
   g_string_append_printf (out, "  %6s  %10s  %10s  %-16s  %s\n", "count", "total ms", "worst ms",
                           "fingerprint", "innermost program frame");
   for (guint i = 0; i < rows->len; i++)

@@ -26,6 +26,11 @@ gboolean   lw_summary_record  (LwSummary      *summary,
                                LagWatchReport *report,
                                guint          *skipped);
 
+/* Any thread. The line the table starts with ("lagwatch: this run: @line"):
+ * the latency profile's counts; NULL for none. */
+void       lw_summary_set_run_line (LwSummary  *summary,
+                                    const char *line);
+
 /* The table, and a line for each kind of report lost (@dropped_stalled:
  * a sink stalled; @dropped_behind: the reporting thread fell behind), or
  * NULL when no lag was recorded and none was lost. */

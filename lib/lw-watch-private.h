@@ -55,6 +55,12 @@ struct _LagWatch
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
   LwFrames        *frames;           /* GTK windows followed, NULL without GTK 4 */
   LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
+
+  /* Issue 15: whose fault, and the latency profile's events. */
+  int64_t          observed_delay_ns; /* the thread's run-queue delay at first sight, -1 unknown */
+  _Atomic guint    n_lags;           /* lags reported (any thread reads) */
+  int64_t          stats_written_ns; /* watcher: the last periodic "stats" event, 0 none */
+  guint64          stats_written_iterations; /* watcher: the iterations it counted */
 };
 
 G_END_DECLS

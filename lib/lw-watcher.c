@@ -2,6 +2,7 @@
 #include "lw-watcher.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "lw-dispatch.h"
 #include "lw-report.h"
 #include "lw-reporter.h"
+#include "lw-stats-private.h"
 #include "lw-threadinfo.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
@@ -36,6 +38,8 @@
 #define LW_WAKE_AT_BUSY_START   (-2)
 /* The watcher's scheduler slice (lw_watcher_tune_wakeups): the kernel's least. */
 #define LW_WATCHER_SLICE_NS     (100 * 1000)
+/* The periodic "stats" event, while the loop is active: at most this often. */
+#define LW_STATS_PERIOD_NS      (60 * LW_NSEC_PER_SEC)
 
 /* The lag being followed. Watcher thread only. */
 typedef struct
@@ -64,6 +68,7 @@ typedef struct
   gboolean         timer_allowed;    /* may sample by CPU-time timer (lw_watcher_start_timer) */
   gboolean         by_timer;         /* sampling by that timer now */
   int64_t          look_at_ns;       /* by timer: look through /proc if no stack came by then */
+  gboolean         input_pending;    /* an input fd of the context was seen readable */
 } LwLag;
 
 /* The starvation sentinel: attached while a lag is followed, at the highest
@@ -466,6 +471,8 @@ lw_watcher_lag_cpu (LagWatch *watch, LwLag *lag, int64_t now_ns)
   return (int64_t) (used * (double) (now_ns - lag->since_ns) / (double) (now_ns - seen_at));
 }
 
+static void lw_watcher_whose_fault (LagWatch *watch, LwLag *lag, LagWatchReport *report, int64_t end_ns);
+
 /* Watcher thread. The hang record of @lag, with every other thread's
  * stack, handed to the reporting thread (durable write, state copy). */
 static void
@@ -478,6 +485,7 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
   report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
                                     lw_watcher_lag_cpu (watch, lag, now_ns));
+  lw_watcher_whose_fault (watch, lag, report, now_ns);
 
   lw_watcher_snapshot_threads (watch, lag, report);
   lw_reporter_submit (watch->reporter, report, LW_REPORT_HANG);
@@ -513,6 +521,116 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
   if (lw_threadinfo_state (lag->tid) == LW_THREAD_STOPPED)
     lag->stopped_seen = TRUE;
   return lag->stopped_seen;
+}
+
+/* Watcher thread. The loop thread's run-queue delay from the lag's start
+ * to @now_ns (how long it was runnable but not running: waiting for a
+ * CPU), measured from the watcher's first sight of the busy period and
+ * scaled up to the part before it, as lw_watcher_lag_cpu() does. -1
+ * unknown. */
+static int64_t
+lw_watcher_lag_run_delay (LagWatch *watch, LwLag *lag, int64_t now_ns)
+{
+  int64_t delay_now = lw_threadinfo_run_delay_ns (lag->tid);
+  int64_t seen_at = MAX (watch->observed_at_ns, lag->since_ns);
+
+  if (delay_now < 0 || watch->observed_delay_ns < 0 || watch->observed_seq != lag->busy_seq
+      || now_ns <= seen_at)
+    return -1;
+  return (int64_t) ((double) (delay_now - watch->observed_delay_ns) * (double) (now_ns - lag->since_ns)
+                    / (double) (now_ns - seen_at));
+}
+
+/* Watcher thread. TRUE when an input file descriptor of the context (one
+ * the loop polls for reading, as last passed to the poll wrapper's slow
+ * path) is readable now. GLib's own wake-up eventfd is left out: attaching
+ * the starvation sentinel writes to it. A number closed and reused since
+ * is harmless: poll() with timeout 0 changes nothing. */
+static gboolean
+lw_watcher_input_pending (LagWatch *watch)
+{
+  LwStatsCounters *stats = &watch->slot->stats;
+  struct pollfd fds[LW_STATS_POLL_FDS];
+  unsigned n = MIN (atomic_load_explicit (&stats->n_poll_fds, memory_order_acquire), LW_STATS_POLL_FDS);
+  unsigned used = 0;
+
+  for (unsigned i = 0; i < n; i++)
+    {
+      uint64_t record = atomic_load_explicit (&stats->poll_fds[i], memory_order_relaxed);
+
+      if ((record & G_IO_IN) && (int) (record >> 16) >= 0)
+        fds[used++] = (struct pollfd) { .fd = (int) (record >> 16), .events = POLLIN };
+    }
+  if (used == 0 || poll (fds, used, 0) <= 0)
+    return FALSE;
+  for (unsigned i = 0; i < used; i++)
+    if (fds[i].revents & POLLIN)
+      {
+        char path[64], target[64];
+        ssize_t len;
+
+        g_snprintf (path, sizeof path, "/proc/self/fd/%d", fds[i].fd);
+        len = readlink (path, target, sizeof target - 1);
+        if (len >= 0)
+          target[len] = '\0';
+        if (len < 0 || !g_str_equal (target, "anon_inode:[eventfd]"))
+          return TRUE;
+      }
+  return FALSE;
+}
+
+/* Watcher thread. Fills in whose fault @lag was, as of @end_ns: the time
+ * the thread waited for a CPU ("most" of the lag: half or more) and
+ * whether input was waiting. */
+static void
+lw_watcher_whose_fault (LagWatch *watch, LwLag *lag, LagWatchReport *report, int64_t end_ns)
+{
+  int64_t delay_ns = lw_watcher_lag_run_delay (watch, lag, end_ns);
+
+  /* Measured a little past the lag's end (the read comes after it), and
+   * scaled: never more than the part of the lag the thread did not run. */
+  report->run_delay_ms = delay_ns >= 0 ? MIN ((double) delay_ns / LW_NSEC_PER_MSEC,
+                                              MAX (report->duration_ms - MAX (report->cpu_ms, 0), 0))
+                                       : -1;
+  report->cpu_starved = delay_ns >= 0 && report->duration_ms > 0
+                        && report->run_delay_ms >= report->duration_ms / 2;
+  report->input_pending = lag->input_pending;
+}
+
+/* Watcher thread. The latency profile as a "stats" event to the JSON
+ * sinks, once the loop has iterated (stderr gets it with the summary). */
+static void
+lw_watcher_write_stats (LagWatch *watch)
+{
+  LagWatchStats *stats;
+  g_autofree char *json = NULL;
+
+  if (!watch->slot->stats_enabled)
+    return;
+  stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
+  watch->stats_written_iterations = lagwatch_stats_get_iterations (stats);
+  if (watch->stats_written_iterations > 0)
+    json = lw_stats_to_json (stats);
+  lagwatch_stats_free (stats);
+  if (json != NULL)
+    lw_reporter_write_stats (watch->reporter, json);
+}
+
+/* Watcher thread, while the loop polls. The periodic "stats" event: at
+ * most once a minute, only if the loop iterated since the last one, and
+ * only on a wake-up the watcher has anyway (none while the loop idles). */
+static void
+lw_watcher_maybe_write_stats (LagWatch *watch)
+{
+  int64_t now_ns = lw_clock_now_ns ();
+
+  if (watch->stats_written_ns == 0)
+    watch->stats_written_ns = now_ns;
+  if (now_ns - watch->stats_written_ns < LW_STATS_PERIOD_NS
+      || atomic_load (&watch->slot->seq) >> 1 == watch->stats_written_iterations + 1)
+    return;
+  watch->stats_written_ns = now_ns;
+  lw_watcher_write_stats (watch);
 }
 
 /* The N of lag ids ("PID-N"): one count for all the process's watches,
@@ -579,6 +697,7 @@ lw_watcher_report_unseen (LagWatch *watch, uint64_t busy_seq, int64_t since_ns, 
   if (!lw_watcher_lag_begin (watch, &lag, busy_seq, since_ns))
     return;
   lag.first_result = LW_CAPTURE_STALE;
+  atomic_fetch_add (&watch->n_lags, 1);
   lw_reporter_submit (watch->reporter, lw_watcher_build_report (watch, &lag, "lag", end_ns, TRUE, -1),
                       LW_REPORT_LAG);
   g_free (lag.id);
@@ -607,6 +726,8 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
       int64_t next_sample_ns;
 
       lw_watcher_sample (watch, &lag);
+      if (!lag.input_pending && atomic_load (&slot->seq) == busy_seq)
+        lag.input_pending = lw_watcher_input_pending (watch);
       {
         /* Counted only while the lag provably goes on: once it ends, the
          * loop's ordinary iterations prepare the sentinel too. */
@@ -673,6 +794,8 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
     {
       report = lw_watcher_build_report (watch, &lag, "lag", end_ns, complete,
                                         lw_watcher_lag_cpu (watch, &lag, end_ns));
+      lw_watcher_whose_fault (watch, &lag, report, end_ns);
+      atomic_fetch_add (&watch->n_lags, 1);
       lw_reporter_submit (watch->reporter, report,
                           lag.hang_written ? LW_REPORT_LAG_AFTER_HANG : LW_REPORT_LAG);
     }
@@ -697,6 +820,7 @@ lw_watcher_observe (LagWatch *watch, uint64_t seq, int64_t now_ns)
   watch->observed_at_ns = now_ns;
   watch->observed_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
   watch->retimed_since_ns = 0;
+  watch->observed_delay_ns = lw_threadinfo_run_delay_ns (atomic_load (&watch->slot->loop_tid));
 }
 
 /* Watcher thread. Makes its wake-ups prompt. No timer slack: it sleeps to
@@ -769,6 +893,7 @@ lw_watcher_main (gpointer data)
            * nearly every iteration. Else look again after a threshold; a
            * busy period that starts meanwhile is still caught at its own
            * start + threshold (the watcher then sleeps until that). */
+          lw_watcher_maybe_write_stats (watch);
           if (seq == quiet_seq || seq == 0 || atomic_load (&watch->paused))
             {
               lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY, -1);
@@ -839,6 +964,7 @@ lw_watcher_main (gpointer data)
       expected_wake_ns = lw_clock_now_ns ();
     }
 
+  lw_watcher_write_stats (watch);
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
   lw_python_free (g_steal_pointer (&watch->python));

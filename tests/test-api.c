@@ -399,7 +399,9 @@ test_json_contract (void)
   g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
   g_assert_true (g_str_has_suffix (contents, "\n"));
   lines = g_strsplit (contents, "\n", -1);
-  g_assert_cmpuint (g_strv_length (lines), ==, 3);  /* two records and the empty tail */
+  /* Two records, the "stats" event written at detach, the empty tail. */
+  g_assert_cmpuint (g_strv_length (lines), ==, 4);
+  g_assert_true (g_str_has_prefix (lines[2], "{\"event\":\"stats\""));
 
   object = parse_json_object (parser, lines[0]);
   g_assert_cmpstr (json_object_get_string_member (object, "event"), ==, "lag");

@@ -32,11 +32,11 @@ static GMutex   park_lock;
 static GCond    park_cond;
 static gboolean parked, released;
 
-gboolean __real_lw_report_frame_is_platform (const LwFrame *frame);
-gboolean __wrap_lw_report_frame_is_platform (const LwFrame *frame);
+char *__real_lw_report_stack_label (const LwFrame *frames, guint n_frames);
+char *__wrap_lw_report_stack_label (const LwFrame *frames, guint n_frames);
 
-gboolean
-__wrap_lw_report_frame_is_platform (const LwFrame *frame)
+char *
+__wrap_lw_report_stack_label (const LwFrame *frames, guint n_frames)
 {
   if (parking)
     {
@@ -47,11 +47,11 @@ __wrap_lw_report_frame_is_platform (const LwFrame *frame)
         g_cond_wait (&park_cond, &park_lock);
       g_mutex_unlock (&park_lock);
     }
-  return __real_lw_report_frame_is_platform (frame);
+  return __real_lw_report_stack_label (frames, n_frames);
 }
 
 /* Parking thread: records a lag of a new fingerprint, which labels it
- * (lw_report_frame_is_platform()) with the summary's lock held. */
+ * (lw_report_stack_label()) with the summary's lock held. */
 static gpointer
 park_in_summary (gpointer data)
 {

@@ -30,6 +30,11 @@
 # Then a screenshot of the window goes to OUTDIR/demo-test.png, and Ctrl+Q
 # must end the demo with status 0 and no lagwatch warning.
 #
+# The latency chart (issue 15) must show the freezes: a "chart:" line (printed
+# when the chart, refreshed each second from lagwatch_get_stats(), shows new
+# counts) with lags and a busy period in the bucket from 250 ms; and the
+# "stats" event written at exit must count the three lags.
+#
 # Every wait is on a condition with a deadline; the 50 ms pauses only pace
 # the polling.
 set -eu
@@ -152,6 +157,13 @@ title_counts_rows() {
   esac
 }
 
+# chart_shows: a "chart:" line counts busy periods over a frame, a lag, and
+# one in the bucket from 250 ms or a longer one (a 400 ms freeze).
+chart_shows() {
+  chart=$(complete_lines "$tmp/stdout" | grep -E '^chart: [0-9]+ s, [0-9]+ iterations, [1-9][0-9]* over 16.7 ms, [1-9][0-9]* lags, longest bucket from (250|500|1000|2500|5000|10000) ms$' | tail -n 1)
+  [ -n "$chart" ]
+}
+
 # demo_exited: the demo is gone, or a zombie waiting for our wait.
 demo_exited() {
   state=$(sed -E 's/.*\) (.).*/\1/' "/proc/$demo_pid/stat" 2> /dev/null) || return 0
@@ -184,7 +196,7 @@ check_freeze() {
   ok "$key: JSON record $id: 400 ± 50 ms, complete, $symbol in the stack, $json"
 }
 
-echo "1..20"
+echo "1..22"
 
 # The display: Xvfb picks a free number itself (-displayfd); the cookie is
 # loaded by the server from the file at start, then filed under that number.
@@ -240,6 +252,9 @@ check_freeze ctrl+2 demo_freeze_sleep '^  waiting: .*, sleeping in clock_nanosle
 check_freeze ctrl+6 demo_freeze_timer_callback '^  in GSource "demo: slow timer"' \
   '.source == "demo: slow timer" and .thread_state == "running"'
 
+wait_until chart_shows || fail "the latency chart shows the freezes (last: $(grep '^chart: ' "$tmp/stdout" | tail -n 1))"
+ok "latency chart: $chart"
+
 xdotool key ctrl+s
 wait_until saved_all || fail "Ctrl+S saved every lag (stdout: $(grep '^saved: ' "$tmp/stdout"))"
 jq -R -c 'fromjson? | select(.event == "lag") | .id' "$tmp/lags.json" | sort > "$tmp/sink-ids"
@@ -286,3 +301,8 @@ elif awk -v l="$longest" 'BEGIN { exit !(l >= 90) }'; then
 else
   fail "ctrl+7: no busy period of the stutter (longest $longest ms) was a lag (got $stutter_lags)"
 fi
+stats=$(jq -R -c 'fromjson? | select(.event == "stats")' "$tmp/lags.json" | tail -n 1)
+printf '%s\n' "$stats" | jq -e '.lags >= 3 and .over_16_7ms >= 3 and .iterations > .over_16_7ms
+                               and (.buckets | length) == 15' > /dev/null \
+  || fail "the \"stats\" event at exit counts the three freezes (got: $stats)"
+ok "\"stats\" event at exit: $(printf '%s\n' "$stats" | jq -c '{iterations, over_16_7ms, p99_ms, lags}')"

@@ -127,7 +127,7 @@ count() {
 # late to time (a loaded machine), which no test can rule out.
 test_lag_entries() {
   LAGWATCH_OUTPUT="journal,json:$tmp/lag.jsonl,stderr" "$lagger" lag 3 2> "$tmp/lag.err" || return 1
-  lags=$(count "$tmp/lag.jsonl" .)
+  lags=$(count "$tmp/lag.jsonl" "^{\"event\":\"lag\"")
   [ "$lags" -ge 1 ] || { echo "# no JSON Lines record"; return 1; }
   pid=$(head -n 1 "$tmp/lag.jsonl" | jq -r .pid)
   wait_for 60 has_entries "$lags" MESSAGE_ID=$LAG_ID _PID="$pid" || { echo "# not $lags lag entries in the journal"; return 1; }
@@ -252,7 +252,7 @@ test_upload_to_remote() {
   ' --arg record "$record" || return 1
   pid=$(printf '%s' "$record" | jq -r .pid)
   [ "$(journalctl -q -o json --file="$tmp/remote/remote.journal" MESSAGE_ID=$LAG_ID _PID="$pid" | grep -c .)" \
-    -eq "$(count "$tmp/lag.jsonl" .)" ] || { echo "# not every lag of pid $pid arrived"; return 1; }
+    -eq "$(count "$tmp/lag.jsonl" "^{\"event\":\"lag\"")" ] || { echo "# not every lag of pid $pid arrived"; return 1; }
 }
 
 remote_listening() {
@@ -264,7 +264,7 @@ remote_listening() {
 falls_back() {
   LAGWATCH_OUTPUT="journal,json:$tmp/$1.jsonl" "$lagger" lag 3 2> "$tmp/$1.err" || return 1
   grep -v '^  ' "$tmp/$1.err" | sed 's/^/# /'
-  lags=$(count "$tmp/$1.jsonl" .)
+  lags=$(count "$tmp/$1.jsonl" "^{\"event\":\"lag\"")
   [ "$lags" -ge 1 ] || { echo "# no JSON Lines record"; return 1; }
   [ "$(count "$tmp/$1.err" "$2")" -eq 1 ] || { echo "# not one warning \"$2\""; return 1; }
   [ "$(count "$tmp/$1.err" "^lagwatch: lag of ")" -eq "$lags" ] || { echo "# not $lags reports on stderr"; return 1; }

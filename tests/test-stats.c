@@ -1,0 +1,429 @@
+/* test-stats: the latency profile of every iteration, and whose fault a lag
+ * was (issue 15)
+ *
+ * Busy periods are wall time, and a loaded machine stretches a spin of
+ * known CPU time by any amount: the profile test measures each busy period
+ * itself, with a poll function of its own that lagwatch's wrapper calls
+ * (so its busy periods contain lagwatch's, by the few instructions between
+ * the two), and compares its own histogram with lagwatch's. Only a period
+ * within a hair of a bucket limit may land on either side: those are
+ * counted and allowed for, nothing else.
+ */
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "lag-harness.h"
+
+/* ---- the profile ---- */
+
+/* Bucket starts (ms), as lagwatch_stats_get_bucket_start_ms() gives them. */
+static const double bucket_start_ms[] = { 0, 1, 2, 4, 8, 1000.0 / 60, 1000.0 / 30, 50, 100, 250, 500,
+                                          1000, 2500, 5000, 10000 };
+#define N_BUCKETS G_N_ELEMENTS (bucket_start_ms)
+/* A period this close to a limit may be classed on either side of it. */
+#define AMBIGUOUS_MS 0.05
+
+/* The test's own view of the busy periods, taken in its poll function. */
+static GPollFunc own_prev_poll;
+static gint64    own_exit_ns;  /* 0: before the first poll */
+static guint64   own_counts[N_BUCKETS];
+static guint64   own_iterations, own_ambiguous;
+static double    own_busy_ms, own_longest_ms;
+static gboolean  own_spun;           /* a spin ran in the current busy period */
+static guint64   own_spun_periods;   /* busy periods that held a spin */
+
+static gint64
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+static gint
+own_poll (GPollFD *fds, guint nfds, gint timeout)
+{
+  gint ret;
+
+  if (own_exit_ns != 0)
+    {
+      double busy_ms = (double) (now_ns () - own_exit_ns) / 1e6;
+      guint bucket = 0;
+
+      while (bucket + 1 < N_BUCKETS && busy_ms >= bucket_start_ms[bucket + 1])
+        bucket++;
+      own_counts[bucket]++;
+      own_iterations++;
+      own_spun_periods += own_spun;
+      own_spun = FALSE;
+      own_busy_ms += busy_ms;
+      own_longest_ms = MAX (own_longest_ms, busy_ms);
+      for (guint i = 1; i < N_BUCKETS; i++)
+        if (ABS (busy_ms - bucket_start_ms[i]) < AMBIGUOUS_MS)
+          own_ambiguous++;
+    }
+  ret = own_prev_poll (fds, nfds, timeout);
+  own_exit_ns = now_ns ();
+  return ret;
+}
+
+/* The end of the bucket holding the @percent-th percentile, capped by the
+ * longest period (the bucket of the 5 ms spins: 8 ms on a quiet machine). */
+static double
+percentile_from_buckets (LagWatchStats *stats, double percent)
+{
+  guint64 n = lagwatch_stats_get_iterations (stats), seen = 0;
+
+  for (guint i = 0; i + 1 < N_BUCKETS; i++)
+    {
+      seen += lagwatch_stats_get_bucket_count (stats, i);
+      if ((double) seen >= percent / 100 * (double) n)
+        return i == 0 ? bucket_start_ms[1] : MIN (bucket_start_ms[i + 1], lagwatch_stats_get_longest_ms (stats));
+    }
+  return lagwatch_stats_get_longest_ms (stats);
+}
+
+static gboolean
+spin_idle (gpointer data)
+{
+  spin_cpu_ms (data);
+  own_spun = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* 500 busy periods of 5 ms, 50 of 20 ms and 5 of 40 ms (of CPU time: at
+ * least as much wall time), counted bucket by bucket against the test's
+ * own measure of the same periods; then the "stats" event at detach. */
+static void
+test_known_busy_periods (void)
+{
+  static const struct { int ms, n; } plan[] = { { 5, 500 }, { 20, 50 }, { 40, 5 } };
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-stats-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "out.json", NULL);
+  g_autofree char *spec = g_strconcat ("json:", path, NULL);
+  g_autofree char *json = NULL;
+  g_autoptr(LagWatchStats) stats = NULL;
+  GMainContext *context = g_main_context_new ();
+  LagWatch *watch;
+  guint64 over_4ms = 0, diff = 0;
+  char *line;
+
+  g_main_context_push_thread_default (context);
+  own_prev_poll = g_main_context_get_poll_func (context);
+  g_main_context_set_poll_func (context, own_poll);
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 10000));
+  g_assert_true (lagwatch_config_set_output (config, spec, NULL));
+  watch = lagwatch_attach_with_config (context, config);
+  g_assert_nonnull (watch);
+  stats = lagwatch_get_stats (watch);
+  g_assert_nonnull (stats);
+  g_assert_cmpuint (lagwatch_stats_get_iterations (stats), ==, 0);
+  g_clear_pointer (&stats, lagwatch_stats_free);
+
+  for (guint p = 0; p < G_N_ELEMENTS (plan); p++)
+    for (int i = 0; i < plan[p].n; i++)
+      {
+        g_autoptr(GSource) idle = g_idle_source_new ();
+
+        g_source_set_callback (idle, spin_idle, GINT_TO_POINTER (plan[p].ms), NULL);
+        g_source_attach (idle, context);
+        /* One spin per busy period: the next idle only once this one ran. */
+        while (g_source_get_context (idle) != NULL && !g_source_is_destroyed (idle))
+          g_main_context_iteration (context, TRUE);
+      }
+  /* Polls until the last spin's busy period is closed (GLib may dispatch
+   * an idle one iteration after it was attached). */
+  for (int i = 0; i < 100 && own_spun_periods < 555; i++)
+    g_main_context_iteration (context, FALSE);
+  stats = lagwatch_get_stats (watch);
+
+  g_test_message ("own: %" G_GUINT64_FORMAT " iterations, %.1f ms busy, longest %.1f ms, %"
+                  G_GUINT64_FORMAT " near a limit", own_iterations, own_busy_ms, own_longest_ms, own_ambiguous);
+  g_assert_cmpuint (lagwatch_stats_get_n_buckets (stats), ==, N_BUCKETS);
+  for (guint i = 0; i < N_BUCKETS; i++)
+    {
+      guint64 got = lagwatch_stats_get_bucket_count (stats, i);
+
+      g_test_message ("bucket from %.1f ms: lagwatch %" G_GUINT64_FORMAT ", own %" G_GUINT64_FORMAT,
+                      bucket_start_ms[i], got, own_counts[i]);
+      g_assert_cmpfloat_with_epsilon (lagwatch_stats_get_bucket_start_ms (stats, i), bucket_start_ms[i], 1e-5);
+      diff += got > own_counts[i] ? got - own_counts[i] : own_counts[i] - got;
+      if (i >= 3)
+        over_4ms += got;
+    }
+  /* Each period misclassified shows twice: out of one bucket, into another. */
+  g_assert_cmpuint (diff, <=, 2 * own_ambiguous);
+  g_assert_cmpuint (lagwatch_stats_get_iterations (stats), ==, own_iterations);
+  /* Whatever the load: every spin is at least its CPU time long. */
+  g_assert_cmpuint (own_spun_periods, ==, 555);
+  g_assert_cmpuint (over_4ms, >=, 555);
+  g_assert_cmpuint (lagwatch_stats_get_over_60hz_frame (stats), >=, 55);
+  g_assert_cmpuint (lagwatch_stats_get_over_30hz_frame (stats), >=, 5);
+  /* lagwatch's periods lie inside the test's, a few instructions shorter. */
+  g_assert_cmpfloat (lagwatch_stats_get_busy_ms (stats), <=, own_busy_ms);
+  g_assert_cmpfloat (lagwatch_stats_get_busy_ms (stats), >=, own_busy_ms * 0.99 - 5);
+  g_assert_cmpfloat (lagwatch_stats_get_longest_ms (stats), <=, own_longest_ms + 0.01);
+  g_assert_cmpfloat (lagwatch_stats_get_longest_ms (stats), >=, MAX (own_longest_ms - 1, 40));
+  g_assert_cmpfloat_with_epsilon (lagwatch_stats_get_percentile_ms (stats, 50), percentile_from_buckets (stats, 50), 1e-5);
+  g_assert_cmpfloat_with_epsilon (lagwatch_stats_get_percentile_ms (stats, 99), percentile_from_buckets (stats, 99), 1e-5);
+  g_assert_cmpuint (lagwatch_stats_get_lags (stats), ==, 0);
+
+  lagwatch_detach (watch);
+  g_main_context_pop_thread_default (context);
+  g_main_context_unref (context);
+
+  /* The "stats" event at detach, with the same counts. */
+  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  line = strstr (json, "{\"event\":\"stats\"");
+  g_assert_nonnull (line);
+  {
+    g_autofree char *iterations = g_strdup_printf ("\"iterations\":%" G_GUINT64_FORMAT ",",
+                                                   lagwatch_stats_get_iterations (stats));
+    g_autofree char *bucket = g_strdup_printf ("{\"from_ms\":4,\"count\":%" G_GUINT64_FORMAT "}",
+                                               lagwatch_stats_get_bucket_count (stats, 3));
+
+    g_assert_nonnull (strstr (line, iterations));
+    g_assert_nonnull (strstr (line, bucket));
+    g_assert_nonnull (strstr (line, "\"lags\":0"));
+  }
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+/* ---- whose fault ---- */
+
+/* The calling thread's run-queue delay so far (schedstat's second field), ms. */
+static double
+own_run_delay_ms (void)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) gettid ());
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return -1;
+  fields = g_strsplit (text, " ", 0);
+  g_assert_cmpuint (g_strv_length (fields), >=, 2);
+  return g_ascii_strtod (fields[1], NULL) / 1e6;
+}
+
+typedef struct
+{
+  int     cpu_ms;
+  double  delay_ms;  /* the test's own measure around the spin */
+  double  wall_ms;
+} FaultLag;
+
+static void
+fault_lag (gpointer data)
+{
+  FaultLag *lag = data;
+  double delay = own_run_delay_ms ();
+  gint64 start = g_get_monotonic_time ();
+
+  spin_cpu_ms (GINT_TO_POINTER (lag->cpu_ms));
+  lag->wall_ms = (double) (g_get_monotonic_time () - start) / 1000;
+  lag->delay_ms = own_run_delay_ms () - delay;
+}
+
+static gint hogs_stop;
+static gint hogs_running;
+
+static gpointer
+hog (gpointer data)
+{
+  cpu_set_t cpus;
+
+  CPU_ZERO (&cpus);
+  CPU_SET (0, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+  g_atomic_int_inc (&hogs_running);
+  while (!g_atomic_int_get (&hogs_stop))
+    ;
+  return NULL;
+}
+
+/* A 200 ms CPU-bound lag, with @n_hogs threads spinning beside it on its
+ * CPU; checks the report's run_delay_ms against the test's own measure. */
+static void
+check_run_delay (guint n_hogs)
+{
+  Harness h;
+  GThread *hogs[3];
+  FaultLag lag = { 200, 0, 0 };
+  LagWatchReport *report;
+  cpu_set_t cpus;
+  double run_delay, duration;
+
+  if (!g_file_test ("/proc/self/schedstat", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("the kernel keeps no scheduler statistics (/proc/PID/schedstat)");
+      return;
+    }
+  if (g_get_num_processors () < 2)
+    {
+      g_test_skip ("one CPU only: a lag alone on its CPU cannot be set apart from one beside a hog");
+      return;
+    }
+  CPU_ZERO (&cpus);
+  CPU_SET (0, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+  harness_init (&h, 50);
+  g_atomic_int_set (&hogs_stop, 0);
+  g_atomic_int_set (&hogs_running, 0);
+  for (guint i = 0; i < n_hogs; i++)
+    hogs[i] = g_thread_new ("hog", hog, NULL);
+  while ((guint) g_atomic_int_get (&hogs_running) < n_hogs)
+    g_thread_yield ();
+  harness_run_lag (&h, fault_lag, &lag);
+  g_atomic_int_set (&hogs_stop, 1);
+  for (guint i = 0; i < n_hogs; i++)
+    g_thread_join (hogs[i]);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  run_delay = lagwatch_report_get_run_delay_ms (report);
+  duration = lagwatch_report_get_duration_ms (report);
+  g_test_message ("%u hogs: lag %.0f ms (own %.0f), run delay %.1f ms (own %.1f), cpu_starved %d", n_hogs,
+                  duration, lag.wall_ms, run_delay, lag.delay_ms, lagwatch_report_get_cpu_starved (report));
+  /* The watcher measures from its first sight of the busy period to the
+   * report, the test around the spin alone: close, not equal. */
+  g_assert_cmpfloat (run_delay, >=, 0);
+  g_assert_cmpfloat (ABS (run_delay - lag.delay_ms), <=, 0.25 * lag.delay_ms + 30);
+  if (lag.delay_ms >= 0.6 * lag.wall_ms)
+    g_assert_true (lagwatch_report_get_cpu_starved (report));
+  else if (lag.delay_ms <= 0.3 * lag.wall_ms)
+    g_assert_false (lagwatch_report_get_cpu_starved (report));
+  if (n_hogs > 0)
+    g_assert_cmpfloat (lag.delay_ms, >=, 100);  /* the hogs took their share */
+  {
+    g_autofree char *json = lagwatch_report_to_json (report);
+    g_autofree char *text = lagwatch_report_to_text (report);
+
+    g_assert_nonnull (strstr (json, "\"run_delay_ms\":"));
+    if (lagwatch_report_get_cpu_starved (report))
+      {
+        g_assert_nonnull (strstr (json, "\"cpu_starved\":true"));
+        g_assert_nonnull (strstr (text, "waiting for a CPU: "));
+        g_assert_nonnull (strstr (text, "the machine was busy"));
+      }
+  }
+  harness_clear (&h);
+  CPU_ZERO (&cpus);
+  for (guint i = 0; i < (guint) g_get_num_processors () && i < CPU_SETSIZE; i++)
+    CPU_SET (i, &cpus);
+  sched_setaffinity (0, sizeof cpus, &cpus);
+}
+
+static void
+test_run_delay_beside_hogs (void)
+{
+  check_run_delay (3);
+}
+
+static void
+test_run_delay_alone (void)
+{
+  check_run_delay (0);
+}
+
+static gboolean
+drain_pipe (gint fd, GIOCondition condition, gpointer data)
+{
+  char byte;
+
+  g_assert_cmpint (read (fd, &byte, 1), ==, 1);
+  return G_SOURCE_CONTINUE;
+}
+
+typedef struct
+{
+  int  fd;   /* the pipe's write end, -1: write nothing */
+} InputLag;
+
+static void
+input_lag (gpointer data)
+{
+  InputLag *lag = data;
+
+  if (lag->fd >= 0)
+    g_assert_cmpint (write (lag->fd, "x", 1), ==, 1);
+  spin_cpu_ms (GINT_TO_POINTER (150));
+}
+
+/* A lag while an input fd of the context (a pipe watched with
+ * g_unix_fd_add) is readable reports input_pending; one without does not. */
+static void
+test_input_pending (void)
+{
+  Harness h;
+  int fds[2];
+  InputLag quiet = { -1 }, typed;
+  GSource *source;
+
+  harness_init (&h, 50);
+  g_assert_true (g_unix_open_pipe (fds, FD_CLOEXEC, NULL));
+  typed.fd = fds[1];
+  /* g_unix_fd_add(), on the watched context rather than the default one. */
+  source = g_unix_fd_source_new (fds[0], G_IO_IN);
+  g_source_set_callback (source, G_SOURCE_FUNC (drain_pipe), NULL, NULL);
+  g_source_set_name (source, "input pipe");
+  g_source_attach (source, h.context);
+  /* A busy period of 1 ms or more: the wrapper's slow path copies the
+   * context's poll records, the pipe among them. */
+  harness_run_lag (&h, spin_cpu_ms, GINT_TO_POINTER (3));
+
+  harness_run_lag (&h, input_lag, &quiet);
+  harness_wait_reports (&h, 1);
+  harness_run_lag (&h, input_lag, &typed);
+  harness_wait_reports (&h, 2);
+  g_assert_false (lagwatch_report_get_input_pending (harness_report (&h, 0)));
+  g_assert_true (lagwatch_report_get_input_pending (harness_report (&h, 1)));
+  {
+    g_autofree char *json0 = lagwatch_report_to_json (harness_report (&h, 0));
+    g_autofree char *json1 = lagwatch_report_to_json (harness_report (&h, 1));
+    g_autofree char *text1 = lagwatch_report_to_text (harness_report (&h, 1));
+
+    g_assert_nonnull (strstr (json0, "\"input_pending\":false"));
+    g_assert_nonnull (strstr (json1, "\"input_pending\":true"));
+    g_assert_nonnull (strstr (text1, "input was waiting"));
+  }
+  g_source_destroy (source);
+  g_source_unref (source);
+  close (fds[0]);
+  close (fds[1]);
+  harness_clear (&h);
+}
+
+/* The periodic and exit events and the summary line: lags are counted. */
+static void
+test_counts_lags (void)
+{
+  Harness h;
+  g_autoptr(LagWatchStats) stats = NULL;
+
+  harness_init (&h, 50);
+  harness_run_lag (&h, spin_cpu_ms, GINT_TO_POINTER (120));
+  harness_wait_reports (&h, 1);
+  stats = lagwatch_get_stats (h.watch);
+  g_assert_cmpuint (lagwatch_stats_get_lags (stats), ==, 1);
+  g_assert_cmpuint (lagwatch_stats_get_over_30hz_frame (stats), >=, 1);
+  g_assert_cmpfloat (lagwatch_stats_get_longest_ms (stats), >=, 120);
+  harness_clear (&h);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/stats/known-busy-periods", test_known_busy_periods);
+  g_test_add_func ("/stats/counts-lags", test_counts_lags);
+  g_test_add_func ("/whose-fault/run-delay-beside-hogs", test_run_delay_beside_hogs);
+  g_test_add_func ("/whose-fault/run-delay-alone", test_run_delay_alone);
+  g_test_add_func ("/whose-fault/input-pending", test_input_pending);
+  return g_test_run ();
+}
