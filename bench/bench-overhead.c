@@ -606,7 +606,10 @@ bench_latency (void)
   watch = lagwatch_attach_with_config (context, config);
   lagwatch_set_report_func (watch, collect_report, &c, NULL);
   missed = run_lags (context, &c, lags, 25 * 1000, FALSE);
-  verdict (missed == 0, TRUE, "%u of %u lags reported", lags - missed, lags);
+  /* A 25 ms lag at 20 ms can go unseen on a loaded machine (README, Limits:
+   * the late-wake hole): a target of the full run, information in the
+   * short one, which CI runs beside whatever else the machine does. */
+  verdict (missed == 0, !short_mode, "%u of %u lags reported", lags - missed, lags);
   if (c.caught->len == 0)
     verdict (FALSE, TRUE, "no lag was caught");
   else
