@@ -5,11 +5,19 @@
  * two functions every GLib program runs its loop with,
  * g_main_context_iteration() (GApplication, GTK) and g_main_loop_run(), and
  * attaches lagwatch to the default context the first time one of them runs
- * it. A program that never runs a GLib loop, and any program the watched one
+ * it. Those two are not enough: GObject Introspection (PyGObject, GJS) and a
+ * dlsym()'d address call GLib's own functions, never ours, and GLib's calls
+ * within itself do not go through its PLT either. One call always does:
+ * GLib's g_poll() calls libc's poll() through the PLT, once per iteration of
+ * any context. So poll() is interposed too: a poll made from GLib's own code
+ * by the thread that owns the default context is an iteration of that
+ * context, however the loop was entered. A program that never runs a GLib loop, and any program the watched one
  * starts (it inherits LD_PRELOAD but not the process id the launcher named),
  * are left alone; so are setuid/setgid programs (said in one line).
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -21,6 +29,7 @@
 
 typedef gboolean (*LwIterationFunc) (GMainContext *context, gboolean may_block);
 typedef void (*LwLoopRunFunc) (GMainLoop *loop);
+typedef int (*LwPollFunc) (struct pollfd *fds, nfds_t n_fds, int timeout);
 
 /* Loop thread (the first to iterate the default context), normal context. */
 static gpointer
@@ -47,16 +56,86 @@ lw_preload_attach (gpointer data)
   return lagwatch_attach (NULL);
 }
 
+static GOnce lw_preload_once = G_ONCE_INIT;
+
 /* Any thread running a GLib loop. After the first call: one load. */
 static void
 lw_preload_maybe_attach (GMainContext *context)
 {
-  static GOnce once = G_ONCE_INIT;
-
-  if (G_LIKELY (once.status == G_ONCE_STATUS_READY))
+  if (G_LIKELY (lw_preload_once.status == G_ONCE_STATUS_READY))
     return;
   if (context == NULL || context == g_main_context_default ())
-    g_once (&once, lw_preload_attach, NULL);
+    g_once (&lw_preload_once, lw_preload_attach, NULL);
+}
+
+/* GLib's executable segment: [start, end). */
+typedef struct
+{
+  uintptr_t start;
+  uintptr_t end;
+} LwCodeRange;
+
+/* Any thread, normal context (dl_iterate_phdr callback). */
+static int
+lw_preload_find_glib (struct dl_phdr_info *info, size_t size, void *data)
+{
+  LwCodeRange *range = data;
+  uintptr_t poll_addr = (uintptr_t) g_poll;
+
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    {
+      const ElfW (Phdr) *ph = &info->dlpi_phdr[i];
+      uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+      if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && poll_addr >= start
+          && poll_addr - start < ph->p_memsz)
+        {
+          range->start = start;
+          range->end = start + ph->p_memsz;
+          return 1;
+        }
+    }
+  return 0;
+}
+
+/* Any thread, normal context. Where GLib's code is: found once. */
+static gpointer
+lw_preload_glib_range (gpointer data)
+{
+  static LwCodeRange range;
+
+  dl_iterate_phdr (lw_preload_find_glib, &range);
+  return &range;
+}
+
+/* Any thread, inside poll(). A poll from GLib's code by the owner of the
+ * default context: GLib's main loop iterating it (g_poll, the default
+ * poll function, ends in this poll). g_main_context_default() is only
+ * asked then: a program that uses GLib without a loop gets no default
+ * context from here unless GLib itself polls. */
+static void
+lw_preload_check_poll (uintptr_t caller)
+{
+  static GOnce range_once = G_ONCE_INIT;
+  const LwCodeRange *glib = g_once (&range_once, lw_preload_glib_range, NULL);
+
+  if (caller < glib->start || caller >= glib->end)
+    return;
+  if (g_main_context_is_owner (g_main_context_default ()))
+    g_once (&lw_preload_once, lw_preload_attach, NULL);
+}
+
+/* Any thread. After lagwatch is attached (or declined): one load. */
+LW_PRELOAD_API int
+poll (struct pollfd *fds, nfds_t n_fds, int timeout)
+{
+  static LwPollFunc real;
+
+  if (G_UNLIKELY (real == NULL))
+    real = (LwPollFunc) dlsym (RTLD_NEXT, "poll");
+  if (G_UNLIKELY (lw_preload_once.status != G_ONCE_STATUS_READY))
+    lw_preload_check_poll ((uintptr_t) __builtin_return_address (0));
+  return real (fds, n_fds, timeout);
 }
 
 LW_PRELOAD_API gboolean

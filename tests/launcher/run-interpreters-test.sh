@@ -1,0 +1,48 @@
+#!/bin/sh
+# run-interpreters-test.sh LAUNCHER DLSYM_LOOP PROGRAMS_DIR
+# The launcher on programs that run the default context without calling
+# GLib through the PLT: PyGObject (GLib.MainLoop().run() and
+# MainContext.iteration()), GJS, and a C program with a dlsym()'d
+# g_main_loop_run. Each freezes its loop for 300 ms once: each must be
+# reported.
+set -u
+launcher=$1
+dlsym_loop=$2
+programs=$3
+tmp=$(mktemp -d)
+status=0
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL $*"; status=1; }
+
+if [ -n "${LW_ASAN_RUNTIME:-}" ]; then
+  export LD_PRELOAD="$LW_ASAN_RUNTIME"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+fi
+# Debian's interpreter with python3-gi: the python3 first on PATH may be
+# another build without it.
+python=/usr/bin/python3
+
+# run NAME COMMAND...: runs under the launcher, JSON into $tmp/NAME.jsonl;
+# checks exactly one report of the 300 ms freeze.
+run() {
+  name=$1; shift
+  json="$tmp/$name.jsonl"
+  timeout 60 "$launcher" --threshold 100 --output "json:$json,stderr" -- "$@" > "$tmp/$name.log" 2>&1
+  code=$?
+  [ $code -eq 0 ] || { fail "$name: exit status $code"; tail -20 "$tmp/$name.log"; return 1; }
+  [ -s "$json" ] || { fail "$name: no report at all"; tail -20 "$tmp/$name.log"; return 1; }
+  count=$(jq -c 'select(.duration_ms >= 250)' "$json" | wc -l)
+  [ "$count" -eq 1 ] || { fail "$name: expected one report of the 300 ms freeze, got $count: $(jq -c '{duration_ms, source}' "$json")"; return 1; }
+  echo "ok $name: $(jq -c 'select(.duration_ms >= 250) | {duration_ms, phase, source, samples}' "$json")"
+  return 0
+}
+
+command -v jq > /dev/null || { echo "FAIL jq not installed"; exit 1; }
+"$python" -c 'import gi' 2> /dev/null || { echo "FAIL $python has no gi (package python3-gi)"; exit 1; }
+command -v gjs > /dev/null || { echo "FAIL gjs not installed (package gjs)"; exit 1; }
+
+run python-loop-run "$python" "$programs/loop-run.py"
+run python-iteration "$python" "$programs/iteration.py"
+run gjs-loop-run gjs "$programs/loop-run.js"
+run c-dlsym-loop "$dlsym_loop"
+exit $status
