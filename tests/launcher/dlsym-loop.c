@@ -1,9 +1,12 @@
 /* dlsym-loop: a C program that runs GLib's loop through an address it looked
  * up itself, as GObject Introspection does: dlsym() on libglib's handle,
  * never the PLT entry the launcher's preload library interposes. Its
- * timeout callback (unnamed, added by g_timeout_add) spins 300 ms. */
+ * timeout callback (unnamed, added by g_timeout_add) spins 300 ms; the loop
+ * quits once the report is written (LW_TEST_REPORT_FILE non-empty), or
+ * after 30 s: a lag that ends just before exit may not be reported yet. */
 #include <dlfcn.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 
 #define LAGGY __attribute__ ((noipa))
@@ -20,17 +23,27 @@ dlsym_loop_spin (gint64 ms)
 }
 
 static gboolean
-quit_loop (gpointer data)
+quit_when_reported (gpointer data)
 {
-  g_main_loop_quit (loop);
-  return G_SOURCE_REMOVE;
+  static gint64 deadline;
+  const char *path = g_getenv ("LW_TEST_REPORT_FILE");
+  GStatBuf st;
+
+  if (deadline == 0)
+    deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  if ((path != NULL && g_stat (path, &st) == 0 && st.st_size > 0) || g_get_monotonic_time () > deadline)
+    {
+      g_main_loop_quit (loop);
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
 }
 
 static LAGGY gboolean
 freeze_busy (gpointer data)
 {
   dlsym_loop_spin (300);
-  g_timeout_add (100, quit_loop, NULL);
+  g_timeout_add (50, quit_when_reported, NULL);
   __asm__ volatile ("" ::: "memory");
   return G_SOURCE_REMOVE;
 }

@@ -27,7 +27,7 @@ python=/usr/bin/python3
 run() {
   name=$1; shift
   json="$tmp/$name.jsonl"
-  timeout 60 "$launcher" --threshold 100 --output "json:$json,stderr" -- "$@" > "$tmp/$name.log" 2>&1
+  LW_TEST_REPORT_FILE="$json" timeout 60 "$launcher" --threshold 100 --output "json:$json,stderr" -- "$@" > "$tmp/$name.log" 2>&1
   code=$?
   [ $code -eq 0 ] || { fail "$name: exit status $code"; tail -20 "$tmp/$name.log"; return 1; }
   [ -s "$json" ] || { fail "$name: no report at all"; tail -20 "$tmp/$name.log"; return 1; }
