@@ -38,6 +38,8 @@ lw_report_frame_is_platform (const LwFrame *frame)
     "libm.so", "libdl.so", "librt.so",
     /* Sanitizer runtimes interpose libc functions in instrumented builds. */
     "libasan.so", "libubsan.so", "libtsan.so", "liblsan.so",
+    /* Generated code (lw-perfmap.h): its addresses change from run to run. */
+    "[jit]",
   };
   const char *base;
 

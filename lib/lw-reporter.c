@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "lw-lines.h"
+#include "lw-perfmap.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
 #include "lw-watcher.h"
@@ -32,6 +33,7 @@ lw_reporter_name_frames (LwFrame *frames, guint n_frames, gboolean lines)
       if (lines)
         lw_lines_resolve (&frames[i], i > 0);
     }
+  lw_perfmap_name_frames (frames, n_frames);
 }
 
 /* A frame of @frames named @symbol, or -1. */
