@@ -112,17 +112,24 @@ lw_preload_glib_range (gpointer data)
  * default context: GLib's main loop iterating it (g_poll, the default
  * poll function, ends in this poll). g_main_context_default() is only
  * asked then: a program that uses GLib without a loop gets no default
- * context from here unless GLib itself polls. */
-static void
+ * context from here unless GLib itself polls. Returns the poll function
+ * this poll goes on with: once lagwatch attached, the context's new one
+ * (lagwatch's wrapper, which calls g_poll and so this poll again), so
+ * that the poll under way already ends a watched idle period: the first
+ * poll may be the one that waits for the source that freezes the loop. */
+static GPollFunc
 lw_preload_check_poll (uintptr_t caller)
 {
   static GOnce range_once = G_ONCE_INIT;
   const LwCodeRange *glib = g_once (&range_once, lw_preload_glib_range, NULL);
+  GMainContext *context;
 
   if (caller < glib->start || caller >= glib->end)
-    return;
-  if (g_main_context_is_owner (g_main_context_default ()))
-    g_once (&lw_preload_once, lw_preload_attach, NULL);
+    return NULL;
+  context = g_main_context_default ();
+  if (!g_main_context_is_owner (context) || g_once (&lw_preload_once, lw_preload_attach, NULL) == NULL)
+    return NULL;
+  return g_main_context_get_poll_func (context);
 }
 
 /* Any thread. After lagwatch is attached (or declined): one load. */
@@ -134,7 +141,12 @@ poll (struct pollfd *fds, nfds_t n_fds, int timeout)
   if (G_UNLIKELY (real == NULL))
     real = (LwPollFunc) dlsym (RTLD_NEXT, "poll");
   if (G_UNLIKELY (lw_preload_once.status != G_ONCE_STATUS_READY))
-    lw_preload_check_poll ((uintptr_t) __builtin_return_address (0));
+    {
+      GPollFunc attached = lw_preload_check_poll ((uintptr_t) __builtin_return_address (0));
+
+      if (attached != NULL && attached != g_poll)
+        return attached ((GPollFD *) fds, n_fds, timeout);
+    }
   return real (fds, n_fds, timeout);
 }
 
