@@ -464,7 +464,7 @@ lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
           return LW_STEP_OK;
         }
     }
-  for (uint64_t at = (sp + 7) & ~(uint64_t) 7; at >= 8 && end - at >= 8 && at - sp <= LW_UNWIND_SCAN_BYTES;
+  for (uint64_t at = (sp + 7) & ~(uint64_t) 7; at < end && end - at >= 8 && at - sp <= LW_UNWIND_SCAN_BYTES;
        at += 8)
     {
       memcpy (&ret, snap->stack + (at - snap->stack_base), sizeof ret);

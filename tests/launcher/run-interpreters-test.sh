@@ -43,6 +43,31 @@ command -v gjs > /dev/null || { echo "FAIL gjs not installed (package gjs)"; exi
 
 run python-loop-run "$python" "$programs/loop-run.py"
 run python-iteration "$python" "$programs/iteration.py"
-run gjs-loop-run gjs "$programs/loop-run.js"
+if run gjs-loop-run gjs "$programs/loop-run.js"; then
+  # JIT code (SpiderMonkey's, on by default) is marked, and the walk goes
+  # on through it: gjs, GLib's dispatch and main below, nothing cut.
+  lag='select(.duration_ms >= 250)'
+  modules=$(jq -c "$lag | [.stack[] | .module // \"null\" | split(\"/\") | last]" "$tmp/gjs-loop-run.jsonl")
+  symbols=$(jq -c "$lag | [.stack[] | .symbol]" "$tmp/gjs-loop-run.jsonl")
+  if ! jq -e "$lag | .stack_truncated == false" "$tmp/gjs-loop-run.jsonl" > /dev/null; then
+    fail "gjs: the stack is cut: $modules"
+  elif ! jq -e "$lag | [.stack[] | .module] | index(\"[jit]\") as \$jit
+                | \$jit != null
+                and (map(. // \"\" | test(\"/libgjs\\\\.so\")) | .[\$jit:] | any)
+                and (map(. // \"\" | test(\"/gjs-console\$\")) | .[\$jit:] | any)" \
+         "$tmp/gjs-loop-run.jsonl" > /dev/null; then
+    fail "gjs: no [jit] frame with gjs and the program below it: $modules"
+  elif ! jq -e "$lag | [.stack[] | .symbol] | index(\"g_main_context_dispatch\") != null" \
+         "$tmp/gjs-loop-run.jsonl" > /dev/null; then
+    fail "gjs: GLib's dispatch is not on the stack: $symbols"
+  elif ! jq -s -e '[.[] | (.stacks // [])[] | .stack[] | .module] | all(. != null)' \
+         "$tmp/gjs-loop-run.jsonl" > /dev/null; then
+    fail "gjs: a frame has no module: $(jq -c '[(.stacks // [])[] | .stack[] | select(.module == null)]' "$tmp/gjs-loop-run.jsonl")"
+  elif ! jq -e "$lag | .phase == \"dispatch\"" "$tmp/gjs-loop-run.jsonl" > /dev/null; then
+    fail "gjs: the GSource is not known"
+  else
+    echo "ok gjs-loop-run: [jit] frames marked, the whole native stack below: $modules"
+  fi
+fi
 run c-dlsym-loop "$dlsym_loop"
 exit $status
