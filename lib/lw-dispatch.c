@@ -1,6 +1,8 @@
 /* lw-dispatch.c: the probe that finds GLib's per-thread dispatch record */
 #include "lw-dispatch.h"
 
+#include "lw-modules.h"
+
 #include <limits.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -47,6 +49,8 @@ lw_dispatch_probe (gpointer data)
           matches++;
         }
     }
+  /* Set by g_source_set_callback(): GLib's own callback functions. */
+  atomic_store (&slot->callback_funcs, (uintptr_t) self->callback_funcs);
   if (matches == 1)
     {
       atomic_store (&slot->dispatch_record, found);
@@ -68,6 +72,49 @@ lw_dispatch_schedule_probe (LwSlot *slot)
   g_source_attach (probe, slot->context);
   g_source_unref (probe);
   g_main_context_wakeup (slot->context);
+}
+
+/* GLib's gmain.c: struct _GSourceCallback, the callback_data of a source
+ * whose callback_funcs are GLib's own g_source_callback_funcs. */
+typedef struct
+{
+  guint       ref_count;
+  GSourceFunc func;
+  gpointer    data;
+  GDestroyNotify notify;
+} LwGSourceCallback;
+
+/* Watcher thread. No interpreter hook is built in: no better name. */
+gboolean
+lw_dispatch_describe_callback (uintptr_t func, uintptr_t data, char *name, gsize size)
+{
+  return FALSE;
+}
+
+/* Watcher thread. An unnamed source's callback, when GLib's own functions
+ * hold it: read from the source's memory through the kernel (the source
+ * is alive only if the loop is still in the same busy period, which the
+ * caller checks afterwards). */
+static void
+lw_dispatch_read_callback (LwSlot *slot, const GSource *source, LwDispatchInfo *info)
+{
+  uintptr_t funcs = atomic_load (&slot->callback_funcs);
+  LwGSourceCallback callback;
+
+  if (funcs == 0 || (uintptr_t) source->callback_funcs != funcs || source->callback_data == NULL
+      || !lw_modules_read_memory ((uintptr_t) source->callback_data, &callback, sizeof callback)
+      || callback.func == NULL)
+    return;
+  info->callback_func = (uintptr_t) callback.func;
+  info->callback_data = (uintptr_t) callback.data;
+  if (source->source_funcs == &g_timeout_funcs)
+    info->callback_kind = "g_timeout_add";
+  else if (source->source_funcs == &g_idle_funcs)
+    info->callback_kind = "g_idle_add";
+  info->callback_described = lw_dispatch_describe_callback (info->callback_func, info->callback_data,
+                                                            info->callback_name,
+                                                            sizeof info->callback_name);
+  info->callback_name[sizeof info->callback_name - 1] = '\0';
 }
 
 gboolean
@@ -107,5 +154,7 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
       info->name[sizeof info->name - 1] = '\0';
       info->named = TRUE;
     }
+  else
+    lw_dispatch_read_callback (slot, &source, info);
   return TRUE;
 }

@@ -117,6 +117,7 @@ lagwatch_report_unref (LagWatchReport *report)
     lw_report_stack_clear (&report->threads[i]);
   g_free (report->threads);
   g_free (report->source);
+  g_free (report->source_callback);
   g_free (report->wchan);
   g_free (report->fingerprint);
   g_free (report->fingerprint2);
@@ -434,6 +435,13 @@ lagwatch_report_to_json (LagWatchReport *report)
       g_string_append (out, ",\"exe\":");
       lw_json_string (out, report->previous_exe);
     }
+  if (report->source_callback != NULL)
+    {
+      g_string_append (out, ",\"source_callback\":");
+      lw_json_string (out, report->source_callback);
+      g_string_append (out, ",\"source_callback_kind\":");
+      lw_json_string (out, report->source_callback_kind);
+    }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -518,6 +526,11 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
         {
           if (report->source != NULL)
             g_string_append_printf (out, "in GSource \"%s\" (priority %d)", report->source, report->priority);
+          else if (report->source_callback != NULL)
+            g_string_append_printf (out, "in %s callback %s (unnamed GSource, priority %d)",
+                                    report->source_callback_kind != NULL ? report->source_callback_kind
+                                                                         : "GSource",
+                                    report->source_callback, report->priority);
           else
             g_string_append_printf (out, "in an unnamed GSource (priority %d)", report->priority);
         }

@@ -62,6 +62,13 @@ struct _LagWatchReport
   /* Set by the watcher for the reporting thread, which derives phase. */
   gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
   guint     prepares;        /* starvation sentinel prepares during the lag */
+
+  /* An unnamed source named by its callback (lw-dispatch.h): the watcher
+   * sets the function's address (and the name an interpreter hook gave),
+   * the reporting thread names the function. */
+  uintptr_t   source_callback_ip;
+  char       *source_callback;      /* "freeze_busy", or NULL */
+  const char *source_callback_kind; /* "g_timeout_add", "g_idle_add", or NULL */
 };
 
 /* Watcher thread. Frees the frames of @stack. */

@@ -70,6 +70,22 @@ lw_reporter_phase (const LagWatchReport *report)
   return report->n_frames > 0 ? "loop" : NULL;
 }
 
+/* Reporting thread. An unnamed source's callback, by its function's
+ * symbol (the function is code: it is an exact address, not a return
+ * address). */
+static void
+lw_reporter_name_source_callback (LagWatchReport *report)
+{
+  LwFrame frame;
+
+  if (report->source_callback != NULL || report->source_callback_ip == 0)
+    return;
+  lw_symbols_resolve (report->source_callback_ip, FALSE, &frame);
+  if (frame.symbol != NULL && frame.symbol_offset == 0)
+    report->source_callback = g_strdup (frame.symbol);
+  lw_frame_clear (&frame);
+}
+
 /* Reporting thread. Everything the watcher left out. */
 static void
 lw_reporter_complete (LagWatchReport *report)
@@ -80,6 +96,7 @@ lw_reporter_complete (LagWatchReport *report)
   for (guint i = 0; i < report->n_threads; i++)
     lw_reporter_name_frames (report->threads[i].frames, report->threads[i].n_frames, TRUE);
   report->phase = lw_reporter_phase (report);
+  lw_reporter_name_source_callback (report);
   lw_report_compute_fingerprints (report);
 }
 

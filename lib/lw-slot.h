@@ -89,4 +89,9 @@ struct _LwSlot
   _Atomic unsigned  sentinel_prepares;
 
   LwCaptureRequest  capture;
+
+  /* GLib's own GSourceCallbackFuncs (static in gmain.c): the callback_funcs
+   * of a source given its callback by g_source_set_callback(), as the probe
+   * saw on itself; 0 until then. */
+  _Atomic uintptr_t callback_funcs;
 };

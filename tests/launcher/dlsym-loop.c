@@ -1,7 +1,8 @@
 /* dlsym-loop: a C program that runs GLib's loop through an address it looked
  * up itself, as GObject Introspection does: dlsym() on libglib's handle,
  * never the PLT entry the launcher's preload library interposes. Its
- * timeout callback (unnamed, added by g_timeout_add) spins 300 ms; the loop
+ * timeout callback (added by g_timeout_add, unnamed unless the first
+ * argument is "named") spins 300 ms; the loop
  * quits once the report is written (LW_TEST_REPORT_FILE non-empty), or
  * after 30 s: a lag that ends just before exit may not be reported yet. */
 #include <dlfcn.h>
@@ -49,10 +50,11 @@ freeze_busy (gpointer data)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   void *glib = dlopen ("libglib-2.0.so.0", RTLD_NOW | RTLD_NOLOAD);
   void (*run) (GMainLoop *);
+  guint id;
 
   if (glib == NULL || (run = (void (*) (GMainLoop *)) dlsym (glib, "g_main_loop_run")) == NULL)
     {
@@ -60,7 +62,9 @@ main (void)
       return 1;
     }
   loop = g_main_loop_new (NULL, FALSE);
-  g_timeout_add (200, freeze_busy, NULL);
+  id = g_timeout_add (200, freeze_busy, NULL);
+  if (argc > 1 && g_str_equal (argv[1], "named"))
+    g_source_set_name_by_id (id, "dlsym-loop: named freeze");
   run (loop);
   g_main_loop_unref (loop);
   return 0;

@@ -69,5 +69,25 @@ if run gjs-loop-run gjs "$programs/loop-run.js"; then
     echo "ok gjs-loop-run: [jit] frames marked, the whole native stack below: $modules"
   fi
 fi
-run c-dlsym-loop "$dlsym_loop"
+# An unnamed source is named by its callback's function; a name set with
+# g_source_set_name() wins.
+if run c-dlsym-loop "$dlsym_loop"; then
+  lag='select(.duration_ms >= 250)'
+  if ! jq -e "$lag | .source == null and .source_callback == \"freeze_busy\"
+              and .source_callback_kind == \"g_timeout_add\"" "$tmp/c-dlsym-loop.jsonl" > /dev/null; then
+    fail "c-dlsym-loop: the source is not named by its callback: $(jq -c "$lag | [.source, .source_callback, .source_callback_kind]" "$tmp/c-dlsym-loop.jsonl")"
+  elif ! grep -q "in g_timeout_add callback freeze_busy (unnamed GSource, priority 0)" "$tmp/c-dlsym-loop.log"; then
+    fail "c-dlsym-loop: the text report does not name the callback: $(grep -m1 ' in ' "$tmp/c-dlsym-loop.log")"
+  else
+    echo "ok c-dlsym-loop: in g_timeout_add callback freeze_busy"
+  fi
+fi
+if run c-dlsym-loop-named "$dlsym_loop" named; then
+  if ! jq -e 'select(.duration_ms >= 250) | .source == "dlsym-loop: named freeze" and .source_callback == null' \
+       "$tmp/c-dlsym-loop-named.jsonl" > /dev/null; then
+    fail "c-dlsym-loop-named: the source's own name does not win: $(jq -c '[.source, .source_callback]' "$tmp/c-dlsym-loop-named.jsonl")"
+  else
+    echo "ok c-dlsym-loop-named: the source's own name wins"
+  fi
+fi
 exit $status
