@@ -108,6 +108,30 @@ lw_preload_glib_range (gpointer data)
   return &range;
 }
 
+/* How far up the stack GLib's return address is looked for when poll()
+ * was not called from GLib directly: 64 words, a few frames. */
+#define LW_PRELOAD_SCAN_WORDS 64
+
+/* Any thread, inside poll(). TRUE when this poll comes from GLib's code:
+ * @caller is in it, or, when a sanitizer runtime preloaded before this
+ * library (ASan must come first) interposes poll() too and calls this one,
+ * a return address into GLib lies in the few frames above (the
+ * interceptor's caller). The words read are this thread's own live stack,
+ * above this frame: mapped; not instrumented, since the interceptor's
+ * frames hold redzones. */
+__attribute__ ((no_sanitize_address)) static gboolean
+lw_preload_called_from_glib (const LwCodeRange *glib, uintptr_t caller)
+{
+  const uintptr_t *frame = __builtin_frame_address (0);
+
+  if (caller >= glib->start && caller < glib->end)
+    return TRUE;
+  for (guint i = 0; i < LW_PRELOAD_SCAN_WORDS; i++)
+    if (frame[i] >= glib->start && frame[i] < glib->end)
+      return TRUE;
+  return FALSE;
+}
+
 /* Any thread, inside poll(). A poll from GLib's code by the owner of the
  * default context: GLib's main loop iterating it (g_poll, the default
  * poll function, ends in this poll). g_main_context_default() is only
@@ -124,7 +148,7 @@ lw_preload_check_poll (uintptr_t caller)
   const LwCodeRange *glib = g_once (&range_once, lw_preload_glib_range, NULL);
   GMainContext *context;
 
-  if (caller < glib->start || caller >= glib->end)
+  if (!lw_preload_called_from_glib (glib, caller))
     return NULL;
   context = g_main_context_default ();
   if (!g_main_context_is_owner (context) || g_once (&lw_preload_once, lw_preload_attach, NULL) == NULL)
