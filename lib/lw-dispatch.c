@@ -1,6 +1,8 @@
 /* lw-dispatch.c: the probe that finds GLib's per-thread dispatch record */
 #include "lw-dispatch.h"
 
+#include "lw-modules.h"
+
 #include <limits.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -65,6 +67,8 @@ lw_dispatch_probe (gpointer data)
         }
     }
   atomic_store (&lw_dispatch_callback_funcs, (uintptr_t) self->callback_funcs);
+  /* Set by g_source_set_callback(): GLib's own callback functions. */
+  atomic_store (&slot->callback_funcs, (uintptr_t) self->callback_funcs);
   if (matches == 1)
     {
       atomic_store (&slot->dispatch_record, found);
@@ -100,6 +104,40 @@ lw_dispatch_callable_name (const GSource *source, char *name, gsize size)
       || !lw_dispatch_peek ((uintptr_t) source->callback_data, &callback, sizeof callback))
     return FALSE;
   return lw_python_callable_name ((uintptr_t) callback.data, name, size);
+}
+
+/* Watcher thread. A better name than @func's symbol for a callback, from
+ * an interpreter: the Python callable of a PyGObject callback (@data). */
+gboolean
+lw_dispatch_describe_callback (uintptr_t func, uintptr_t data, char *name, gsize size)
+{
+  return lw_python_callable_name (data, name, size);
+}
+
+/* Watcher thread. An unnamed source's callback, when GLib's own functions
+ * hold it: read from the source's memory through the kernel (the source
+ * is alive only if the loop is still in the same busy period, which the
+ * caller checks afterwards). */
+static void
+lw_dispatch_read_callback (LwSlot *slot, const GSource *source, LwDispatchInfo *info)
+{
+  uintptr_t funcs = atomic_load (&slot->callback_funcs);
+  LwGSourceCallback callback;
+
+  if (funcs == 0 || (uintptr_t) source->callback_funcs != funcs || source->callback_data == NULL
+      || !lw_modules_read_memory ((uintptr_t) source->callback_data, &callback, sizeof callback)
+      || callback.func == NULL)
+    return;
+  info->callback_func = (uintptr_t) callback.func;
+  info->callback_data = (uintptr_t) callback.data;
+  if (source->source_funcs == &g_timeout_funcs)
+    info->callback_kind = "g_timeout_add";
+  else if (source->source_funcs == &g_idle_funcs)
+    info->callback_kind = "g_idle_add";
+  info->callback_described = lw_dispatch_describe_callback (info->callback_func, info->callback_data,
+                                                            info->callback_name,
+                                                            sizeof info->callback_name);
+  info->callback_name[sizeof info->callback_name - 1] = '\0';
 }
 
 gboolean
@@ -140,6 +178,11 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
       info->named = TRUE;
     }
   else
-    info->named = lw_dispatch_callable_name (&source, info->name, sizeof info->name);
+    {
+      /* The source is named by the Python callable it runs, else (on the
+       * reporting thread) by its callback's function. */
+      info->named = lw_dispatch_callable_name (&source, info->name, sizeof info->name);
+      lw_dispatch_read_callback (slot, &source, info);
+    }
   return TRUE;
 }

@@ -29,6 +29,17 @@ typedef struct
   gboolean named;        /* it has a name */
   char     name[128];
   int      priority;
+  /* An unnamed source with a callback set by g_source_set_callback()
+   * (g_timeout_add, g_idle_add and the like): its function and data, 0
+   * when unknown; its kind ("g_timeout_add", "g_idle_add", or NULL). */
+  uintptr_t   callback_func;
+  uintptr_t   callback_data;
+  const char *callback_kind;
+  /* A better name for the callback than its function's symbol (the
+   * callable an interpreter's trampoline runs), from
+   * lw_dispatch_describe_callback(). */
+  gboolean    callback_described;
+  char        callback_name[128];
 } LwDispatchInfo;
 
 /* Watcher thread. Reads what @slot's loop thread dispatches right now.
@@ -37,6 +48,18 @@ typedef struct
  * only then was the source alive while its name was copied. */
 gboolean lw_dispatch_read (LwSlot         *slot,
                            LwDispatchInfo *info);
+
+/* Watcher thread, while the source is being dispatched (the caller checks
+ * afterwards that it still was). Given an unnamed source's callback
+ * function and data, may write a better name than the function's symbol
+ * into @name (@size bytes, terminated) and return TRUE: the hook where an
+ * interpreter's trampoline (PyGObject's, GJS's) gives the callable it runs.
+ * Reads only through lw_modules_read_memory(), bounded, calls nothing in
+ * the interpreter. FALSE when it knows no better name. */
+gboolean lw_dispatch_describe_callback (uintptr_t  func,
+                                        uintptr_t  data,
+                                        char      *name,
+                                        gsize      size);
 
 /* Any thread, async-signal-safe. Copies @len bytes at @addr of this process
  * into @buf through the kernel: an unmapped address fails, never faults. */

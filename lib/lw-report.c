@@ -39,6 +39,8 @@ lw_report_frame_is_platform (const LwFrame *frame)
     "libm.so", "libdl.so", "librt.so",
     /* Sanitizer runtimes interpose libc functions in instrumented builds. */
     "libasan.so", "libubsan.so", "libtsan.so", "liblsan.so",
+    /* Generated code (lw-perfmap.h): its addresses change from run to run. */
+    "[jit]",
   };
   const char *base;
 
@@ -297,6 +299,7 @@ lagwatch_report_unref (LagWatchReport *report)
     lw_report_stack_clear (&report->threads[i]);
   g_free (report->threads);
   g_free (report->source);
+  g_free (report->source_callback);
   g_free (report->wchan);
   g_free (report->fingerprint);
   g_free (report->fingerprint2);
@@ -656,6 +659,13 @@ lagwatch_report_to_json (LagWatchReport *report)
   lw_json_optional_ms (out, "run_delay_ms", report->run_delay_ms);
   g_string_append_printf (out, ",\"cpu_starved\":%s,\"input_pending\":%s",
                           report->cpu_starved ? "true" : "false", report->input_pending ? "true" : "false");
+  if (report->source_callback != NULL)
+    {
+      g_string_append (out, ",\"source_callback\":");
+      lw_json_string (out, report->source_callback);
+      g_string_append (out, ",\"source_callback_kind\":");
+      lw_json_string (out, report->source_callback_kind);
+    }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -781,6 +791,11 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
         {
           if (report->source != NULL)
             g_string_append_printf (out, "in GSource \"%s\" (priority %d)", report->source, report->priority);
+          else if (report->source_callback != NULL)
+            g_string_append_printf (out, "in %s callback %s (unnamed GSource, priority %d)",
+                                    report->source_callback_kind != NULL ? report->source_callback_kind
+                                                                         : "GSource",
+                                    report->source_callback, report->priority);
           else
             g_string_append_printf (out, "in an unnamed GSource (priority %d)", report->priority);
         }

@@ -82,6 +82,12 @@ struct _LagWatchReport
   double    run_delay_ms;    /* runnable but waiting for a CPU during the lag, < 0 unknown */
   gboolean  cpu_starved;     /* run_delay_ms >= duration_ms / 2 */
   gboolean  input_pending;   /* an input fd of the context was readable during the lag */
+  /* An unnamed source named by its callback (lw-dispatch.h): the watcher
+   * sets the function's address (and the name an interpreter hook gave),
+   * the reporting thread names the function. */
+  uintptr_t   source_callback_ip;
+  char       *source_callback;      /* "freeze_busy", or NULL */
+  const char *source_callback_kind; /* "g_timeout_add", "g_idle_add", or NULL */
 };
 
 /* Watcher thread. Frees the frames of @stack. */

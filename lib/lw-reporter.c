@@ -8,6 +8,7 @@
 #include "lw-profile.h"
 #include "lw-sink-queue.h"
 #include "lw-python.h"
+#include "lw-perfmap.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
 
@@ -55,6 +56,7 @@ lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
         continue;
       lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
     }
+  lw_perfmap_name_frames (*frames, *n_frames);
   if (lines)
     lw_lines_resolve_stack (frames, n_frames);
 }
@@ -93,6 +95,22 @@ lw_reporter_phase (const LagWatchReport *report)
   return report->n_frames > 0 ? "loop" : NULL;
 }
 
+/* Reporting thread. An unnamed source's callback, by its function's
+ * symbol (the function is code: it is an exact address, not a return
+ * address). */
+static void
+lw_reporter_name_source_callback (LagWatchReport *report)
+{
+  LwFrame frame;
+
+  if (report->source_callback != NULL || report->source_callback_ip == 0)
+    return;
+  lw_symbols_resolve (report->source_callback_ip, FALSE, &frame);
+  if (frame.symbol != NULL && frame.symbol_offset == 0)
+    report->source_callback = g_strdup (frame.symbol);
+  lw_frame_clear (&frame);
+}
+
 /* Reporting thread. Everything the watcher left out: the stacks grouped
  * by function (the heaviest is the report's stack), names, phase and
  * fingerprints. */
@@ -116,6 +134,7 @@ lw_reporter_complete (LagWatchReport *report)
   for (guint i = 0; i < report->n_threads; i++)
     lw_reporter_name_frames (&report->threads[i].frames, &report->threads[i].n_frames, TRUE);
   report->phase = lw_reporter_phase (report);
+  lw_reporter_name_source_callback (report);
   lw_report_compute_fingerprints (report);
 }
 

@@ -100,4 +100,8 @@ struct _LwSlot
   /* The latency profile's slow part and the poll records (lw-stats.h). */
   LwStatsCounters   stats;
   gboolean          stats_enabled; /* set at attach: FALSE with LAGWATCH_STATS=0 */
+  /* GLib's own GSourceCallbackFuncs (static in gmain.c): the callback_funcs
+   * of a source given its callback by g_source_set_callback(), as the probe
+   * saw on itself; 0 until then. */
+  _Atomic uintptr_t callback_funcs;
 };

@@ -5,7 +5,8 @@
  * over. A frame whose rules need more than lw-cfi handles (DWARF
  * expressions: PLT entries, signal trampolines; or no CFI at all, where
  * libunwind tries its frame-pointer and trampoline heuristics) is stepped by
- * libunwind's remote API, that one frame only.
+ * libunwind's remote API, that one frame only. A frame in no module at all
+ * (JIT code) is stepped by its frame pointer or a scan (lw_unwind_step_generated).
  *
  * libunwind is not used for every frame because its row cache takes a lock
  * that blocks all signals around each step: two rt_sigprocmask system calls
@@ -44,6 +45,11 @@ typedef struct
 static LwLibunwind lw_unw;
 static gboolean    lw_unw_loaded;
 static GError     *lw_unw_error;
+
+/* How far up from a generated frame's stack pointer a return address into
+ * a module is looked for: SpiderMonkey's frames are small, its stack of
+ * generated frames between two native ones rarely deeper. */
+#define LW_UNWIND_SCAN_BYTES (64 * 1024)
 
 #define LW_ROW_CACHE_SIZE 1024  /* rows, a power of two: 88 KiB, allocated at the first walk */
 
@@ -389,6 +395,94 @@ lw_unwind_step_libunwind (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegSta
   return state->valid & (1u << LW_REG_RIP) ? LW_STEP_OK : LW_STEP_FAIL;
 }
 
+/* Watcher thread. TRUE when the instruction that ends just before @ret,
+ * an address in a module's code, is a call: e8 rel32, or ff /2 (call
+ * through a register or memory operand: 2, 3, 4, 6 or 7 bytes). Read
+ * through the kernel: never a fault. */
+static gboolean
+lw_unwind_follows_call (uintptr_t ret)
+{
+  guint8 code[7];
+
+  if (ret < sizeof code || !lw_modules_read_memory (ret - sizeof code, code, sizeof code))
+    return FALSE;
+  if (code[2] == 0xe8)
+    return TRUE;
+  for (guint len = 2; len <= 7; len++)
+    {
+      guint8 modrm = code[sizeof code - len + 1];
+
+      if (len != 5 && code[sizeof code - len] == 0xff && ((modrm >> 3) & 7) == 2)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Watcher thread. Steps a frame of code that lies in no loaded module: code
+ * a runtime generated into an anonymous executable mapping (a JIT, such as
+ * SpiderMonkey's in GJS), which has no CFI anywhere. Two ways, both reading
+ * only the stack copy (never live memory), each word checked:
+ * - by frame pointer, when rbp points into the copy at or above the stack
+ *   pointer: [rbp] is the caller's rbp, [rbp + 8] the return address (the
+ *   entry trampolines and baseline frames push rbp; the caller's stack
+ *   pointer, rbp + 16, is strictly higher, so the walk progresses). A saved
+ *   rbp below is kept only as the caller's register value when the caller
+ *   is a module's code (CFI takes over there); into more generated code it
+ *   is dropped (SpiderMonkey 102's optimized code uses rbp as an ordinary
+ *   register);
+ * - else by scanning the copy upward from the stack pointer for the first
+ *   word that is a return address into a module's code (the instruction
+ *   before it is a call): the native code that entered the generated code.
+ *   The trampoline that entered it pushed the caller's rbp just below the
+ *   return address, which is taken as the caller's rbp.
+ * The generated code's other callee-saved registers are not known: they
+ * are dropped, not guessed. */
+static LwStep
+lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
+{
+  const uint32_t rsp_bit = 1u << LW_REG_RSP, rbp_bit = 1u << LW_REG_RBP;
+  uint64_t sp = state->regs[LW_REG_RSP], fp = state->regs[LW_REG_RBP];
+  uint64_t end = snap->stack_base + snap->stack_len;
+  uint64_t saved_fp, ret;
+
+  if (!(state->valid & rsp_bit) || sp < snap->stack_base || sp > end)
+    return LW_STEP_FAIL;
+  if ((state->valid & rbp_bit) && (fp & 7) == 0 && fp >= sp && fp < end && end - fp >= 16)
+    {
+      memcpy (&saved_fp, snap->stack + (fp - snap->stack_base), sizeof saved_fp);
+      memcpy (&ret, snap->stack + (fp - snap->stack_base) + 8, sizeof ret);
+      if (ret == 0)
+        return LW_STEP_END;
+      if (lw_modules_is_readable (ret - 1, 1) ? lw_unwind_follows_call (ret) : TRUE)
+        {
+          state->regs[LW_REG_RIP] = ret;
+          state->regs[LW_REG_RSP] = fp + 16;
+          state->regs[LW_REG_RBP] = saved_fp;
+          state->valid = (1u << LW_REG_RIP) | rsp_bit;
+          if (lw_modules_is_readable (ret - 1, 1) || (saved_fp > fp && saved_fp < end))
+            state->valid |= rbp_bit;
+          return LW_STEP_OK;
+        }
+    }
+  for (uint64_t at = (sp + 7) & ~(uint64_t) 7; at < end && end - at >= 8 && at - sp <= LW_UNWIND_SCAN_BYTES;
+       at += 8)
+    {
+      memcpy (&ret, snap->stack + (at - snap->stack_base), sizeof ret);
+      if (!lw_modules_is_readable (ret - 1, 1) || !lw_unwind_follows_call (ret))
+        continue;
+      state->regs[LW_REG_RIP] = ret;
+      state->regs[LW_REG_RSP] = at + 8;
+      state->valid = (1u << LW_REG_RIP) | rsp_bit;
+      if (at - 8 >= snap->stack_base)
+        {
+          memcpy (&state->regs[LW_REG_RBP], snap->stack + (at - 8 - snap->stack_base), 8);
+          state->valid |= rbp_bit;
+        }
+      return LW_STEP_OK;
+    }
+  return LW_STEP_FAIL;
+}
+
 /* Watcher thread. The reference walk: one libunwind cursor over the whole
  * stack, as lagwatch unwound before lw-cfi. */
 static guint
@@ -464,6 +558,8 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
 
       if (entry->status == LW_CFI_FOUND)
         step = lw_unwind_apply_row (&entry->row, &walk, &state);
+      else if (!lw_modules_is_readable (lookup_pc, 1))
+        step = lw_unwind_step_generated (snapshot, &state);
       else
         step = lw_unwind_step_libunwind (unwinder, snapshot, &state,
                                          entry->row.signal_frame ? pc : lookup_pc);

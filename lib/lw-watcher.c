@@ -155,6 +155,19 @@ lw_watcher_capture_error (LwCaptureResult result)
   return "unknown";
 }
 
+/* Watcher thread. An unnamed source's callback, for the reporting thread
+ * to name (its function's symbol) unless a hook named it already. */
+static void
+lw_watcher_set_source_callback (LagWatchReport *report, const LwDispatchInfo *dispatch)
+{
+  if (dispatch->named || dispatch->callback_func == 0)
+    return;
+  report->source_callback_ip = dispatch->callback_func;
+  report->source_callback_kind = dispatch->callback_kind;
+  if (dispatch->callback_described)
+    report->source_callback = g_strdup (dispatch->callback_name);
+}
+
 /* Watcher thread. Frames holding only their addresses: the reporting
  * thread names them. */
 static LwFrame *
@@ -439,6 +452,7 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       report->priority = lag->dispatch.priority;
       if (lag->dispatch.named)
         report->source = g_strdup (lag->dispatch.name);
+      lw_watcher_set_source_callback (report, &lag->dispatch);
     }
   report->dispatching = lag->dispatch_known && lag->dispatch.dispatching;
   report->prepares = lag->prepares;

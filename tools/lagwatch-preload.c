@@ -5,11 +5,19 @@
  * two functions every GLib program runs its loop with,
  * g_main_context_iteration() (GApplication, GTK) and g_main_loop_run(), and
  * attaches lagwatch to the default context the first time one of them runs
- * it. A program that never runs a GLib loop, and any program the watched one
+ * it. Those two are not enough: GObject Introspection (PyGObject, GJS) and a
+ * dlsym()'d address call GLib's own functions, never ours, and GLib's calls
+ * within itself do not go through its PLT either. One call always does:
+ * GLib's g_poll() calls libc's poll() through the PLT, once per iteration of
+ * any context. So poll() is interposed too: a poll made from GLib's own code
+ * by the thread that owns the default context is an iteration of that
+ * context, however the loop was entered. A program that never runs a GLib loop, and any program the watched one
  * starts (it inherits LD_PRELOAD but not the process id the launcher named),
  * are left alone; so are setuid/setgid programs (said in one line).
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -21,6 +29,7 @@
 
 typedef gboolean (*LwIterationFunc) (GMainContext *context, gboolean may_block);
 typedef void (*LwLoopRunFunc) (GMainLoop *loop);
+typedef int (*LwPollFunc) (struct pollfd *fds, nfds_t n_fds, int timeout);
 
 /* Loop thread (the first to iterate the default context), normal context. */
 static gpointer
@@ -47,16 +56,122 @@ lw_preload_attach (gpointer data)
   return lagwatch_attach (NULL);
 }
 
+static GOnce lw_preload_once = G_ONCE_INIT;
+
 /* Any thread running a GLib loop. After the first call: one load. */
 static void
 lw_preload_maybe_attach (GMainContext *context)
 {
-  static GOnce once = G_ONCE_INIT;
-
-  if (G_LIKELY (once.status == G_ONCE_STATUS_READY))
+  if (G_LIKELY (lw_preload_once.status == G_ONCE_STATUS_READY))
     return;
   if (context == NULL || context == g_main_context_default ())
-    g_once (&once, lw_preload_attach, NULL);
+    g_once (&lw_preload_once, lw_preload_attach, NULL);
+}
+
+/* GLib's executable segment: [start, end). */
+typedef struct
+{
+  uintptr_t start;
+  uintptr_t end;
+} LwCodeRange;
+
+/* Any thread, normal context (dl_iterate_phdr callback). */
+static int
+lw_preload_find_glib (struct dl_phdr_info *info, size_t size, void *data)
+{
+  LwCodeRange *range = data;
+  uintptr_t poll_addr = (uintptr_t) g_poll;
+
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    {
+      const ElfW (Phdr) *ph = &info->dlpi_phdr[i];
+      uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+      if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && poll_addr >= start
+          && poll_addr - start < ph->p_memsz)
+        {
+          range->start = start;
+          range->end = start + ph->p_memsz;
+          return 1;
+        }
+    }
+  return 0;
+}
+
+/* Any thread, normal context. Where GLib's code is: found once. */
+static gpointer
+lw_preload_glib_range (gpointer data)
+{
+  static LwCodeRange range;
+
+  dl_iterate_phdr (lw_preload_find_glib, &range);
+  return &range;
+}
+
+/* How far up the stack GLib's return address is looked for when poll()
+ * was not called from GLib directly: 64 words, a few frames. */
+#define LW_PRELOAD_SCAN_WORDS 64
+
+/* Any thread, inside poll(). TRUE when this poll comes from GLib's code:
+ * @caller is in it, or, when a sanitizer runtime preloaded before this
+ * library (ASan must come first) interposes poll() too and calls this one,
+ * a return address into GLib lies in the few frames above (the
+ * interceptor's caller). The words read are this thread's own live stack,
+ * above this frame: mapped; not instrumented, since the interceptor's
+ * frames hold redzones. */
+__attribute__ ((no_sanitize_address)) static gboolean
+lw_preload_called_from_glib (const LwCodeRange *glib, uintptr_t caller)
+{
+  const uintptr_t *frame = __builtin_frame_address (0);
+
+  if (caller >= glib->start && caller < glib->end)
+    return TRUE;
+  for (guint i = 0; i < LW_PRELOAD_SCAN_WORDS; i++)
+    if (frame[i] >= glib->start && frame[i] < glib->end)
+      return TRUE;
+  return FALSE;
+}
+
+/* Any thread, inside poll(). A poll from GLib's code by the owner of the
+ * default context: GLib's main loop iterating it (g_poll, the default
+ * poll function, ends in this poll). g_main_context_default() is only
+ * asked then: a program that uses GLib without a loop gets no default
+ * context from here unless GLib itself polls. Returns the poll function
+ * this poll goes on with: once lagwatch attached, the context's new one
+ * (lagwatch's wrapper, which calls g_poll and so this poll again), so
+ * that the poll under way already ends a watched idle period: the first
+ * poll may be the one that waits for the source that freezes the loop. */
+static GPollFunc
+lw_preload_check_poll (uintptr_t caller)
+{
+  static GOnce range_once = G_ONCE_INIT;
+  const LwCodeRange *glib = g_once (&range_once, lw_preload_glib_range, NULL);
+  GMainContext *context;
+
+  if (!lw_preload_called_from_glib (glib, caller))
+    return NULL;
+  context = g_main_context_default ();
+  if (!g_main_context_is_owner (context) || g_once (&lw_preload_once, lw_preload_attach, NULL) == NULL)
+    return NULL;
+  return g_main_context_get_poll_func (context);
+}
+
+/* Any thread. After lagwatch is attached (or declined): one load. */
+LW_PRELOAD_API int
+poll (struct pollfd *fds, nfds_t n_fds, int timeout)
+{
+  static LwPollFunc real;
+
+  if (G_UNLIKELY (real == NULL))
+    real = (LwPollFunc) dlsym (RTLD_NEXT, "poll");
+  if (G_UNLIKELY (lw_preload_once.status != G_ONCE_STATUS_READY))
+    {
+      GPollFunc attached = lw_preload_check_poll ((uintptr_t) __builtin_return_address (0));
+
+      if (attached != NULL && attached != g_poll)
+        return attached ((GPollFD *) fds, n_fds, timeout);
+    }
+  return real (fds, n_fds, timeout);
 }
 
 LW_PRELOAD_API gboolean
