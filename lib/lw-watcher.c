@@ -472,6 +472,9 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   /* The all-threads snapshot reuses the capture request and snapshot. */
   lw_watcher_stop_timer (watch, lag);
   lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
+  /* Given up even if the thread only waits for a CPU: the request is
+   * needed now. */
+  lw_watcher_collect (watch, lag, 0, 0);
   report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
                                     lw_watcher_lag_cpu (watch, lag, now_ns));
 
