@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <semaphore.h>
+
 #include "lagwatch.h"
 #include "lw-hang.h"
 #include "lw-profile.h"
@@ -51,6 +53,10 @@ struct _LagWatch
   int64_t          observed_at_ns;   /* when it was first seen */
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+
+  /* Posted by the watcher thread once it watches: lw_watcher_start()
+   * waits for it. */
+  sem_t            watching;
 };
 
 G_END_DECLS

@@ -36,6 +36,14 @@
 #define LW_WAKE_AT_BUSY_START   (-2)
 /* The watcher's scheduler slice (lw_watcher_tune_wakeups): the kernel's least. */
 #define LW_WATCHER_SLICE_NS     (100 * 1000)
+/* How long lagwatch_attach() waits at most for the watcher thread's
+ * first look (lw_watcher_start). */
+#define LW_WATCHER_START_WAIT_NS (2000 * LW_NSEC_PER_MSEC)
+
+/* Tests only (tests/test-watcher-start.c): how long a new watcher thread
+ * sleeps before it first looks, as one that gets its first CPU late on a
+ * loaded machine. 0 otherwise. */
+_Atomic int64_t lw_watcher_test_start_delay_ns;
 
 /* The lag being followed. Watcher thread only. */
 typedef struct
@@ -751,9 +759,19 @@ lw_watcher_main (gpointer data)
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
 
+  if (atomic_load (&lw_watcher_test_start_delay_ns) > 0)
+    {
+      struct timespec delay = lw_clock_timespec (atomic_load (&lw_watcher_test_start_delay_ns));
+
+      nanosleep (&delay, NULL);
+    }
   lw_watcher_tune_wakeups ();
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
+  /* Watching from here on: a busy period, begun before or after, is timed
+   * from the loop's own stamp (busy_since). Not late: it runs now. */
+  expected_wake_ns = lw_clock_now_ns ();
+  sem_post (&watch->watching);
   while (!atomic_load (&watch->stopping))
     {
       uint64_t seq = atomic_load (&slot->seq);
@@ -843,6 +861,26 @@ lw_watcher_main (gpointer data)
   return NULL;
 }
 
+/* The attaching thread. Waits until the new watcher thread watches: a
+ * thread is not running the moment it is created, and on a loaded machine
+ * its first CPU can come hundreds of milliseconds later (measured up to
+ * 440 ms in the stress test). A lag that began after attach and ended
+ * before that first look was never seen, and never said. Bounded: past the
+ * wait, attach returns anyway, and says so. */
+static void
+lw_watcher_wait_watching (LagWatch *watch)
+{
+  struct timespec deadline = lw_clock_timespec (lw_clock_now_ns () + LW_WATCHER_START_WAIT_NS);
+
+  while (sem_clockwait (&watch->watching, CLOCK_MONOTONIC, &deadline) != 0)
+    if (errno != EINTR)
+      {
+        g_debug ("the watcher thread has not run %d ms after attach: a lag that ends before it "
+                 "does goes unseen", (int) (LW_WATCHER_START_WAIT_NS / LW_NSEC_PER_MSEC));
+        return;
+      }
+}
+
 gboolean
 lw_watcher_start (LagWatch *watch, GError **error)
 {
@@ -851,11 +889,18 @@ lw_watcher_start (LagWatch *watch, GError **error)
   watch->snapshot = lw_snapshot_new (LW_STACK_COPY_BYTES);
   watch->ips = g_new0 (uintptr_t, watch->config->max_frames);
   watch->started_ns = lw_clock_now_ns ();
+  sem_init (&watch->watching, 0, 0);
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
   watch->thread = g_thread_try_new ("lagwatch", lw_watcher_main, watch, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
-  return watch->thread != NULL;
+  if (watch->thread == NULL)
+    {
+      sem_destroy (&watch->watching);
+      return FALSE;
+    }
+  lw_watcher_wait_watching (watch);
+  return TRUE;
 }
 
 void
@@ -864,4 +909,5 @@ lw_watcher_stop (LagWatch *watch)
   atomic_store (&watch->stopping, TRUE);
   sem_post (&watch->slot->wake);
   g_thread_join (g_steal_pointer (&watch->thread));
+  sem_destroy (&watch->watching);
 }

@@ -118,8 +118,8 @@ stress_note (Stress *s, const char *format, ...)
 }
 
 /* Any thread. lagwatch says why it drops a lag in a debug message: kept
- * as a note (those about lags and signals), so a lag found missing can be
- * told apart. */
+ * as a note (those about lags and signals, and a watcher that ran late),
+ * so a lag found missing can be told apart. */
 static void
 stress_on_log (const char *domain, GLogLevelFlags level, const char *message, gpointer user_data)
 {
@@ -133,7 +133,8 @@ stress_on_log (const char *domain, GLogLevelFlags level, const char *message, gp
       g_array_append_val (s->oversleeps, now);
       g_mutex_unlock (&s->lock);
     }
-  if (strstr (message, "lag") != NULL || strstr (message, "drop") != NULL || strstr (message, "signal") != NULL)
+  if (strstr (message, "lag") != NULL || strstr (message, "drop") != NULL || strstr (message, "signal") != NULL
+      || strstr (message, "late") != NULL || strstr (message, "has not run") != NULL)
     stress_note (s, "lagwatch: %s", message);
 }
 
