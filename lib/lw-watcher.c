@@ -766,12 +766,15 @@ lw_watcher_main (gpointer data)
       nanosleep (&delay, NULL);
     }
   lw_watcher_tune_wakeups ();
-  watch->unwinder = lw_unwinder_new ();
-  watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   /* Watching from here on: a busy period, begun before or after, is timed
-   * from the loop's own stamp (busy_since). Not late: it runs now. */
+   * from the loop's own stamp (busy_since). Not late: it runs now. Posted
+   * before the unwinder is made, which may dlopen() libunwind: an attach
+   * made under the loader's lock (from a library constructor) must not
+   * wait for it. */
   expected_wake_ns = lw_clock_now_ns ();
   sem_post (&watch->watching);
+  watch->unwinder = lw_unwinder_new ();
+  watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   while (!atomic_load (&watch->stopping))
     {
       uint64_t seq = atomic_load (&slot->seq);
