@@ -546,6 +546,19 @@ lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo
   return LW_CAPTURE_PENDING;
 }
 
+/* Watcher thread. TRUE when the thread of @req's request (still armed,
+ * so its signal is still queued for it: a queued real-time signal is
+ * never lost) is runnable and does not block the signal: it has not
+ * answered only because it has not had a CPU yet (a loaded machine), and
+ * answers the moment it gets one. Not a thread that ignores the signal,
+ * and not one to send another to (IN_FLIGHT). */
+static gboolean
+lw_capture_waits_for_cpu (const LwCaptureRequest *req)
+{
+  return lw_threadinfo_state (req->target_tid) == LW_THREAD_RUNNING
+         && !lw_threadinfo_blocks_signal (req->target_tid, lw_signo);
+}
+
 /* Watcher thread of @slot. */
 LwCaptureResult
 lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
@@ -561,7 +574,11 @@ lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
     lw_capture_wait_done (req, done, wait_ns);
   if (atomic_load (&req->word) != done)
     {
-      if (lw_clock_now_ns () - req->sent_ns < give_up_ns)
+      /* Given up, the request would leave its signal queued, and the
+       * next one would find it there (IN_FLIGHT) for as long as the
+       * thread waits for a CPU: the lag would get no stack at all. */
+      if (lw_clock_now_ns () - req->sent_ns < give_up_ns
+          || (give_up_ns > 0 && lw_capture_waits_for_cpu (req)))
         return LW_CAPTURE_PENDING;
       if (atomic_compare_exchange_strong (&req->word, &armed,
                                           LW_REQUEST_WORD (req->serial, LW_CAPTURE_ABANDONED)))
@@ -652,6 +669,9 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
 
   if (result == LW_CAPTURE_PENDING)
     result = lw_capture_finish (slot, timeout_ns, timeout_ns);
+  /* A thread still waiting for a CPU: the wait is bounded here. */
+  if (result == LW_CAPTURE_PENDING)
+    result = lw_capture_finish (slot, 0, 0);
   return result;
 }
 

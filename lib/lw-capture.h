@@ -70,8 +70,10 @@ LwCaptureResult lw_capture_start (LwSlot     *slot,
 /* Watcher thread of @slot, after lw_capture_start() returned PENDING.
  * Waits at most @wait_ns for the handler (0: only looks). Returns its
  * result once it has run; PENDING while it has not and the signal is
- * younger than @give_up_ns; else gives the request up (a late handler
- * then leaves the snapshot alone) and returns TIMEOUT. A handler found
+ * younger than @give_up_ns, or (@give_up_ns > 0) while the thread is
+ * runnable with the signal unblocked, only waiting for a CPU; else gives
+ * the request up (a late handler then leaves the snapshot alone) and
+ * returns TIMEOUT. @give_up_ns = 0 gives it up at once. A handler found
  * copying is waited for a bounded time too; past it, TIMEOUT, and the
  * snapshot stays the handler's until it is done. Any result other than
  * PENDING ends the request. */
@@ -80,7 +82,8 @@ LwCaptureResult lw_capture_finish (LwSlot  *slot,
                                    int64_t  give_up_ns);
 
 /* Watcher thread of @slot. lw_capture_start() and, when the signal was
- * sent, lw_capture_finish() waiting and giving up after @timeout_ns. */
+ * sent, lw_capture_finish() waiting and giving up after @timeout_ns, even
+ * on a thread that only waits for a CPU. Never returns PENDING. */
 LwCaptureResult lw_capture_take_thread (LwSlot     *slot,
                                         pid_t       tid,
                                         uint64_t    busy_seq,

@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <semaphore.h>
+
 #include "lagwatch.h"
 #include "lw-frames.h"
 #include "lw-hang.h"
@@ -61,6 +63,10 @@ struct _LagWatch
   _Atomic guint    n_lags;           /* lags reported (any thread reads) */
   int64_t          stats_written_ns; /* watcher: the last periodic "stats" event, 0 none */
   guint64          stats_written_iterations; /* watcher: the iterations it counted */
+
+  /* Posted by the watcher thread once it watches: lw_watcher_start()
+   * waits for it. */
+  sem_t            watching;
 };
 
 G_END_DECLS

@@ -40,6 +40,14 @@
 #define LW_WATCHER_SLICE_NS     (100 * 1000)
 /* The periodic "stats" event, while the loop is active: at most this often. */
 #define LW_STATS_PERIOD_NS      (60 * LW_NSEC_PER_SEC)
+/* How long lagwatch_attach() waits at most for the watcher thread's
+ * first look (lw_watcher_start). */
+#define LW_WATCHER_START_WAIT_NS (2000 * LW_NSEC_PER_MSEC)
+
+/* Tests only (tests/test-watcher-start.c): how long a new watcher thread
+ * sleeps before it first looks, as one that gets its first CPU late on a
+ * loaded machine. 0 otherwise. */
+_Atomic int64_t lw_watcher_test_start_delay_ns;
 
 /* The lag being followed. Watcher thread only. */
 typedef struct
@@ -497,6 +505,9 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   /* The all-threads snapshot reuses the capture request and snapshot. */
   lw_watcher_stop_timer (watch, lag);
   lw_watcher_collect (watch, lag, LW_CAPTURE_TIMEOUT_NS, LW_CAPTURE_TIMEOUT_NS);
+  /* Given up even if the thread only waits for a CPU: the request is
+   * needed now. */
+  lw_watcher_collect (watch, lag, 0, 0);
   report = lw_watcher_build_report (watch, lag, "hang", now_ns, FALSE,
                                     lw_watcher_lag_cpu (watch, lag, now_ns));
   lw_watcher_whose_fault (watch, lag, report, now_ns);
@@ -890,7 +901,20 @@ lw_watcher_main (gpointer data)
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
 
+  if (atomic_load (&lw_watcher_test_start_delay_ns) > 0)
+    {
+      struct timespec delay = lw_clock_timespec (atomic_load (&lw_watcher_test_start_delay_ns));
+
+      nanosleep (&delay, NULL);
+    }
   lw_watcher_tune_wakeups ();
+  /* Watching from here on: a busy period, begun before or after, is timed
+   * from the loop's own stamp (busy_since). Not late: it runs now. Posted
+   * before the unwinder is made, which may dlopen() libunwind: an attach
+   * made under the loader's lock (from a library constructor) must not
+   * wait for it. */
+  expected_wake_ns = lw_clock_now_ns ();
+  sem_post (&watch->watching);
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   watch->python = lw_python_new ();
@@ -986,6 +1010,26 @@ lw_watcher_main (gpointer data)
   return NULL;
 }
 
+/* The attaching thread. Waits until the new watcher thread watches: a
+ * thread is not running the moment it is created, and on a loaded machine
+ * its first CPU can come hundreds of milliseconds later (measured up to
+ * 440 ms in the stress test). A lag that began after attach and ended
+ * before that first look was never seen, and never said. Bounded: past the
+ * wait, attach returns anyway, and says so. */
+static void
+lw_watcher_wait_watching (LagWatch *watch)
+{
+  struct timespec deadline = lw_clock_timespec (lw_clock_now_ns () + LW_WATCHER_START_WAIT_NS);
+
+  while (sem_clockwait (&watch->watching, CLOCK_MONOTONIC, &deadline) != 0)
+    if (errno != EINTR)
+      {
+        g_debug ("the watcher thread has not run %d ms after attach: a lag that ends before it "
+                 "does goes unseen", (int) (LW_WATCHER_START_WAIT_NS / LW_NSEC_PER_MSEC));
+        return;
+      }
+}
+
 gboolean
 lw_watcher_start (LagWatch *watch, GError **error)
 {
@@ -995,11 +1039,18 @@ lw_watcher_start (LagWatch *watch, GError **error)
   watch->ips = g_new0 (uintptr_t, watch->config->max_frames);
   lw_python_init ();
   watch->started_ns = lw_clock_now_ns ();
+  sem_init (&watch->watching, 0, 0);
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
   watch->thread = g_thread_try_new ("lagwatch", lw_watcher_main, watch, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
-  return watch->thread != NULL;
+  if (watch->thread == NULL)
+    {
+      sem_destroy (&watch->watching);
+      return FALSE;
+    }
+  lw_watcher_wait_watching (watch);
+  return TRUE;
 }
 
 void
@@ -1008,4 +1059,5 @@ lw_watcher_stop (LagWatch *watch)
   atomic_store (&watch->stopping, TRUE);
   sem_post (&watch->slot->wake);
   g_thread_join (g_steal_pointer (&watch->thread));
+  sem_destroy (&watch->watching);
 }

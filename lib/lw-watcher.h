@@ -22,10 +22,15 @@
 G_BEGIN_DECLS
 
 /* Any thread. Starts the watcher thread of @watch (all signals blocked in
- * it, so the program's process-wide signals never land there). The
- * reporting thread must be running. */
+ * it, so the program's process-wide signals never land there), and
+ * returns once it watches (waiting 2 s at most). The reporting thread must
+ * be running. */
 gboolean lw_watcher_start (LagWatch *watch,
                            GError  **error);
+
+/* Tests only: how long each new watcher thread sleeps before its first
+ * look, as one that gets its first CPU late (0: not at all). */
+extern _Atomic int64_t lw_watcher_test_start_delay_ns;
 
 /* Any thread but the watcher's own (the watcher never runs program code).
  * Asks the watcher to stop, and waits. A lag in progress is handed to the
