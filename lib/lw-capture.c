@@ -483,17 +483,19 @@ lw_capture_may_signal (LwSlot *slot, pid_t tid)
     return LW_CAPTURE_SIGNAL_TAKEN;
   /* A thread still returning from our previous handler has the signal
    * blocked until its sigreturn: often just then, as the handler's post
-   * woke this watcher onto its CPU. Let the last request's thread finish
-   * (bounded) before calling the mask its own; any other thread's mask
-   * is taken as it is (a hang's snapshot meets many threads that block
-   * every signal). */
+   * woke this watcher onto its CPU, or because another watch's handler
+   * runs on the same loop thread. Let the last request's thread and the
+   * loop thread finish (bounded) before calling the mask their own; any
+   * other thread's mask is taken as it is (a hang's snapshot meets many
+   * threads that block every signal). */
   for (int retry = 0; ; retry++)
     {
       struct timespec pause = { 0, LW_CAPTURE_MASK_RETRY_NS };
 
       if (!lw_threadinfo_signal_state (tid, lw_signo, &blocked, &pending))
         return lw_threadinfo_exists (tid) ? LW_CAPTURE_FAILED : LW_CAPTURE_THREAD_GONE;
-      if (!blocked || retry == LW_CAPTURE_MASK_RETRIES || tid != slot->capture.target_tid)
+      if (!blocked || retry == LW_CAPTURE_MASK_RETRIES
+          || (tid != slot->capture.target_tid && tid != atomic_load (&slot->loop_tid)))
         break;
       nanosleep (&pause, NULL);
     }

@@ -50,6 +50,7 @@ struct _LagWatch
   uintptr_t       *ips;
   LwProfile       *profile;
   gboolean         warned_signal_blocked;
+  guint            blocked_in_a_row; /* captures that found the loop thread blocking the signal */
   gboolean         noted_debugger;
   uint64_t         observed_seq;     /* the busy period last seen by the watcher */
   int64_t          observed_at_ns;   /* when it was first seen */

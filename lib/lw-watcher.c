@@ -199,7 +199,14 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
 
   if (lag->caught_ns < 0)
     lag->first_result = result;
-  if (result == LW_CAPTURE_BLOCKED && !watch->warned_signal_blocked)
+  /* Said once the thread is seen with the signal blocked at two captures
+   * in a row: a single sight may be a handler (another watch's, or one
+   * preempted on a busy machine) still returning on that thread. */
+  if (result == LW_CAPTURE_BLOCKED)
+    watch->blocked_in_a_row++;
+  else if (result == LW_CAPTURE_OK)
+    watch->blocked_in_a_row = 0;
+  if (result == LW_CAPTURE_BLOCKED && watch->blocked_in_a_row >= 2 && !watch->warned_signal_blocked)
     {
       g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
                  "of a running thread; its lags are reported without a stack while it runs",
