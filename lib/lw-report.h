@@ -6,6 +6,7 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-calls.h"
 #include "lw-symbols.h"
 
 G_BEGIN_DECLS
@@ -21,6 +22,13 @@ typedef struct
   LwFrame  *frames;
   guint     n_frames;
 } LwReportStack;
+
+/* One sample of a lag's timeline. */
+typedef struct
+{
+  int64_t   offset_ns;       /* when it was taken, from the lag's start */
+  guint     stack;           /* index into the report's sampled stacks */
+} LwReportSample;
 
 struct _LagWatchReport
 {
@@ -62,6 +70,21 @@ struct _LagWatchReport
   /* Set by the watcher for the reporting thread, which derives phase. */
   gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
   guint     prepares;        /* starvation sentinel prepares during the lag */
+
+  /* The samples in time order (lw-profile.h), named by the reporting thread. */
+  int64_t   start_ns;        /* the lag's start, CLOCK_MONOTONIC; 0 for a record of a past run */
+  LwReportStack *sampled;    /* every distinct stack of the lag, exact addresses */
+  guint     n_sampled;
+  LwReportSample *timeline;  /* every sample kept, oldest first */
+  guint     n_timeline;
+
+  /* The call tree (lw-calls.h), set by the reporting thread: its root
+   * stands for the lag, its children are the outermost calls. */
+  LwCall   *calls;
+  gboolean  calls_exact;     /* from the tracer's calls and returns, not from samples */
+  LwCall  **call_list;       /* the calls under the root, pre-order */
+  guint    *call_depth;      /* their depths, 0 for the outermost */
+  guint     n_calls;
 };
 
 /* Watcher thread. Frees the frames of @stack. */
@@ -82,6 +105,21 @@ char *lw_report_to_text_full (LagWatchReport *report,
 /* Any thread. @frames as the text report shows them, one line each. */
 char *lw_report_stack_to_text (const LwFrame *frames,
                                guint          n_frames);
+
+/* Reporting thread, before the report is handed to sinks or the callback.
+ * Gives @report the call tree @root (taken over; NULL: none): a root
+ * standing for the lag (no name, start 0, the lag's duration) whose
+ * children are the outermost calls below the dispatch frame. @exact: from
+ * a tracer's calls and returns. An exact tree is preferred: a sampled tree
+ * given after an exact one is dropped, an exact one replaces a sampled one. */
+void lw_report_set_calls (LagWatchReport *report,
+                          LwCall         *root,
+                          gboolean        exact);
+
+/* Any thread. The call tree as indented text lines, at most @max_lines
+ * calls ("" when there is none). */
+char *lw_report_calls_to_text (LagWatchReport *report,
+                               guint           max_lines);
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);

@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include "lw-call-tree.h"
+#include "lw-config.h"
 #include "lw-lines.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
@@ -81,6 +83,22 @@ lw_reporter_complete (LagWatchReport *report)
   lw_report_compute_fingerprints (report);
 }
 
+/* Reporting thread. Names the lag's sampled stacks and builds its call
+ * tree from them (an exact tree from the tracer, if any, is kept). */
+static void
+lw_reporter_add_calls (LagWatch *watch, LagWatchReport *report)
+{
+  const LagWatchConfig *config = watch->config;
+
+  for (guint i = 0; i < report->n_sampled; i++)
+    lw_reporter_name_frames (report->sampled[i].frames, report->sampled[i].n_frames, FALSE);
+  lw_report_set_calls (report,
+                       lw_call_tree_from_samples (report, (int64_t) config->calls_min_ms * 1000000,
+                                                  config->calls_depth,
+                                                  (int64_t) config->sample_ms * 1000000),
+                       FALSE);
+}
+
 /* Reporting thread. */
 static void
 lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind kind)
@@ -90,6 +108,7 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
   gboolean show;
 
   lw_reporter_complete (report);
+  lw_reporter_add_calls (watch, report);
   if (kind == LW_REPORT_HANG)
     {
       /* The copy for the next run first: whoever sees the record in a sink
