@@ -7,7 +7,7 @@
 /* One frame of a sample's program part, as calls are matched by. */
 typedef struct
 {
-  uintptr_t      function;   /* the function's start, or the frame's address without a symbol */
+  uintptr_t      function;   /* the function's start */
   uintptr_t      call_site;  /* the return address in the frame outside it */
   const LwFrame *frame;
 } LwPathStep;
@@ -52,9 +52,9 @@ lw_call_tree_path (const LwReportStack *stack, guint max_depth, LwPathStep *path
     {
       const LwFrame *frame = &stack->frames[i];
 
-      if (lw_report_frame_is_platform (frame))
+      if (frame->symbol == NULL || lw_report_frame_is_platform (frame))
         continue;
-      path[n].function = frame->symbol != NULL ? frame->ip - frame->symbol_offset : frame->ip;
+      path[n].function = frame->ip - frame->symbol_offset;
       path[n].call_site = i + 1 < stack->n_frames ? stack->frames[i + 1].ip : 0;
       path[n].frame = frame;
       n++;

@@ -3,8 +3,9 @@
  * The rule. Each sample's stack is cut to its program part: the frames
  * inside the GLib dispatch frame (g_main_dispatch and its kin; the whole
  * stack when there is none), outermost first, with the platform's frames
- * (libc, GLib, lagwatch: lw_report_frame_is_platform()) left out, so that
- * their time counts for the program function that called them. Depth 1 is
+ * (libc, GLib, lagwatch: lw_report_frame_is_platform()) and the frames no
+ * symbol names (a library's internal functions) left out, so that their
+ * time counts for the named function that called them. Depth 1 is
  * the outermost remaining frame. Consecutive samples that have, at a
  * depth, the same function called from the same call site (and the same
  * frames outside it) are one call of that function. A call lasts from its

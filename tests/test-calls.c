@@ -56,13 +56,13 @@ typedef struct
 static void
 synthetic_frame (LwFrame *frame, const char *symbol, uintptr_t ip, const char *module)
 {
-  frame->symbol = g_strdup (symbol);
+  frame->symbol = g_strcmp0 (symbol, "?") != 0 ? g_strdup (symbol) : NULL;
   frame->ip = ip;
   frame->symbol_offset = 4;
   frame->module = module;
 }
 
-/* Each stack a string like "cb a spin": main, g_main_loop_run and
+/* Each stack a string like "cb a spin" ("?": a frame no symbol names): main, g_main_loop_run and
  * g_main_dispatch (GLib, platform) outside, g_usleep (GLib) inside. Each
  * function starts at its own address; each call site is fixed per
  * caller and callee. */
@@ -206,6 +206,26 @@ test_tree_call_sites (void)
   assert_call (CHILD (cb, 1), "a", 25, 30, 0);
   lw_call_free (root);
   g_assert_null (lw_call_tree_from_samples (&(LagWatchReport) { 0 }, 0, 0, 10 * MS));
+  lagwatch_report_unref (s.report);
+}
+
+/* A frame no symbol names (a library's internal function) is folded into
+ * the named function that called it. */
+static void
+test_tree_unnamed_folded (void)
+{
+  static const char *const stacks[] = { "cb ? a", "cb ? ?" };
+  static const int64_t times[] = { 0, 10 * MS, 20 * MS, 30 * MS };
+  static const guint which[] = { 0, 0, 1, 1 };
+  Synthetic s;
+  LwCall *root, *cb;
+
+  synthetic_init (&s, stacks, 2, times, which, 4, 35 * MS);
+  root = lw_call_tree_from_samples (s.report, 1, 0, 99 * MS);
+  cb = root->children->pdata[0];
+  assert_call (cb, "cb", 0, 35, 1);
+  assert_call (CHILD (cb, 0), "a", 0, 15, 0);
+  lw_call_free (root);
   lagwatch_report_unref (s.report);
 }
 
@@ -362,6 +382,7 @@ main (int argc, char **argv)
   g_test_add_func ("/calls/profile/timeline", test_profile_timeline);
   g_test_add_func ("/calls/tree/rule", test_tree_rule);
   g_test_add_func ("/calls/tree/call-sites", test_tree_call_sites);
+  g_test_add_func ("/calls/tree/unnamed-folded", test_tree_unnamed_folded);
   g_test_add_func ("/calls/lag/known-sequence", test_lag_known_sequence);
   return g_test_run ();
 }
