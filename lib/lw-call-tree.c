@@ -18,6 +18,7 @@ typedef struct
   LwPathStep step;
   int64_t    first_ns;
   int64_t    last_ns;
+  guint      samples;
   LwCall    *call;
 } LwOpenCall;
 
@@ -92,13 +93,22 @@ lw_call_tree_interval (const LagWatchReport *report, int64_t fallback_ns)
   return gaps[n / 2];
 }
 
-/* Closes @open: its times become the call's, by the rule of lw-call-tree.h. */
+/* Closes @open, the last call of @parent: its times become the call's, by
+ * the rule of lw-call-tree.h; with @min_samples, a call seen by fewer
+ * samples is dropped with its own calls. */
 static void
-lw_call_tree_close (LwOpenCall *open, int64_t half_ns, int64_t lag_ns)
+lw_call_tree_close (LwCall *parent, LwOpenCall *open, int64_t half_ns, int64_t lag_ns, guint min_samples)
 {
   int64_t start = MAX (open->first_ns - half_ns, 0);
   int64_t end = MIN (open->last_ns + half_ns, lag_ns);
 
+  if (open->samples < min_samples)
+    {
+      g_ptr_array_remove_index (parent->children, parent->children->len - 1);
+      if (parent->children->len == 0)
+        g_clear_pointer (&parent->children, g_ptr_array_unref);
+      return;
+    }
   open->call->start_ns = start;
   open->call->duration_ns = MAX (end - start, 0);
 }
@@ -128,7 +138,7 @@ lw_call_tree_from_samples (const LagWatchReport *report, int64_t min_ns, guint m
 {
   int64_t interval_ns = lw_call_tree_interval (report, fallback_interval_ns);
   int64_t lag_ns = (int64_t) (report->duration_ms * 1e6);
-  guint room = 0, n_open = 0;
+  guint room = 0, n_open = 0, min_samples = 0;
   g_autofree LwPathStep *path = NULL;
   g_autofree LwOpenCall *open = NULL;
   LwCall *root;
@@ -137,8 +147,11 @@ lw_call_tree_from_samples (const LagWatchReport *report, int64_t min_ns, guint m
     return NULL;
   if (max_depth == 0)
     max_depth = G_MAXUINT;
+  /* By default, calls seen by two samples or more: two intervals by the
+   * rule, counted in samples so that a loaded machine, which spaces the
+   * samples of a CPU-time timer further apart, does not drop them. */
   if (min_ns == 0)
-    min_ns = 2 * interval_ns;
+    min_samples = 2;
   for (guint i = 0; i < report->n_sampled; i++)
     room = MAX (room, report->sampled[i].n_frames);
   path = g_new (LwPathStep, MAX (room, 1));
@@ -156,22 +169,27 @@ lw_call_tree_from_samples (const LagWatchReport *report, int64_t min_ns, guint m
       while (same < n && same < n_open && open[same].step.function == path[same].function
              && open[same].step.call_site == path[same].call_site)
         same++;
-      for (guint d = same; d < n_open; d++)
-        lw_call_tree_close (&open[d], interval_ns / 2, lag_ns);
+      /* Innermost first: dropping a call drops the calls open inside it. */
+      for (guint d = n_open; d-- > same;)
+        lw_call_tree_close (d == 0 ? root : open[d - 1].call, &open[d], interval_ns / 2, lag_ns, min_samples);
       for (guint d = 0; d < same; d++)
-        open[d].last_ns = sample->offset_ns;
+        {
+          open[d].last_ns = sample->offset_ns;
+          open[d].samples++;
+        }
       for (guint d = same; d < n; d++)
         {
           const LwFrame *frame = path[d].frame;
 
-          open[d] = (LwOpenCall) { path[d], sample->offset_ns, sample->offset_ns,
+          open[d] = (LwOpenCall) { path[d], sample->offset_ns, sample->offset_ns, 1,
                                    lw_call_new (frame->symbol, path[d].function, 0, 0) };
           lw_call_add (d == 0 ? root : open[d - 1].call, open[d].call);
         }
       n_open = n;
     }
-  for (guint d = 0; d < n_open; d++)
-    lw_call_tree_close (&open[d], interval_ns / 2, lag_ns);
-  lw_call_tree_prune (root, min_ns);
+  for (guint d = n_open; d-- > 0;)
+    lw_call_tree_close (d == 0 ? root : open[d - 1].call, &open[d], interval_ns / 2, lag_ns, min_samples);
+  if (min_ns > 0)
+    lw_call_tree_prune (root, min_ns);
   return root;
 }

@@ -29,8 +29,8 @@ G_BEGIN_DECLS
 /* Reporting thread, after the frames of @report->sampled are named. The
  * call tree of @report's timeline: a root standing for the lag (no name,
  * start 0, the lag's duration) whose children are the outermost calls.
- * Calls shorter than @min_ns (0: two sampling intervals) are left out with
- * what they called; so are calls deeper than @max_depth (0: any depth).
+ * Calls shorter than @min_ns (0: seen by fewer than two samples, which is
+ * two sampling intervals by the rule) are left out with what they called; so are calls deeper than @max_depth (0: any depth).
  * @fallback_interval_ns serves when the timeline has one sample. NULL when
  * the timeline is empty. */
 LwCall  *lw_call_tree_from_samples (const LagWatchReport *report,

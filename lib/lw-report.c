@@ -1,6 +1,8 @@
 /* lw-report.c: LagWatchReport, its accessors and its renderings */
 #include "lw-report.h"
 
+#include "lw-call-tree.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -552,8 +554,11 @@ lw_text_calls (GString *out, LagWatchReport *report)
 {
   if (report->n_calls == 0)
     return;
-  g_string_append_printf (out, "  calls, in order (%s):\n",
-                          report->calls_exact ? "exact, from the tracer" : "from the samples");
+  if (report->calls_exact)
+    g_string_append (out, "  calls, in order (exact, from the tracer):\n");
+  else
+    g_string_append_printf (out, "  calls, in order (from %u samples ~%.0f ms apart: each within about that):\n",
+                            report->n_timeline, (double) lw_call_tree_interval (report, 0) / 1e6);
   lw_text_call_lines (out, report, LW_TEXT_CALLS);
 }
 

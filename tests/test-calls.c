@@ -166,7 +166,7 @@ test_tree_rule (void)
                                     "\"children\":[{\"name\":\"a\",\"start_ms\":0.0,\"duration_ms\":35.0,"
                                     "\"children\":[]},{\"name\":\"b\""));
     g_assert_nonnull (strstr (json, ",\"calls_exact\":false}"));
-    g_assert_nonnull (strstr (text, "  calls, in order (from the samples):\n"
+    g_assert_nonnull (strstr (text, "  calls, in order (from 20 samples ~10 ms apart: each within about that):\n"
                                     "    cb  195 ms  (at 0 ms)\n"
                                     "      a  35 ms  (at 0 ms)\n"
                                     "      b  120 ms  (at 35 ms)\n"
@@ -357,6 +357,7 @@ test_lag_known_sequence (void)
   for (guint i = 1; i < report->n_timeline; i++)
     g_assert_cmpint (report->timeline[i].offset_ns, >=, report->timeline[i - 1].offset_ns);
   interval_ns = lw_call_tree_interval (report, 10 * MS);
+  g_test_message ("%u samples, %.1f ms apart (median)", report->n_timeline, interval_ns / 1e6);
 
   seq = find_call (report, "calls_sequence", 0);
   a1 = find_call (report, "calls_a", 0);
