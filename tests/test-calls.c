@@ -6,6 +6,7 @@
 #include "lag-harness.h"
 #include "lw-call-tree.h"
 #include "lw-clock.h"
+#include "lw-config.h"
 #include "lw-profile.h"
 #include "lw-report.h"
 
@@ -376,6 +377,59 @@ test_lag_known_sequence (void)
   harness_clear (&h);
 }
 
+/* LAGWATCH_CALLS_DEPTH reaches the reporting thread: with 2, the tree
+ * stops at the calls the outermost function made. */
+static void
+test_lag_depth_setting (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  Harness h;
+  LagWatchReport *report;
+  guint deepest = 0;
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 20));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  g_setenv ("LAGWATCH_CALLS_DEPTH", "2", TRUE);
+  harness_init_with_config (&h, config);
+  g_unsetenv ("LAGWATCH_CALLS_DEPTH");
+  harness_run_lag (&h, calls_sequence, NULL);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_assert_cmpuint (lagwatch_report_get_n_calls (report), >=, 2);
+  for (guint i = 0; i < lagwatch_report_get_n_calls (report); i++)
+    {
+      guint depth;
+
+      lagwatch_report_get_call (report, i, &depth, NULL, NULL);
+      deepest = MAX (deepest, depth);
+    }
+  g_assert_cmpuint (deepest, ==, 1);
+  harness_clear (&h);
+}
+
+/* The two settings from the environment; a bad value is named, and the
+ * default kept. */
+static void
+test_config_environment (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+
+      g_log_set_always_fatal (G_LOG_FATAL_MASK);
+      g_log_set_fatal_mask ("lagwatch", G_LOG_FATAL_MASK);
+      g_setenv ("LAGWATCH_CALLS_MIN_MS", "30", TRUE);
+      g_setenv ("LAGWATCH_CALLS_DEPTH", "three", TRUE);
+      lw_config_apply_environment (config);
+      g_assert_cmpuint (config->calls_min_ms, ==, 30);
+      g_assert_cmpuint (config->calls_depth, ==, 0);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*LAGWATCH_CALLS_DEPTH=\"three\" is not valid*using 0*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -385,5 +439,7 @@ main (int argc, char **argv)
   g_test_add_func ("/calls/tree/call-sites", test_tree_call_sites);
   g_test_add_func ("/calls/tree/unnamed-folded", test_tree_unnamed_folded);
   g_test_add_func ("/calls/lag/known-sequence", test_lag_known_sequence);
+  g_test_add_func ("/calls/lag/depth-setting", test_lag_depth_setting);
+  g_test_add_func ("/calls/config/environment", test_config_environment);
   return g_test_run ();
 }
