@@ -603,7 +603,7 @@ LAGWATCH_API char *lagwatch_report_to_text (LagWatchReport *report);
  *
  * Returns: how many calls lagwatch_report_get_call() walks, 0 when the
  *   lag has no call tree
- * Since: 0.2
+ * Since: 0.1
  */
 LAGWATCH_API guint lagwatch_report_get_n_calls (LagWatchReport *report);
 
@@ -621,7 +621,7 @@ LAGWATCH_API guint lagwatch_report_get_n_calls (LagWatchReport *report);
  *
  * Returns: (nullable): the function's name, NULL when no symbol names it
  *   or @index is out of range
- * Since: 0.2
+ * Since: 0.1
  */
 LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
                                                    guint           index,
@@ -638,7 +638,7 @@ LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
  * Returns: %TRUE when the call tree comes from the tracer's record of
  *   every call and return (exact to the microsecond), %FALSE when it was
  *   built from samples or there is none
- * Since: 0.2
+ * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_calls_exact (LagWatchReport *report);
 
