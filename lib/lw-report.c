@@ -534,21 +534,7 @@ lw_text_ordinal_suffix (guint n)
 /* Calls listed on stderr: a tree is read at a glance or not at all. */
 #define LW_TEXT_CALLS 40
 
-static void
-lw_text_call_lines (GString *out, LagWatchReport *report, guint max_lines)
-{
-  for (guint i = 0; i < report->n_calls && i < max_lines; i++)
-    {
-      const LwCall *call = report->call_list[i];
-
-      g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
-                              call->name != NULL ? call->name : "??", (double) call->duration_ns / 1e6,
-                              (double) call->start_ns / 1e6);
-    }
-  if (report->n_calls > max_lines)
-    g_string_append_printf (out, "    ... (%u more calls)\n", report->n_calls - max_lines);
-}
-
+/* The call tree after the heaviest stack, one call a line, indented by depth. */
 static void
 lw_text_calls (GString *out, LagWatchReport *report)
 {
@@ -559,16 +545,16 @@ lw_text_calls (GString *out, LagWatchReport *report)
   else
     g_string_append_printf (out, "  calls, in order (from %u samples ~%.0f ms apart: each within about that):\n",
                             report->n_timeline, (double) lw_call_tree_interval (report, 0) / 1e6);
-  lw_text_call_lines (out, report, LW_TEXT_CALLS);
-}
+  for (guint i = 0; i < report->n_calls && i < LW_TEXT_CALLS; i++)
+    {
+      const LwCall *call = report->call_list[i];
 
-char *
-lw_report_calls_to_text (LagWatchReport *report, guint max_lines)
-{
-  GString *out = g_string_new (NULL);
-
-  lw_text_call_lines (out, report, max_lines);
-  return g_string_free (out, FALSE);
+      g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
+                              call->name != NULL ? call->name : "??", (double) call->duration_ns / 1e6,
+                              (double) call->start_ns / 1e6);
+    }
+  if (report->n_calls > LW_TEXT_CALLS)
+    g_string_append_printf (out, "    ... (%u more calls)\n", report->n_calls - LW_TEXT_CALLS);
 }
 
 char *

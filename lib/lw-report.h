@@ -116,11 +116,6 @@ void lw_report_set_calls (LagWatchReport *report,
                           LwCall         *root,
                           gboolean        exact);
 
-/* Any thread. The call tree as indented text lines, at most @max_lines
- * calls ("" when there is none). */
-char *lw_report_calls_to_text (LagWatchReport *report,
-                               guint           max_lines);
-
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);
 
