@@ -77,6 +77,9 @@ struct _LagWatchReport
   guint     n_sampled;
   LwReportSample *timeline;  /* every sample kept, oldest first */
   guint     n_timeline;
+  int64_t   sample_interval_ns; /* the interval asked for (LAGWATCH_SAMPLE_MS) */
+  int64_t   calls_min_ns;    /* LAGWATCH_CALLS_MIN_MS, for the reporting thread; 0: default */
+  guint     calls_depth;     /* LAGWATCH_CALLS_DEPTH; 0: all */
 
   /* The call tree (lw-calls.h), set by the reporting thread: its root
    * stands for the lag, its children are the outermost calls. */

@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include "lw-call-tree.h"
-#include "lw-config.h"
 #include "lw-lines.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
@@ -84,18 +83,16 @@ lw_reporter_complete (LagWatchReport *report)
 }
 
 /* Reporting thread. Names the lag's sampled stacks and builds its call
- * tree from them (an exact tree from the tracer, if any, is kept). */
+ * tree from them, with the settings the watcher put in the report (an
+ * exact tree from the tracer, if any, is kept). */
 static void
-lw_reporter_add_calls (LagWatch *watch, LagWatchReport *report)
+lw_reporter_add_calls (LagWatchReport *report)
 {
-  const LagWatchConfig *config = watch->config;
-
   for (guint i = 0; i < report->n_sampled; i++)
     lw_reporter_name_frames (report->sampled[i].frames, report->sampled[i].n_frames, FALSE);
   lw_report_set_calls (report,
-                       lw_call_tree_from_samples (report, (int64_t) config->calls_min_ms * 1000000,
-                                                  config->calls_depth,
-                                                  (int64_t) config->sample_ms * 1000000),
+                       lw_call_tree_from_samples (report, report->calls_min_ns, report->calls_depth,
+                                                  report->sample_interval_ns),
                        FALSE);
 }
 
@@ -108,7 +105,7 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
   gboolean show;
 
   lw_reporter_complete (report);
-  lw_reporter_add_calls (watch, report);
+  lw_reporter_add_calls (report);
   if (kind == LW_REPORT_HANG)
     {
       /* The copy for the next run first: whoever sees the record in a sink

@@ -391,7 +391,8 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
 
 /* Watcher thread. Every sample of @lag in time order, and every distinct
  * stack they took by exact addresses (at most the profile's budget of
- * each), for the call tree and for profilers. */
+ * each), for the call tree and for profilers; the settings the reporting
+ * thread builds the tree with. */
 static void
 lw_watcher_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
 {
@@ -421,6 +422,9 @@ lw_watcher_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
       report->timeline[i].stack = at - 1;
     }
   report->n_timeline = n;
+  report->sample_interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  report->calls_min_ns = (int64_t) watch->config->calls_min_ms * LW_NSEC_PER_MSEC;
+  report->calls_depth = watch->config->calls_depth;
 }
 
 /* Watcher thread. The report of @lag as it stands at @end_ns, its frames
