@@ -10,7 +10,7 @@
  * Ctrl+F freezes the way chosen in the window; Ctrl+1 to Ctrl+7 choose a
  * way and freeze at once; Ctrl+S saves the session's reports (JSON Lines,
  * for lagwatch-report); Ctrl+Q quits. The selected lag shows as its stack
- * and as a flame graph of its samples. Each way is its own noipa function
+ * and as a flame graph of its samples, its calls as a timeline. Each way is its own noipa function
  * (demo_freeze_busy, demo_freeze_sleep, ...), so the reports name it.
  * The list shows how many frames the demo's own window missed in each lag
  * (lagwatch follows GTK's frame clocks).
@@ -724,6 +724,113 @@ demo_show_flame (LagWatchReport *report)
     gtk_widget_queue_draw (GTK_WIDGET (demo.flame_area));
 }
 
+/* ---- The call timeline: the selected lag's calls in time order ----------
+ *
+ * Under the stack: one bar per call of lagwatch's call tree
+ * (lagwatch_report_get_call()), x the time from the lag's start, one row per
+ * depth, so the order and length of what ran show at a glance. Main thread. */
+
+#define DEMO_CALLS_ROW_HEIGHT 16
+
+static struct
+{
+  LagWatchReport *report;  /* the selected lag, NULL: none */
+  GtkDrawingArea *area;    /* weak */
+  gboolean        told;    /* its "calls:" line was printed (--print-reports) */
+} demo_calls;
+
+/* GtkDrawingArea's draw function. With --print-reports, the first drawing of
+ * each lag's timeline is told on stdout: "calls: ID: N calls, R rows,
+ * deepest NAME (D ms)", the longest of the deepest calls. */
+static void
+demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
+{
+  LagWatchReport *report = demo_calls.report;
+  guint n_calls, rows = 0, deepest = 0;
+  double lag_ms, deepest_ms = -1;
+  const char *deepest_name = NULL;
+
+  if (report == NULL)
+    return;
+  n_calls = lagwatch_report_get_n_calls (report);
+  lag_ms = MAX (lagwatch_report_get_duration_ms (report), 1);
+  for (guint i = 0; i < n_calls; i++)
+    {
+      guint depth;
+      double start_ms, duration_ms;
+      const char *name = lagwatch_report_get_call (report, i, &depth, &start_ms, &duration_ms);
+      double x = width * start_ms / lag_ms, w = MAX (width * duration_ms / lag_ms, 1);
+      double y = depth * DEMO_CALLS_ROW_HEIGHT;
+      guint hash = g_str_hash (name != NULL ? name : "??");
+
+      rows = MAX (rows, depth + 1);
+      if (depth > deepest || (depth == deepest && duration_ms > deepest_ms))
+        {
+          deepest = depth;
+          deepest_ms = duration_ms;
+          deepest_name = name;
+        }
+      cairo_set_source_rgb (cr, 0.35 + (hash % 20) / 100.0, 0.55 + (hash / 20 % 20) / 100.0, 0.85);
+      cairo_rectangle (cr, x + 0.5, y + 0.5, w - 1, DEMO_CALLS_ROW_HEIGHT - 1);
+      cairo_fill (cr);
+      if (w >= DEMO_FLAME_LABEL_MIN_WIDTH)
+        {
+          g_autofree char *label = g_strdup_printf ("%s %.0f ms", name != NULL ? name : "??", duration_ms);
+          g_autoptr(PangoLayout) layout = gtk_widget_create_pango_layout (GTK_WIDGET (area), label);
+
+          pango_layout_set_width (layout, (int) ((w - 6) * PANGO_SCALE));
+          pango_layout_set_ellipsize (layout, PANGO_ELLIPSIZE_END);
+          cairo_set_source_rgb (cr, 0.05, 0.05, 0.05);
+          cairo_move_to (cr, x + 3, y + 1);
+          pango_cairo_show_layout (cr, layout);
+        }
+    }
+  gtk_drawing_area_set_content_height (area, (int) (MAX (rows, 1) * DEMO_CALLS_ROW_HEIGHT));
+  if (opt_print_reports && !demo_calls.told)
+    {
+      demo_calls.told = TRUE;
+      printf ("calls: %s: %u calls, %u rows, deepest %s (%.0f ms)\n", lagwatch_report_get_id (report),
+              n_calls, rows, deepest_name != NULL ? deepest_name : "(none)", MAX (deepest_ms, 0));
+      fflush (stdout);
+    }
+}
+
+/* Shows the calls of @report (NULL: none) in the timeline. */
+static void
+demo_show_calls (LagWatchReport *report)
+{
+  g_clear_pointer (&demo_calls.report, lagwatch_report_unref);
+  demo_calls.told = FALSE;
+  if (report != NULL)
+    demo_calls.report = lagwatch_report_ref (report);
+  if (demo_calls.area != NULL)
+    gtk_widget_queue_draw (GTK_WIDGET (demo_calls.area));
+}
+
+/* The stack view above the call timeline. */
+static GtkWidget *
+demo_stack_and_calls_new (GtkWidget *stack_view)
+{
+  GtkWidget *area = gtk_drawing_area_new ();
+  GtkWidget *scrolled = gtk_scrolled_window_new ();
+  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
+
+  demo_calls.area = GTK_DRAWING_AREA (area);
+  g_object_add_weak_pointer (G_OBJECT (area), (gpointer *) &demo_calls.area);
+  gtk_drawing_area_set_draw_func (demo_calls.area, demo_calls_draw, NULL, NULL);
+  gtk_widget_set_tooltip_text (area, "The selected lag's calls in time order, from its samples: "
+                                     "x = time in the lag, callers above callees");
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scrolled), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), area);
+  gtk_paned_set_start_child (GTK_PANED (paned), stack_view);
+  gtk_paned_set_end_child (GTK_PANED (paned), scrolled);
+  /* The timeline keeps room for a few rows however the panes are dragged. */
+  gtk_drawing_area_set_content_height (demo_calls.area, 4 * DEMO_CALLS_ROW_HEIGHT);
+  gtk_scrolled_window_set_min_content_height (GTK_SCROLLED_WINDOW (scrolled), 4 * DEMO_CALLS_ROW_HEIGHT);
+  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
+  return paned;
+}
+
 /* ---- Reports: from the watcher thread to the window --------------------- */
 
 /* Main thread, after the first frame painted since a report arrived:
@@ -928,6 +1035,7 @@ demo_on_selected (GtkSingleSelection *selection, GParamSpec *pspec, gpointer use
   else
     gtk_text_buffer_set_text (demo.stack_text, "", 0);
   demo_show_flame (lag != NULL ? lag->report : NULL);
+  demo_show_calls (lag != NULL ? lag->report : NULL);
 }
 
 /* The title counts the rows of the list: "lagwatch demo — 2 lags". */
@@ -1211,7 +1319,7 @@ demo_activate (GApplication *app, gpointer user_data)
   gtk_widget_set_vexpand (paned, TRUE);
   gtk_paned_set_start_child (GTK_PANED (paned), table_scroll);
   details = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child (GTK_PANED (details), demo_stack_view_new ());
+  gtk_paned_set_start_child (GTK_PANED (details), demo_stack_and_calls_new (demo_stack_view_new ()));
   gtk_paned_set_end_child (GTK_PANED (details), demo_flame_view_new ());
   gtk_paned_set_position (GTK_PANED (details), 560);
   gtk_paned_set_end_child (GTK_PANED (paned), details);
@@ -1418,6 +1526,7 @@ main (int argc, char **argv)
   g_clear_object (&demo.lags);
   g_clear_pointer (&demo.flame, demo_flame_node_free);
   g_free (demo.flame_id);
+  g_clear_pointer (&demo_calls.report, lagwatch_report_unref);
   g_free (opt_kind);
   g_free (opt_save_reports);
   return status;

@@ -883,6 +883,58 @@ LAGWATCH_API gboolean lagwatch_report_get_cpu_starved (LagWatchReport *report);
  */
 LAGWATCH_API gboolean lagwatch_report_get_input_pending (LagWatchReport *report);
 
+/**
+ * lagwatch_report_get_n_calls:
+ * @report: a report
+ *
+ * The lag's call tree, walked in pre-order: which functions ran, in what
+ * order, for how long. From the samples taken during the lag (a call is
+ * seen within about one sampling interval), or exact when the program was
+ * built for lagwatch's tracer (lagwatch_report_get_calls_exact()). Calls
+ * shorter than LAGWATCH_CALLS_MIN_MS or deeper than LAGWATCH_CALLS_DEPTH
+ * are left out. Any thread.
+ *
+ * Returns: how many calls lagwatch_report_get_call() walks, 0 when the
+ *   lag has no call tree
+ * Since: 0.1
+ */
+LAGWATCH_API guint lagwatch_report_get_n_calls (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_call:
+ * @report: a report
+ * @index: 0 to n_calls - 1, in pre-order (a call comes before what it
+ *   called, calls in the order they began)
+ * @depth: (out) (optional): 0 for a call made by the dispatched callback's
+ *   outermost program function, one more per nesting level
+ * @start_ms: (out) (optional): when the call began, in ms from the lag's start
+ * @duration_ms: (out) (optional): how long it lasted, in ms
+ *
+ * One call of the lag's call tree. Any thread.
+ *
+ * Returns: (nullable): the function's name, NULL when no symbol names it
+ *   or @index is out of range
+ * Since: 0.1
+ */
+LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
+                                                   guint           index,
+                                                   guint          *depth,
+                                                   double         *start_ms,
+                                                   double         *duration_ms);
+
+/**
+ * lagwatch_report_get_calls_exact:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: %TRUE when the call tree comes from the tracer's record of
+ *   every call and return (exact to the microsecond), %FALSE when it was
+ *   built from samples or there is none
+ * Since: 0.1
+ */
+LAGWATCH_API gboolean lagwatch_report_get_calls_exact (LagWatchReport *report);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchStats, lagwatch_stats_free)

@@ -235,6 +235,11 @@ lw_config_apply_environment (LagWatchConfig *config)
   lw_config_env_uint ("LAGWATCH_MAX_FRAMES", 1, LW_MAX_FRAMES_LIMIT, "frames",
                       &config->max_frames);
   lw_config_env_uint ("LAGWATCH_SAMPLE_MS", 1, 1000, "milliseconds", &config->sample_ms);
+  /* 0 keeps the defaults: calls of two sampling intervals or more, at any depth. */
+  lw_config_env_uint ("LAGWATCH_CALLS_MIN_MS", 0, LW_MAX_DURATION_MS, "milliseconds (0: two sampling intervals)",
+                      &config->calls_min_ms);
+  lw_config_env_uint ("LAGWATCH_CALLS_DEPTH", 0, LW_MAX_FRAMES_LIMIT, "frames (0: any depth)",
+                      &config->calls_depth);
 
   text = g_getenv ("LAGWATCH_STATE_DIR");
   if (text != NULL)

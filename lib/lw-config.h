@@ -31,6 +31,8 @@ struct _LagWatchConfig
   guint     sample_ms;        /* interval between samples during a lag */
   char     *state_dir;        /* NULL: $XDG_STATE_HOME/lagwatch */
   gboolean  under_debugger;   /* report even while a debugger is attached */
+  guint     calls_min_ms;     /* shortest call in the call tree; 0: two sampling intervals */
+  guint     calls_depth;      /* deepest call in the call tree below dispatch; 0: all */
 };
 
 /* Any thread. */

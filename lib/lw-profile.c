@@ -10,6 +10,7 @@ struct _LwProfile
   guint           budget;
   GHashTable     *exact;      /* LwProfileStack* (key) -> itself, by exact addresses; owns them */
   GPtrArray      *samples;    /* LwProfileStack* of exact, per sample, oldest first */
+  GArray         *times;      /* int64_t, when each of samples was taken */
   guint64         serial;
   LwProfileStack *probe;      /* lookup key of lw_profile_add(), reused */
   guint           probe_room; /* addresses the probe holds */
@@ -72,6 +73,7 @@ lw_profile_new (guint budget)
   profile->exact = g_hash_table_new_full (lw_profile_exact_hash, lw_profile_exact_equal,
                                           g_free, NULL);
   profile->samples = g_ptr_array_sized_new (profile->budget);
+  profile->times = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), profile->budget);
   return profile;
 }
 
@@ -82,6 +84,7 @@ lw_profile_free (LwProfile *profile)
     return;
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   g_ptr_array_unref (profile->samples);
+  g_array_unref (profile->times);
   g_hash_table_unref (profile->exact);
   g_free (profile->probe);
   g_free (profile);
@@ -92,12 +95,14 @@ lw_profile_reset (LwProfile *profile)
 {
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   g_ptr_array_set_size (profile->samples, 0);
+  g_array_set_size (profile->times, 0);
   g_hash_table_remove_all (profile->exact);
   profile->serial = 0;
 }
 
 gboolean
-lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated)
+lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated,
+                int64_t taken_ns)
 {
   LwProfileStack *stack;
 
@@ -119,6 +124,7 @@ lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean 
   stack->count++;
   stack->last_serial = ++profile->serial;
   g_ptr_array_add (profile->samples, stack);
+  g_array_append_val (profile->times, taken_ns);
   return profile->samples->len >= profile->budget;
 }
 
@@ -138,15 +144,25 @@ lw_profile_thin (LwProfile *profile)
             g_hash_table_remove (profile->exact, stack);
           continue;
         }
+      g_array_index (profile->times, int64_t, kept) = g_array_index (profile->times, int64_t, i);
       profile->samples->pdata[kept++] = stack;
     }
   g_ptr_array_set_size (profile->samples, kept);
+  g_array_set_size (profile->times, kept);
 }
 
 guint
 lw_profile_n_samples (LwProfile *profile)
 {
   return profile->samples->len;
+}
+
+const LwProfileStack *
+lw_profile_sample (LwProfile *profile, guint index, int64_t *taken_ns)
+{
+  g_return_val_if_fail (index < profile->samples->len, NULL);
+  *taken_ns = g_array_index (profile->times, int64_t, index);
+  return profile->samples->pdata[index];
 }
 
 /* Watcher thread. Most recent first. */

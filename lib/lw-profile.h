@@ -44,11 +44,13 @@ LwProfile *lw_profile_new        (guint            budget);
 void       lw_profile_free       (LwProfile       *profile);
 void       lw_profile_reset      (LwProfile       *profile);
 
-/* Adds one sample. Returns TRUE when the profile is now full. */
+/* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC). Returns TRUE
+ * when the profile is now full. */
 gboolean   lw_profile_add        (LwProfile       *profile,
                                   const uintptr_t *ips,
                                   guint            n_ips,
-                                  gboolean         truncated);
+                                  gboolean         truncated,
+                                  int64_t          taken_ns);
 
 /* Drops every other sample, keeping the later of each pair. */
 void       lw_profile_thin       (LwProfile       *profile);
@@ -68,5 +70,13 @@ GPtrArray *lw_profile_exact_stacks (LwProfile     *profile);
 guint      lw_profile_group      (LwReportStack   *stacks,
                                   guint            n_stacks,
                                   guint            max_kept);
+
+/* Sample @index in time order (oldest first, < lw_profile_n_samples()):
+ * its exact stack, which belongs to the profile (valid until the next
+ * add, thin or reset; the same pointer for every sample of that stack),
+ * and when it was taken. */
+const LwProfileStack *lw_profile_sample (LwProfile *profile,
+                                         guint      index,
+                                         int64_t   *taken_ns);
 
 G_END_DECLS

@@ -1,6 +1,8 @@
 /* lw-report.c: LagWatchReport, its accessors and its renderings */
 #include "lw-report.h"
 
+#include "lw-call-tree.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -311,6 +313,13 @@ lagwatch_report_unref (LagWatchReport *report)
   for (guint i = 0; i < report->n_windows; i++)
     g_free (report->windows[i].title);
   g_free (report->windows);
+  for (guint i = 0; i < report->n_sampled; i++)
+    lw_report_stack_clear (&report->sampled[i]);
+  g_free (report->sampled);
+  g_free (report->timeline);
+  lw_call_free (report->calls);
+  g_free (report->call_list);
+  g_free (report->call_depth);
   g_free (report);
 }
 
@@ -567,6 +576,39 @@ lw_json_frames_missed (GString *out, LagWatchReport *report)
   g_string_append_c (out, ']');
 }
 
+static void
+lw_json_call_list (GString *out, const LwCall *parent)
+{
+  g_string_append_c (out, '[');
+  for (guint i = 0; parent->children != NULL && i < parent->children->len; i++)
+    {
+      const LwCall *call = parent->children->pdata[i];
+
+      g_string_append (out, i ? ",{\"name\":" : "{\"name\":");
+      lw_json_string (out, call->name);
+      g_string_append (out, ",\"start_ms\":");
+      lw_json_ms (out, (double) call->start_ns / 1e6);
+      g_string_append (out, ",\"duration_ms\":");
+      lw_json_ms (out, (double) call->duration_ns / 1e6);
+      g_string_append (out, ",\"children\":");
+      lw_json_call_list (out, call);
+      g_string_append_c (out, '}');
+    }
+  g_string_append_c (out, ']');
+}
+
+/* The call tree, when the lag has one: "calls" (the outermost calls, each
+ * with its children) and "calls_exact". */
+static void
+lw_json_calls (GString *out, const LagWatchReport *report)
+{
+  if (report->calls == NULL)
+    return;
+  g_string_append (out, ",\"calls\":");
+  lw_json_call_list (out, report->calls);
+  g_string_append_printf (out, ",\"calls_exact\":%s", report->calls_exact ? "true" : "false");
+}
+
 char *
 lagwatch_report_to_json (LagWatchReport *report)
 {
@@ -666,6 +708,7 @@ lagwatch_report_to_json (LagWatchReport *report)
       g_string_append (out, ",\"source_callback_kind\":");
       lw_json_string (out, report->source_callback_kind);
     }
+  lw_json_calls (out, report);
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -763,6 +806,32 @@ lw_text_frames_missed (GString *out, LagWatchReport *report)
     }
 }
 
+/* Calls listed on stderr: a tree is read at a glance or not at all. */
+#define LW_TEXT_CALLS 40
+
+/* The call tree after the heaviest stack, one call a line, indented by depth. */
+static void
+lw_text_calls (GString *out, LagWatchReport *report)
+{
+  if (report->n_calls == 0)
+    return;
+  if (report->calls_exact)
+    g_string_append (out, "  calls, in order (exact, from the tracer):\n");
+  else
+    g_string_append_printf (out, "  calls, in order (from %u samples ~%.0f ms apart: each within about that):\n",
+                            report->n_timeline, (double) lw_call_tree_interval (report, 0) / 1e6);
+  for (guint i = 0; i < report->n_calls && i < LW_TEXT_CALLS; i++)
+    {
+      const LwCall *call = report->call_list[i];
+
+      g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
+                              call->name != NULL ? call->name : "??", (double) call->duration_ns / 1e6,
+                              (double) call->start_ns / 1e6);
+    }
+  if (report->n_calls > LW_TEXT_CALLS)
+    g_string_append_printf (out, "    ... (%u more calls)\n", report->n_calls - LW_TEXT_CALLS);
+}
+
 char *
 lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 {
@@ -857,6 +926,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
       g_string_append_printf (out, "  also %.0f%% in %s\n",
                               100.0 * report->stacks[i].samples / MAX (report->n_samples, 1), label);
     }
+  lw_text_calls (out, report);
   for (guint i = 0; i < report->n_threads; i++)
     {
       const LwReportStack *thread = &report->threads[i];
@@ -971,4 +1041,76 @@ lagwatch_report_get_input_pending (LagWatchReport *report)
 {
   g_return_val_if_fail (report != NULL, FALSE);
   return report->input_pending;
+}
+
+/* The calls under @call into @list, pre-order. */
+static void
+lw_report_list_calls (LwCall *call, guint depth, GPtrArray *list, GArray *depths)
+{
+  for (guint i = 0; call->children != NULL && i < call->children->len; i++)
+    {
+      g_ptr_array_add (list, call->children->pdata[i]);
+      g_array_append_val (depths, depth);
+      lw_report_list_calls (call->children->pdata[i], depth + 1, list, depths);
+    }
+}
+
+void
+lw_report_set_calls (LagWatchReport *report, LwCall *root, gboolean exact)
+{
+  GPtrArray *list;
+  GArray *depths;
+
+  if (report->calls != NULL && report->calls_exact && !exact)
+    {
+      lw_call_free (root);
+      return;
+    }
+  lw_call_free (report->calls);
+  g_clear_pointer (&report->call_list, g_free);
+  g_clear_pointer (&report->call_depth, g_free);
+  report->n_calls = 0;
+  report->calls = root;
+  report->calls_exact = exact && root != NULL;
+  if (root == NULL)
+    return;
+  list = g_ptr_array_new ();
+  depths = g_array_new (FALSE, FALSE, sizeof (guint));
+  lw_report_list_calls (root, 0, list, depths);
+  report->n_calls = list->len;
+  report->call_list = (LwCall **) g_ptr_array_free (list, FALSE);
+  report->call_depth = (guint *) g_array_free (depths, FALSE);
+}
+
+guint
+lagwatch_report_get_n_calls (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, 0);
+  return report->n_calls;
+}
+
+const char *
+lagwatch_report_get_call (LagWatchReport *report, guint index, guint *depth, double *start_ms,
+                          double *duration_ms)
+{
+  const LwCall *call;
+
+  g_return_val_if_fail (report != NULL, NULL);
+  if (index >= report->n_calls)
+    return NULL;
+  call = report->call_list[index];
+  if (depth != NULL)
+    *depth = report->call_depth[index];
+  if (start_ms != NULL)
+    *start_ms = (double) call->start_ns / 1e6;
+  if (duration_ms != NULL)
+    *duration_ms = (double) call->duration_ns / 1e6;
+  return call->name;
+}
+
+gboolean
+lagwatch_report_get_calls_exact (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, FALSE);
+  return report->calls_exact;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-calls.h"
 #include "lw-symbols.h"
 
 G_BEGIN_DECLS
@@ -30,6 +31,13 @@ typedef struct
   LwFrame  *frames;
   guint     n_frames;
 } LwReportStack;
+
+/* One sample of a lag's timeline. */
+typedef struct
+{
+  int64_t   offset_ns;       /* when it was taken, from the lag's start */
+  guint     stack;           /* index into the report's sampled stacks */
+} LwReportSample;
 
 struct _LagWatchReport
 {
@@ -88,6 +96,23 @@ struct _LagWatchReport
   uintptr_t   source_callback_ip;
   char       *source_callback;      /* "freeze_busy", or NULL */
   const char *source_callback_kind; /* "g_timeout_add", "g_idle_add", or NULL */
+  /* The samples in time order (lw-profile.h), named by the reporting thread. */
+  int64_t   start_ns;        /* the lag's start, CLOCK_MONOTONIC; 0 for a record of a past run */
+  LwReportStack *sampled;    /* every distinct stack of the lag, exact addresses */
+  guint     n_sampled;
+  LwReportSample *timeline;  /* every sample kept, oldest first */
+  guint     n_timeline;
+  int64_t   sample_interval_ns; /* the interval asked for (LAGWATCH_SAMPLE_MS) */
+  int64_t   calls_min_ns;    /* LAGWATCH_CALLS_MIN_MS, for the reporting thread; 0: default */
+  guint     calls_depth;     /* LAGWATCH_CALLS_DEPTH; 0: all */
+
+  /* The call tree (lw-calls.h), set by the reporting thread: its root
+   * stands for the lag, its children are the outermost calls. */
+  LwCall   *calls;
+  gboolean  calls_exact;     /* from the tracer's calls and returns, not from samples */
+  LwCall  **call_list;       /* the calls under the root, pre-order */
+  guint    *call_depth;      /* their depths, 0 for the outermost */
+  guint     n_calls;
 };
 
 /* Watcher thread. Frees the frames of @stack. */
@@ -136,6 +161,15 @@ char *lw_report_stack_to_text (const LwFrame *frames,
  * them (null for NULL, invalid UTF-8 repaired). */
 void lw_report_append_json_string (GString    *out,
                                    const char *text);
+/* Reporting thread, before the report is handed to sinks or the callback.
+ * Gives @report the call tree @root (taken over; NULL: none): a root
+ * standing for the lag (no name, start 0, the lag's duration) whose
+ * children are the outermost calls below the dispatch frame. @exact: from
+ * a tracer's calls and returns. An exact tree is preferred: a sampled tree
+ * given after an exact one is dropped, an exact one replaces a sampled one. */
+void lw_report_set_calls (LagWatchReport *report,
+                          LwCall         *root,
+                          gboolean        exact);
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);

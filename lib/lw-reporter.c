@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
+#include "lw-call-tree.h"
 #include "lw-lines.h"
 #include "lw-profile.h"
 #include "lw-sink-queue.h"
@@ -138,6 +139,20 @@ lw_reporter_complete (LagWatchReport *report)
   lw_report_compute_fingerprints (report);
 }
 
+/* Reporting thread. Names the lag's sampled stacks and builds its call
+ * tree from them, with the settings the watcher put in the report (an
+ * exact tree from the tracer, if any, is kept). */
+static void
+lw_reporter_add_calls (LagWatchReport *report)
+{
+  for (guint i = 0; i < report->n_sampled; i++)
+    lw_reporter_name_frames (&report->sampled[i].frames, &report->sampled[i].n_frames, FALSE);
+  lw_report_set_calls (report,
+                       lw_call_tree_from_samples (report, report->calls_min_ns, report->calls_depth,
+                                                  report->sample_interval_ns),
+                       FALSE);
+}
+
 /* Reporting thread. Says, ahead of the next record, how many reports the
  * watcher dropped since it last said so. */
 static void
@@ -167,6 +182,7 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
 
   lw_reporter_complete (report);
   lw_reporter_note_drops (reporter);
+  lw_reporter_add_calls (report);
   if (kind == LW_REPORT_HANG)
     {
       /* The copy for the next run first: whoever sees the record in a sink

@@ -219,7 +219,7 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
   n = lw_unwinder_walk (watch->unwinder, snap, watch->ips, watch->config->max_frames, &truncated);
   /* The Python frames are the stuck thread's memory: read them now. */
   n = lw_python_merge (watch->python, lag->tid, watch->ips, n, watch->config->max_frames, &truncated);
-  if (lw_profile_add (watch->profile, watch->ips, n, truncated))
+  if (lw_profile_add (watch->profile, watch->ips, n, truncated, snap->taken_ns))
     {
       lw_profile_thin (watch->profile);
       lag->interval_ns *= 2;
@@ -422,6 +422,44 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
   report->threads = (LwReportStack *) g_array_free (threads, FALSE);
 }
 
+/* Watcher thread. Every sample of @lag in time order, and every distinct
+ * stack they took by exact addresses (at most the profile's budget of
+ * each), for the call tree and for profilers; the settings the reporting
+ * thread builds the tree with. */
+static void
+lw_watcher_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
+{
+  guint n = lw_profile_n_samples (watch->profile);
+  g_autoptr(GHashTable) index = g_hash_table_new (NULL, NULL);  /* stack -> its index + 1 */
+
+  report->sampled = g_new0 (LwReportStack, MAX (n, 1));
+  report->timeline = g_new0 (LwReportSample, MAX (n, 1));
+  for (guint i = 0; i < n; i++)
+    {
+      int64_t taken_ns;
+      const LwProfileStack *stack = lw_profile_sample (watch->profile, i, &taken_ns);
+      guint at = GPOINTER_TO_UINT (g_hash_table_lookup (index, stack));
+
+      if (at == 0)
+        {
+          LwReportStack *sampled = &report->sampled[report->n_sampled];
+
+          sampled->samples = stack->count;
+          sampled->truncated = stack->truncated;
+          sampled->frames = lw_watcher_frames (stack->ips, stack->n_ips);
+          sampled->n_frames = stack->n_ips;
+          at = ++report->n_sampled;
+          g_hash_table_insert (index, (gpointer) stack, GUINT_TO_POINTER (at));
+        }
+      report->timeline[i].offset_ns = taken_ns - lag->since_ns;
+      report->timeline[i].stack = at - 1;
+    }
+  report->n_timeline = n;
+  report->sample_interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
+  report->calls_min_ns = (int64_t) watch->config->calls_min_ms * LW_NSEC_PER_MSEC;
+  report->calls_depth = watch->config->calls_depth;
+}
+
 /* Watcher thread. The report of @lag as it stands at @end_ns, its frames
  * holding addresses only (the reporting thread does the rest). */
 static LagWatchReport *
@@ -479,6 +517,8 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
       report->syscall = lag->syscall_nr >= 0 ? lw_threadinfo_syscall_name (lag->syscall_nr) : NULL;
       report->wchan = g_strdup (lag->wchan);
     }
+  report->start_ns = lag->since_ns;
+  lw_watcher_add_timeline (watch, lag, report);
   return report;
 }
 

@@ -24,7 +24,9 @@
 # the demo has exited and every report is written.
 # The busy freeze's flame graph (the newest lag is selected, so drawn) must
 # hold every sample and have demo_freeze_busy as its widest program box: the
-# demo's "flame:" line, printed at the graph's first drawing. Ctrl+S saves
+# demo's "flame:" line, printed at the graph's first drawing. Its call
+# timeline must have demo_freeze_busy as its deepest call (the "calls:"
+# line, printed at the timeline's first drawing). Ctrl+S saves
 # the session's reports (--save-reports: no file chooser): every lag record
 # of the JSON sink must be in the saved file, as a JSON line with its stacks.
 # Then a screenshot of the window goes to OUTDIR/demo-test.png, and Ctrl+Q
@@ -135,6 +137,11 @@ lag_json() {
   lag_record "$1" "$2" > /dev/null
 }
 
+# calls_drawn ID: the call timeline of lag ID was drawn; sets calls (the line).
+calls_drawn() {
+  calls=$(grep -E "^calls: $1: " "$tmp/stdout" | head -n 1)
+  [ -n "$calls" ]
+}
 # flame_drawn ID: the flame graph of lag ID was drawn; sets flame (the line).
 flame_drawn() {
   flame=$(grep -E "^flame: $1: " "$tmp/stdout" | head -n 1)
@@ -196,7 +203,7 @@ check_freeze() {
   ok "$key: JSON record $id: 400 ± 50 ms, complete, $symbol in the stack, $json"
 }
 
-echo "1..22"
+echo "1..23"
 
 # The display: Xvfb picks a free number itself (-displayfd); the cookie is
 # loaded by the server from the file at start, then filed under that number.
@@ -247,6 +254,10 @@ printf '%s\n' "$flame" | grep -Eq "widest program box demo_freeze_busy \(([0-9]+
   && printf '%s\n' "$flame" | grep -Eq "of $busy_samples samples\)\$" \
   || fail "flame graph of $busy_id: demo_freeze_busy holds all $busy_samples samples (got: $flame)"
 ok "flame graph of $busy_id: $flame"
+wait_until calls_drawn "$busy_id" || fail "call timeline of $busy_id drawn"
+printf '%s\n' "$calls" | grep -Eq ": [1-9][0-9]* calls, [1-9][0-9]* rows, deepest demo_freeze_busy \([0-9]+ ms\)\$" \
+  || fail "call timeline of $busy_id: demo_freeze_busy is the deepest call (got: $calls)"
+ok "call timeline of $busy_id: $calls"
 check_freeze ctrl+2 demo_freeze_sleep '^  waiting: .*, sleeping in clock_nanosleep\(\)' \
   '.thread_state == "sleeping" and .syscall == "clock_nanosleep"'
 check_freeze ctrl+6 demo_freeze_timer_callback '^  in GSource "demo: slow timer"' \

@@ -81,6 +81,23 @@ CAUSE_A = "aaaaaaaaaaaaaaaa"
 CAUSE_B = "bbbbbbbbbbbbbbbb"
 
 
+def call(name, start, duration, *children):
+    return {"name": name, "start_ms": start, "duration_ms": duration, "children": list(children)}
+
+
+# The call tree of cause B's longest lag (100-2): two calls of render_middle,
+# the first calling render_leaf. Its shorter lag (200-2) has another tree.
+CALLS_B = [call("render_handler", 0.0, 1000.0,
+                call("render_middle", 100.0, 400.0, call("render_leaf", 120.0, 300.0)),
+                call("render_middle", 500.0, 480.0))]
+CALLS_B_SHORT = [call("render_handler", 0.0, 150.0)]
+CALLS_B_TEXT = ("  calls of its longest lag (100-2, 1000.0 ms, from the samples), in order:\n"
+                "    render_handler  1000.0 ms  (at 0.0 ms)\n"
+                "      render_middle  400.0 ms  (at 100.0 ms)\n"
+                "        render_leaf  300.0 ms  (at 120.0 ms)\n"
+                "      render_middle  480.0 ms  (at 500.0 ms)\n")
+
+
 def known_records():
     a = cause_stack("save")
     a_other = cause_stack("save", program="/usr/bin/viewer")
@@ -91,6 +108,8 @@ def known_records():
     second = [record(CAUSE_A, 400.0, "2026-11-22T09:00:00.000Z", a_other, pid=200, lag_id="200-1"),
               record(CAUSE_B, 150.0, "2026-11-21T11:00:00.000Z", b, pid=200, lag_id="200-2"),
               record(CAUSE_A, 200.0, "2026-11-21T12:00:00.000Z", a, pid=200, lag_id="200-3")]
+    first[1].update(calls=CALLS_B, calls_exact=False)
+    second[1].update(calls=CALLS_B_SHORT, calls_exact=False)
     return first, second
 
 
@@ -154,6 +173,23 @@ def test_grouping_and_numbers(tmp):
     check(re.search(r"^lagwatch-report: 6 lags, .* 2 causes from 6 records in 2 inputs$", out, re.M),
           "summary line:\n" + out)
     check_equal(err, "", "stderr")
+
+
+def test_calls(tmp):
+    """The call tree of a cause's longest lag, in the text after its stack;
+    a cause whose lags have none shows none; a malformed tree is a
+    malformed line."""
+    first, second = known_records()
+    path = write(tmp, "in.jsonl", jsonl(first + second))
+    out, _, _ = run([path])
+    check(CALLS_B_TEXT in out, "cause B's calls in the text:\n" + out)
+    check_equal(out.count("calls of its longest lag"), 1, "causes with a call tree")
+    check(out.index(CALLS_B_TEXT) > out.index("render_leaf"), "the calls come after the heaviest stack")
+    bad = dict(first[1], calls=[{"name": "x", "start_ms": "soon", "duration_ms": 1.0, "children": []}])
+    path = write(tmp, "bad.jsonl", jsonl([first[0], bad]))
+    out, err, _ = run([path], ok_status=(0, 1))
+    check("1 malformed lines" in out and "calls of its longest lag" not in out,
+          "a malformed call tree is a malformed line:\n" + out + err)
 
 
 def test_gzip_input(tmp):
@@ -483,6 +519,11 @@ def test_html_structure(tmp):
     check(sum(1 for t, a in parser.tags if t == "g" and a.get("class") == "frame") >= 2 * 11,
           "frames drawn in the flame graphs")
     check(any(t == "svg" and a.get("class") == "histogram" for t, a in parser.tags), "histogram")
+    check_equal(len([a for t, a in parser.tags if t == "svg" and a.get("class") == "calls"]), 1,
+                "one call flame chart: cause B's")
+    check_equal([(a["data-name"], a["data-depth"]) for t, a in parser.tags if t == "g" and a.get("class") == "call"],
+                [("render_handler", "0"), ("render_middle", "1"), ("render_leaf", "2"), ("render_middle", "1")],
+                "calls in the chart, in order")
 
 
 def chromium_program():
@@ -509,6 +550,20 @@ def test_html_in_chromium(tmp):
     frames = [a for t, a in parser.tags if t == "g" and a.get("class") == "frame"]
     check(len(frames) >= 22, "flame graph frames in the DOM: %d" % len(frames))
     check(any(a.get("data-name") == "save_leaf" for a in frames), "a frame of cause A in the DOM")
+    # The call chart: time on x (a later call further right, a longer one
+    # wider), depth on y.
+    boxes = []
+    for i, (tag, attrs) in enumerate(parser.tags):
+        if tag == "g" and attrs.get("class") == "call":
+            rect = next(a for t, a in parser.tags[i:] if t == "rect")
+            boxes.append((attrs["data-name"], float(rect["x"]), float(rect["width"]), float(rect["y"])))
+    check_equal([b[0] for b in boxes], ["render_handler", "render_middle", "render_leaf", "render_middle"],
+                "calls in the browser's DOM")
+    handler, middle, leaf, middle2 = boxes
+    check(handler[1] < middle[1] < leaf[1] < middle2[1], "later calls further right: %r" % boxes)
+    check(abs(middle[2] / handler[2] - 0.4) < 0.01 and abs(leaf[2] / handler[2] - 0.3) < 0.01,
+          "widths in proportion to durations: %r" % boxes)
+    check(handler[3] < middle[3] < leaf[3] and middle[3] == middle2[3], "callers above callees: %r" % boxes)
     shot = os.path.join(tmp, "shot.png")
     subprocess.run(common + ["--screenshot=" + shot, "--window-size=1280,1000", "file://" + page],
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240, env=env)
@@ -594,6 +649,7 @@ CASES = [
     ("journal file", test_journal_file,
      lambda: None if journal_remote_program() and shutil.which("journalctl")
      else "systemd-journal-remote is not installed (Debian package systemd-journal-remote)"),
+    ("calls", test_calls, None),
     ("malformed lines", test_malformed_lines, None),
     ("hostile lines", test_hostile_lines, None),
     ("unreadable input", test_unreadable_input, None),
