@@ -1,5 +1,6 @@
 /* lw-report.c: LagWatchReport, its accessors and its renderings */
 #include "lw-report.h"
+#include "lw-tracing.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -123,6 +124,8 @@ lagwatch_report_unref (LagWatchReport *report)
   g_free (report->thread_name);
   g_free (report->stack_method);
   g_free (report->stack_error);
+  lw_tracing_free (report->tracing);
+  lw_call_free (report->calls);
   g_free (report);
 }
 

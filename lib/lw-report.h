@@ -6,6 +6,7 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-calls.h"
 #include "lw-symbols.h"
 
 G_BEGIN_DECLS
@@ -62,6 +63,13 @@ struct _LagWatchReport
   /* Set by the watcher for the reporting thread, which derives phase. */
   gboolean  dispatching;     /* GLib's dispatch record showed a source in dispatch */
   guint     prepares;        /* starvation sentinel prepares during the lag */
+
+  /* The lag's calls as liblagwatch-trace recorded them (lw-tracing.h), for
+   * the reporting thread, which turns them into calls; NULL without it. */
+  struct _LwTracing *tracing;
+  /* Stand-in until the sampled call tree's branch lands (it owns these). */
+  LwCall   *calls;
+  gboolean  calls_exact;
 };
 
 /* Watcher thread. Frees the frames of @stack. */
@@ -82,6 +90,13 @@ char *lw_report_to_text_full (LagWatchReport *report,
 /* Any thread. @frames as the text report shows them, one line each. */
 char *lw_report_stack_to_text (const LwFrame *frames,
                                guint          n_frames);
+
+/* Reporting thread. Gives @report its call tree @root (transfer full),
+ * built from samples or (@exact) from every call the tracer recorded.
+ * Stand-in (lw-tracing.c) for the sampled call tree's branch, which owns it. */
+void lw_report_set_calls (LagWatchReport *report,
+                          LwCall         *root,
+                          gboolean        exact);
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);

@@ -6,6 +6,7 @@
 #include "lw-lines.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
+#include "lw-tracing.h"
 #include "lw-watcher.h"
 
 struct _LwReporter
@@ -79,6 +80,8 @@ lw_reporter_complete (LagWatchReport *report)
     lw_reporter_name_frames (report->threads[i].frames, report->threads[i].n_frames, TRUE);
   report->phase = lw_reporter_phase (report);
   lw_report_compute_fingerprints (report);
+  if (report->tracing != NULL)
+    lw_report_set_calls (report, lw_tracing_tree (report->tracing), TRUE);
 }
 
 /* Reporting thread. */
