@@ -1,5 +1,6 @@
 /* lw-report.c: LagWatchReport, its accessors and its renderings */
 #include "lw-report.h"
+#include "lw-tracing.h"
 
 #include "lw-call-tree.h"
 
@@ -320,6 +321,7 @@ lagwatch_report_unref (LagWatchReport *report)
   lw_call_free (report->calls);
   g_free (report->call_list);
   g_free (report->call_depth);
+  lw_tracing_free (report->tracing);
   g_free (report);
 }
 

@@ -113,6 +113,9 @@ struct _LagWatchReport
   LwCall  **call_list;       /* the calls under the root, pre-order */
   guint    *call_depth;      /* their depths, 0 for the outermost */
   guint     n_calls;
+  /* The lag's calls as liblagwatch-trace recorded them (lw-tracing.h), for
+   * the reporting thread, which turns them into calls; NULL without it. */
+  struct _LwTracing *tracing;
 };
 
 /* Watcher thread. Frees the frames of @stack. */

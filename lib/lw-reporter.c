@@ -15,6 +15,7 @@
 
 /* Distinct stacks listed in a report. */
 #define LW_REPORT_STACKS 5
+#include "lw-tracing.h"
 
 struct _LwReporter
 {
@@ -137,6 +138,8 @@ lw_reporter_complete (LagWatchReport *report)
   report->phase = lw_reporter_phase (report);
   lw_reporter_name_source_callback (report);
   lw_report_compute_fingerprints (report);
+  if (report->tracing != NULL)
+    lw_report_set_calls (report, lw_tracing_tree (report->tracing), TRUE);
 }
 
 /* Reporting thread. Names the lag's sampled stacks and builds its call

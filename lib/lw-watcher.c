@@ -19,6 +19,7 @@
 #include "lw-reporter.h"
 #include "lw-stats-private.h"
 #include "lw-threadinfo.h"
+#include "lw-tracing.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
  * run it by then blocks the signal or sleeps uninterruptibly. */
@@ -788,10 +789,13 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
   int64_t end_ns;
   gboolean complete, dropped = FALSE;
   LagWatchReport *report;
+  LwTracing *tracing;
 
   if (!lw_watcher_lag_begin (watch, &lag, busy_seq, since_ns))
     return;
   lw_watcher_attach_sentinel (watch, &lag);
+  /* Exact calls from here on, if the thread runs code built for it. */
+  tracing = lw_tracing_start (lag.tid);
 
   while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping))
     {
@@ -862,12 +866,15 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
   complete = end_ns != 0;
   if (!complete)
     end_ns = lw_clock_now_ns ();
+  if (tracing != NULL)
+    lw_tracing_stop (tracing, since_ns, end_ns);
   if (!dropped && !lw_watcher_excused (watch, &lag))
     {
       report = lw_watcher_build_report (watch, &lag, "lag", end_ns, complete,
                                         lw_watcher_lag_cpu (watch, &lag, end_ns));
       lw_watcher_whose_fault (watch, &lag, report, end_ns);
       atomic_fetch_add (&watch->n_lags, 1);
+      report->tracing = g_steal_pointer (&tracing);
       lw_reporter_submit (watch->reporter, report,
                           lag.hang_written ? LW_REPORT_LAG_AFTER_HANG : LW_REPORT_LAG);
     }
@@ -877,6 +884,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
       report->id = g_strdup (lag.id);
       lw_reporter_submit (watch->reporter, report, LW_REPORT_DROPPED_AFTER_HANG);
     }
+  lw_tracing_free (tracing);
   g_free (lag.wchan);
   g_free (lag.id);
 }
