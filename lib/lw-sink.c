@@ -11,9 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lw-build-config.h"
 #include "lw-private.h"
 #include "lw-report.h"
 #include "lw-sink-journal.h"
+#if LW_HAVE_SYSPROF
+# include "lw-sink-sysprof.h"
+#endif
 
 typedef struct
 {
@@ -27,12 +31,14 @@ typedef struct
   gboolean  torn;          /* a record was cut short: start the next on a new line */
   gboolean  error_said;
   LwJournal *journal;     /* the journal sink; what it refuses goes to stderr, else NULL */
+  LwSyscap  *syscap;      /* a Sysprof capture file (path set), else NULL */
 } LwSink;
 
 struct _LwSinks
 {
-  GMutex  lock;            /* the sinks' state, and one record at a time */
-  GArray *sinks;           /* of LwSink */
+  GMutex   lock;           /* the sinks' state, and one record at a time */
+  GArray  *sinks;          /* of LwSink */
+  gboolean sysprof_marks;  /* the program runs under Sysprof: every report is a mark */
 };
 
 gboolean
@@ -61,6 +67,21 @@ lw_sink_spec_validate (const char *spec, GError **error)
             }
           continue;
         }
+      if (g_str_has_prefix (item, "syscap:"))
+        {
+#if LW_HAVE_SYSPROF
+          if (item[7] == '\0')
+            {
+              g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "\"syscap:\" needs a file path");
+              return FALSE;
+            }
+          continue;
+#else
+          g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT,
+                       "\"syscap:\": this lagwatch was built without Sysprof's capture library");
+          return FALSE;
+#endif
+        }
       g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "unknown sink \"%s\"", item);
       return FALSE;
     }
@@ -74,7 +95,8 @@ lw_sinks_add_stderr (LwSinks *sinks)
 
   for (guint i = 0; i < sinks->sinks->len; i++)
     if (g_array_index (sinks->sinks, LwSink, i).path == NULL
-        && g_array_index (sinks->sinks, LwSink, i).journal == NULL)
+        && g_array_index (sinks->sinks, LwSink, i).journal == NULL
+        && g_array_index (sinks->sinks, LwSink, i).syscap == NULL)
       return;
   g_array_append_val (sinks->sinks, sink);
 }
@@ -119,6 +141,46 @@ lw_sink_open_json (const char *path, GError **error)
   return fd;
 }
 
+#if LW_HAVE_SYSPROF
+/* Any thread. Opens @path for a new Sysprof capture as lw_sink_open_json()
+ * opens a JSON file (no blocking, no symlink, 0600, this user's), but only
+ * a regular file, truncated once it is known to be ours. */
+static int
+lw_sink_open_capture (const char *path, GError **error)
+{
+  struct stat st;
+  const char *why = NULL;
+  int fd;
+
+  fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+  if (fd < 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "cannot open \"%s\" for a Sysprof capture (%s)", path,
+                   saved == ELOOP ? "it is a symbolic link" : g_strerror (saved));
+      return -1;
+    }
+  if (fstat (fd, &st) != 0)
+    why = g_strerror (errno);
+  else if (!S_ISREG (st.st_mode))
+    why = "it is not a regular file";
+  else if (st.st_uid != geteuid ())
+    why = "it belongs to another user";
+  else if (st.st_nlink > 1)
+    why = "it has other hard links";
+  else if (ftruncate (fd, 0) != 0)
+    why = g_strerror (errno);
+  if (why != NULL)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "refusing \"%s\" for a Sysprof capture (%s)", path, why);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+#endif
+
 LwSinks *
 lw_sinks_open (const char *spec)
 {
@@ -127,6 +189,9 @@ lw_sinks_open (const char *spec)
 
   g_mutex_init (&sinks->lock);
   sinks->sinks = g_array_new (FALSE, TRUE, sizeof (LwSink));
+#if LW_HAVE_SYSPROF
+  sinks->sysprof_marks = lw_sysprof_collector_active ();
+#endif
   for (guint i = 0; items[i] != NULL; i++)
     {
       const char *item = g_strstrip (items[i]);
@@ -142,6 +207,24 @@ lw_sinks_open (const char *spec)
           else
             lw_sinks_add_stderr (sinks);
         }
+#if LW_HAVE_SYSPROF
+      else if (g_str_has_prefix (item, "syscap:"))
+        {
+          g_autoptr(GError) error = NULL;
+          LwSink sink = { .fd = -1 };
+          int fd = lw_sink_open_capture (item + 7, &error);
+
+          if (fd >= 0)
+            sink.syscap = lw_syscap_open (fd, item + 7, &error);
+          if (sink.syscap == NULL)
+            {
+              g_warning ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
+              continue;
+            }
+          sink.path = g_strdup (item + 7);
+          g_array_append_val (sinks->sinks, sink);
+        }
+#endif
       else if (g_str_has_prefix (item, "json:"))
         {
           g_autoptr(GError) error = NULL;
@@ -381,10 +464,21 @@ lw_sinks_write (LwSinks *sinks, LagWatchReport *report, gboolean show_human, gui
   g_autofree char *json = NULL;
 
   g_mutex_lock (&sinks->lock);
+#if LW_HAVE_SYSPROF
+  if (sinks->sysprof_marks)
+    lw_sysprof_mark (report);
+#endif
   for (guint i = 0; i < sinks->sinks->len; i++)
     {
       LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
+#if LW_HAVE_SYSPROF
+      if (sink->syscap != NULL)
+        {
+          lw_syscap_write (sink->syscap, report);
+          continue;
+        }
+#endif
       /* A report the journal refuses goes to stderr, as the back-off allows. */
       if (sink->journal != NULL && (lw_journal_write (sink->journal, report)
                                     || lw_sinks_has_stderr (sinks)))
@@ -419,6 +513,8 @@ lw_sinks_write_raw (LwSinks *sinks, const char *json, const char *text)
     {
       LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
+      if (sink->syscap != NULL)
+        continue;  /* a capture holds this run's lags only, not notes or earlier runs' */
       if (sink->journal != NULL && (lw_journal_write_raw (sink->journal, json, text)
                                     || lw_sinks_has_stderr (sinks)))
         continue;
@@ -469,7 +565,7 @@ lw_sinks_write_stderr_text (LwSinks *sinks, const char *text)
     {
       LwSink *sink = &g_array_index (sinks->sinks, LwSink, i);
 
-      if (!sink->json && sink->journal == NULL)
+      if (!sink->json && sink->journal == NULL && sink->syscap == NULL)
         {
           lw_sink_emit (sink, text, FALSE);
           g_mutex_unlock (&sinks->lock);
@@ -485,7 +581,8 @@ lw_sinks_has_stderr (LwSinks *sinks)
 {
   for (guint i = 0; i < sinks->sinks->len; i++)
     if (!g_array_index (sinks->sinks, LwSink, i).json
-        && g_array_index (sinks->sinks, LwSink, i).journal == NULL)
+        && g_array_index (sinks->sinks, LwSink, i).journal == NULL
+        && g_array_index (sinks->sinks, LwSink, i).syscap == NULL)
       return TRUE;
   return FALSE;
 }
@@ -511,6 +608,9 @@ lw_sinks_free (LwSinks *sinks)
           lw_stderr_say (line);
         }
       lw_journal_close (sink->journal);
+#if LW_HAVE_SYSPROF
+      lw_syscap_close (sink->syscap);
+#endif
       if (sink->fd >= 0)
         close (sink->fd);
       g_free (sink->path);

@@ -22,7 +22,7 @@ LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libjson-glib-dev libc6-dbg libiberty-dev rustc
   libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev
-  python3 elfutils chromium systemd-journal-remote
+  python3 elfutils chromium systemd-journal-remote libsysprof-4-dev sysprof
   libsystemd-dev systemd iproute2
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
 

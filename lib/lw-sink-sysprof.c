@@ -1,0 +1,228 @@
+/* lw-sink-sysprof.c: Sysprof marks and capture files (lw-sink-sysprof.h) */
+#include "lw-sink-sysprof.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <sysprof-capture.h>
+
+#include "lw-modules.h"
+#include "lw-private.h"
+#include "lw-report.h"
+
+#define LW_SYSCAP_BUFFER_SIZE (256 * 1024)
+#define LW_SYSPROF_GROUP "lagwatch"
+
+gboolean
+lw_sysprof_collector_active (void)
+{
+  /* Sysprof hands its control socket to the programs it starts in this
+   * variable; libsysprof-capture's collector connects through it. */
+  return getenv ("SYSPROF_CONTROL_FD") != NULL;
+}
+
+/* Reporting thread. "lag" or "hang" (a hang-killed record is the hang of a
+ * run that is gone: not a mark of this process's timeline). */
+static const char *
+lw_sysprof_mark_name (LagWatchReport *report)
+{
+  return g_strcmp0 (report->event, "hang") == 0 ? "hang" : "lag";
+}
+
+/* Reporting thread. The innermost named frame outside libc, GLib and
+ * lagwatch, or NULL. */
+static const char *
+lw_sysprof_program_frame (LagWatchReport *report)
+{
+  for (guint i = 0; i < report->n_frames; i++)
+    if (report->frames[i].symbol != NULL && !lw_report_frame_is_platform (&report->frames[i]))
+      return report->frames[i].symbol;
+  return NULL;
+}
+
+/* Reporting thread. The mark's message: the source, the program frame and
+ * the duration, "GSource \"name\": function (254.5 ms)" (the source or the
+ * function may be missing). */
+static char *
+lw_sysprof_message (LagWatchReport *report)
+{
+  const char *frame = lw_sysprof_program_frame (report);
+
+  return g_strdup_printf ("%s%s%s%s%s%.1f ms%s",
+                          report->source != NULL ? "GSource \"" : "",
+                          report->source != NULL ? report->source : "",
+                          report->source != NULL ? "\": " : "",
+                          frame != NULL ? frame : "",
+                          report->source != NULL || frame != NULL ? " (" : "",
+                          report->duration_ms,
+                          report->source != NULL || frame != NULL ? ")" : "");
+}
+
+void
+lw_sysprof_mark (LagWatchReport *report)
+{
+  g_autofree char *message = NULL;
+
+  if (report->start_ns <= 0)
+    return;
+  message = lw_sysprof_message (report);
+  sysprof_collector_mark (report->start_ns, (int64_t) (report->duration_ms * 1e6),
+                          LW_SYSPROF_GROUP, lw_sysprof_mark_name (report), message);
+}
+
+struct _LwSyscap
+{
+  SysprofCaptureWriter *writer;
+  char                 *path;
+  gboolean              error_said;
+};
+
+/* Any thread. The process's command line, arguments separated by spaces. */
+static char *
+lw_syscap_cmdline (void)
+{
+  g_autofree char *raw = NULL;
+  gsize len = 0;
+
+  if (!g_file_get_contents ("/proc/self/cmdline", &raw, &len, NULL) || len == 0)
+    return g_strdup ("?");
+  for (gsize i = 0; i + 1 < len; i++)
+    if (raw[i] == '\0')
+      raw[i] = ' ';
+  return g_strndup (raw, len);
+}
+
+/* Any thread. Every file-backed and vDSO mapping of the process, as
+ * Sysprof maps; their build-ids, which Sysprof 3.46's map record has no
+ * field for, go in one metadata record ("lagwatch.build-ids": one
+ * "PATH BUILD-ID" line per module). */
+static void
+lw_syscap_add_maps (LwSyscap *capture, int64_t now, int pid)
+{
+  g_autofree char *maps = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GHashTable) build_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  GString *metadata = g_string_new (NULL);
+  GHashTableIter iter;
+  gpointer path, build_id;
+
+  if (!g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+    {
+      g_string_free (metadata, TRUE);
+      return;
+    }
+  lines = g_strsplit (maps, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      guint64 start, end, offset, inode;
+      char perms[8];
+      int name_at = 0;
+      const char *name;
+      LwModule *module;
+
+      if (sscanf (lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x %7s %" G_GINT64_MODIFIER "x %*s %"
+                  G_GINT64_MODIFIER "u %n", &start, &end, perms, &offset, &inode, &name_at) < 5
+          || name_at == 0 || perms[2] != 'x')
+        continue;
+      name = lines[i] + name_at;
+      if (name[0] != '/' && g_strcmp0 (name, "[vdso]") != 0)
+        continue;
+      sysprof_capture_writer_add_map (capture->writer, now, -1, pid, start, end, offset, inode, name);
+      module = lw_modules_ref_module ((uintptr_t) start);
+      if (module != NULL)
+        {
+          if (lw_module_get_build_id_hex (module) != NULL)
+            g_hash_table_replace (build_ids, g_strdup (name), g_strdup (lw_module_get_build_id_hex (module)));
+          lw_module_unref (module);
+        }
+    }
+  g_hash_table_iter_init (&iter, build_ids);
+  while (g_hash_table_iter_next (&iter, &path, &build_id))
+    g_string_append_printf (metadata, "%s %s\n", (const char *) path, (const char *) build_id);
+  sysprof_capture_writer_add_metadata (capture->writer, now, -1, pid, "lagwatch.build-ids",
+                                       metadata->str, (gssize) metadata->len);
+  g_string_free (metadata, TRUE);
+}
+
+LwSyscap *
+lw_syscap_open (int fd, const char *path, GError **error)
+{
+  LwSyscap *capture;
+  g_autofree char *cmdline = NULL;
+  int64_t now = SYSPROF_CAPTURE_CURRENT_TIME;
+  int pid = getpid ();
+
+  capture = g_new0 (LwSyscap, 1);
+  capture->writer = sysprof_capture_writer_new_from_fd (fd, LW_SYSCAP_BUFFER_SIZE);
+  if (capture->writer == NULL)
+    {
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "Sysprof's writer refused \"%s\" (%s)", path,
+                   g_strerror (errno));
+      close (fd);
+      g_free (capture);
+      return NULL;
+    }
+  capture->path = g_strdup (path);
+  cmdline = lw_syscap_cmdline ();
+  sysprof_capture_writer_add_process (capture->writer, now, -1, pid, cmdline);
+  lw_syscap_add_maps (capture, now, pid);
+  sysprof_capture_writer_flush (capture->writer);
+  return capture;
+}
+
+/* Reporting thread. Says once that @capture's file is incomplete. */
+static gboolean
+lw_syscap_failed (LwSyscap *capture)
+{
+  if (!capture->error_said)
+    {
+      capture->error_said = TRUE;
+      g_warning ("LAGWATCH_OUTPUT: cannot write the Sysprof capture \"%s\" (%s); it is incomplete",
+                 capture->path, g_strerror (errno));
+    }
+  return FALSE;
+}
+
+gboolean
+lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
+{
+  g_autofree char *message = NULL;
+  g_autofree SysprofCaptureAddress *addrs = NULL;
+  int pid = getpid ();
+
+  if (report->start_ns <= 0)
+    return TRUE;  /* a hang-killed record: a run that is not in this capture */
+  message = lw_sysprof_message (report);
+  if (!sysprof_capture_writer_add_mark (capture->writer, report->start_ns, -1, pid,
+                                        (uint64_t) (report->duration_ms * 1e6), LW_SYSPROF_GROUP,
+                                        lw_sysprof_mark_name (report), message))
+    return lw_syscap_failed (capture);
+  for (guint i = 0; i < report->n_timeline; i++)
+    {
+      const LwReportSample *sample = &report->timeline[i];
+      const LwReportStack *stack = &report->sampled[sample->stack];
+
+      addrs = g_renew (SysprofCaptureAddress, addrs, MAX (stack->n_frames, 1));
+      for (guint f = 0; f < stack->n_frames; f++)
+        addrs[f] = stack->frames[f].ip;
+      if (!sysprof_capture_writer_add_sample (capture->writer, report->start_ns + sample->offset_ns, -1, pid,
+                                              report->thread_id, addrs, stack->n_frames))
+        return lw_syscap_failed (capture);
+    }
+  if (!sysprof_capture_writer_flush (capture->writer))
+    return lw_syscap_failed (capture);
+  return TRUE;
+}
+
+void
+lw_syscap_close (LwSyscap *capture)
+{
+  if (capture == NULL)
+    return;
+  sysprof_capture_writer_flush (capture->writer);
+  sysprof_capture_writer_unref (capture->writer);
+  g_free (capture->path);
+  g_free (capture);
+}

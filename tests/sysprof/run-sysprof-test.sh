@@ -1,0 +1,143 @@
+#!/bin/sh
+# run-sysprof-test.sh READ_SYSCAP LAG_EXAMPLE: lagwatch for Sysprof, read back
+# with Sysprof's own reader (read-syscap, linked with libsysprof-capture), TAP.
+#
+# 1. LAGWATCH_OUTPUT=syscap:FILE: the capture holds the process, its maps
+#    (the program's among them), the build-ids as lagwatch metadata, one
+#    "lagwatch" mark per lag of the JSON Lines file beside it (same duration),
+#    and each lag's samples: as many as the record says, on its thread,
+#    within the lag's mark.
+# 2. Under sysprof-cli itself (Sysprof's recorder, which hands the program
+#    SYSPROF_CONTROL_FD): every lag is a mark of group "lagwatch" in the
+#    capture Sysprof wrote. Skipped when sysprof-cli is not installed.
+#
+# Every wait is on a condition with a deadline.
+set -u
+read_syscap=$1
+lag_example=$2
+deadline_s=120
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lagwatch-sysprof-test.XXXXXX")
+recorder_pid=""
+cleanup() {
+  [ -z "$recorder_pid" ] || kill "$recorder_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "1..5"
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+fail() { n=$((n + 1)); echo "not ok $n - $1"; }
+
+# wait_until COMMAND...: runs COMMAND until it succeeds, at most deadline_s.
+wait_until() {
+  end=$(($(date +%s) + deadline_s))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.1
+  done
+}
+
+# 1. The capture file.
+LAGWATCH_OUTPUT="syscap:$tmp/lags.syscap,json:$tmp/lags.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
+  "$lag_example" > /dev/null 2> "$tmp/example.err"
+status=$?
+"$read_syscap" "$tmp/lags.syscap" > "$tmp/capture.txt" 2> "$tmp/read.err"
+read_status=$?
+if [ "$status" -eq 0 ] && [ "$read_status" -eq 0 ]; then
+  ok "lag-example wrote a capture Sysprof's reader reads to its end"
+else
+  fail "lag-example wrote a capture Sysprof's reader reads to its end (exit $status, reader $read_status: $(cat "$tmp/read.err"))"
+fi
+
+pid=$(jq -r 'select(.event == "lag") | .pid' "$tmp/lags.jsonl" | head -n 1)
+build_id=$(readelf -n "$lag_example" | sed -n 's/.*Build ID: //p')
+if grep -q "^process $pid .*lag-example" "$tmp/capture.txt" \
+   && grep -Eq "^map $pid [0-9a-f]+ [0-9a-f]+ .*/lag-example\$" "$tmp/capture.txt" \
+   && awk '/^metadata .* lagwatch.build-ids$/ { on = 1; next } /^[a-z]/ { on = 0 } on' "$tmp/capture.txt" \
+        | grep -q "/lag-example $build_id\$"; then
+  ok "the capture has process $pid, lag-example's map and its build-id $build_id"
+else
+  fail "the capture has process $pid, lag-example's map and its build-id $build_id"
+  grep -v '^sample' "$tmp/capture.txt" | head -n 40 | sed 's/^/# /'
+fi
+
+# Each lag: its mark (same duration within 0.1 ms) and its samples (count,
+# thread, times within the mark).
+if python3 - "$tmp/lags.jsonl" "$tmp/capture.txt" <<'PY'
+import json, sys
+lags = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+lags = [l for l in lags if l.get("event") == "lag"]
+marks, samples = [], []
+for line in open(sys.argv[2]):
+    f = line.split()
+    if f[0] == "mark" and f[4] == "lagwatch":
+        marks.append((int(f[2]), int(f[3]), f[5]))
+    elif f[0] == "sample":
+        samples.append((int(f[2]), int(f[3]), int(f[4])))
+if len(marks) != len(lags) or not lags:
+    sys.exit("%d marks for %d lags" % (len(marks), len(lags)))
+for lag, (start, duration, name) in zip(lags, marks):
+    if name != "lag" or abs(duration / 1e6 - lag["duration_ms"]) > 0.1:
+        sys.exit("lag %s: mark %s of %.3f ms, record %.3f ms" % (lag["id"], name, duration / 1e6, lag["duration_ms"]))
+    inside = [s for s in samples if start <= s[1] <= start + duration]
+    if len(inside) != lag["samples"] or any(s[0] != lag["thread_id"] or s[2] == 0 for s in inside):
+        sys.exit("lag %s: %d samples inside its mark, the record says %d" % (lag["id"], len(inside), lag["samples"]))
+if len(samples) != sum(l["samples"] for l in lags):
+    sys.exit("%d samples in all, the records say %d" % (len(samples), sum(l["samples"] for l in lags)))
+print("%d lags, %d marks, %d samples" % (len(lags), len(marks), len(samples)))
+PY
+then
+  ok "one mark per lag, with its duration; every sample on its thread, within its lag's mark"
+else
+  fail "one mark per lag, with its duration; every sample on its thread, within its lag's mark"
+fi
+
+# A path that is not ours is refused with a warning, and nothing else changes.
+ln -s /etc/passwd "$tmp/link.syscap"
+LAGWATCH_OUTPUT="syscap:$tmp/link.syscap,json:$tmp/refused.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
+  "$lag_example" > /dev/null 2> "$tmp/refused.err"
+if grep -q 'refusing\|cannot open.*symbolic link' "$tmp/refused.err" && [ -s "$tmp/refused.jsonl" ]; then
+  ok "a symlink as the capture path is refused with a warning; the other sinks go on"
+else
+  fail "a symlink as the capture path is refused with a warning; the other sinks go on"
+  sed 's/^/# /' "$tmp/refused.err" | head
+fi
+
+# 2. Under Sysprof's recorder.
+if ! command -v sysprof-cli > /dev/null; then
+  echo "ok 5 # SKIP sysprof-cli is not installed (Debian package sysprof)"
+  exit 0
+fi
+LAGWATCH_OUTPUT="json:$tmp/recorded.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
+  sysprof-cli --no-perf --no-battery --no-cpu --no-disk --no-memory --no-network --no-decode \
+  -f "$tmp/recorded.syscap" -- "$lag_example" > "$tmp/recorder.out" 2>&1 &
+recorder_pid=$!
+# lag-example ends after its three lags; sysprof-cli records until told to stop.
+three_lags() { [ "$(jq -R -c 'fromjson? | select(.event == "lag")' "$tmp/recorded.jsonl" 2>/dev/null | wc -l)" -ge 3 ]; }
+example_gone() { ! pgrep -P "$recorder_pid" -x lag-example > /dev/null; }
+recorder_gone() { ! kill -0 "$recorder_pid" 2>/dev/null; }
+if wait_until three_lags && wait_until example_gone; then
+  # sysprof-cli stops at the first interrupt, but waits for its sources
+  # (here without a system bus: for ever); two more make it write the
+  # capture as it stands and exit. Interrupts sent while one is still
+  # pending would merge into one: the next goes once it was delivered.
+  interrupt_until_gone() {
+    recorder_gone && return 0
+    if ! grep -Eq '^ShdPnd:.*[2367abef]$' "/proc/$recorder_pid/status" 2>/dev/null; then
+      kill -INT "$recorder_pid" 2>/dev/null
+    fi
+    return 1
+  }
+  wait_until interrupt_until_gone
+fi
+recorder_pid=""
+marks=$("$read_syscap" "$tmp/recorded.syscap" 2>/dev/null | awk '$1 == "mark" && $5 == "lagwatch"' | wc -l)
+lags=$(jq -c 'select(.event == "lag")' "$tmp/recorded.jsonl" 2>/dev/null | wc -l)
+if [ "$lags" -ge 3 ] && [ "$marks" -eq "$lags" ]; then
+  ok "under sysprof-cli, each of the $lags lags is a lagwatch mark in Sysprof's own capture"
+else
+  fail "under sysprof-cli, each lag is a lagwatch mark in Sysprof's own capture ($marks marks, $lags lags)"
+  sed 's/^/# /' "$tmp/recorder.out" | tail -n 20
+fi
