@@ -731,6 +731,40 @@ lw_watcher_starved (const LwLag *lag, int64_t late_ns)
   return TRUE;
 }
 
+/* How often, at most, the watcher reads its own run-queue delay while it
+ * times busy periods: the baseline lw_watcher_was_runnable() compares with. */
+#define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
+
+/* Watcher thread, awake anyway. Refreshes the baseline of its own
+ * run-queue delay, at most once per LW_DELAY_BASELINE_PERIOD_NS (a /proc
+ * read; none while the loop idles, as the watcher sleeps then). */
+static void
+lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
+{
+  if (now_ns - watch->delay_baseline_at_ns < LW_DELAY_BASELINE_PERIOD_NS)
+    return;
+  watch->delay_baseline_ns = lw_threadinfo_run_delay_ns (gettid ());
+  watch->delay_baseline_at_ns = now_ns;
+}
+
+/* Watcher thread, woken @late_ns after it asked while timing a busy
+ * period. TRUE when it was runnable, waiting for a CPU, for most of that
+ * time (its run-queue delay grew by half of @late_ns or more since its
+ * last baseline, at most LW_DELAY_BASELINE_PERIOD_NS before it slept). */
+static gboolean
+lw_watcher_was_runnable (LagWatch *watch, int64_t late_ns)
+{
+  int64_t delay_ns;
+
+  if (watch->delay_baseline_at_ns == 0 || watch->delay_baseline_ns < 0
+      || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0
+      || delay_ns - watch->delay_baseline_ns < late_ns / 2)
+    return FALSE;
+  g_debug ("the watcher waited %.0f ms for a CPU (the machine is busy); the busy period's time stands",
+           (double) (delay_ns - watch->delay_baseline_ns) / LW_NSEC_PER_MSEC);
+  return TRUE;
+}
+
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
  * unless it is excused (then FALSE). */
 static gboolean
@@ -1013,14 +1047,18 @@ lw_watcher_main (gpointer data)
       since_ns = lw_clock_ticks_to_ns (atomic_load (&slot->busy_since));
       if (expected_wake_ns == LW_WAKE_AT_BUSY_START)
         expected_wake_ns = since_ns;
-      /* Woken far later than it should have: the process was stopped or
-       * the watcher starved. Time this busy period again from now. */
-      if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS)
+      /* Woken far later than it should have: the process was stopped (its
+       * time is not the program's: time this busy period again from now),
+       * or the watcher waited for a CPU (the machine is busy: the busy
+       * period's time stands). */
+      if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS
+          && !lw_watcher_was_runnable (watch, now_ns - expected_wake_ns))
         {
           g_debug ("the watcher woke %.0f ms late; timing the busy period again",
                    (double) (now_ns - expected_wake_ns) / LW_NSEC_PER_MSEC);
           watch->retimed_since_ns = now_ns;
         }
+      lw_watcher_note_run_delay (watch, now_ns);
       since_ns = MAX (since_ns, watch->retimed_since_ns);
       deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
       if (now_ns < deadline_ns)

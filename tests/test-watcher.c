@@ -317,6 +317,8 @@ typedef struct
   int              loop_cpu;      /* another one, for the lag */
   _Atomic gboolean hog_stop;
   gboolean         hog_refused;   /* SCHED_FIFO not allowed here */
+  int              before_ms;     /* CPU the lag spins before the hog starts */
+  int              during_ms;     /* ... while it runs */
 } Starvation;
 
 /* The hog: a real-time thread pinned to the watcher's CPU, which then gets
@@ -341,8 +343,8 @@ starvation_hog (gpointer data)
   return NULL;
 }
 
-/* Loop thread, on its own CPU: 100 ms of CPU (the lag is caught), then
- * 600 ms more while the hog keeps the watcher from running. */
+/* Loop thread, on its own CPU: 700 ms of CPU, @before_ms of them before
+ * the hog keeps the watcher from running for @during_ms. */
 static LAGGY void
 starved_watcher_lag (gpointer data)
 {
@@ -353,11 +355,12 @@ starved_watcher_lag (gpointer data)
   CPU_ZERO (&cpus);
   CPU_SET (s->loop_cpu, &cpus);
   g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
-  spin_cpu_ms (GINT_TO_POINTER (100));
+  spin_cpu_ms (GINT_TO_POINTER (s->before_ms));
   hog = g_thread_new ("hog", starvation_hog, s);
-  spin_cpu_ms (GINT_TO_POINTER (600));
+  spin_cpu_ms (GINT_TO_POINTER (s->during_ms));
   atomic_store (&s->hog_stop, TRUE);
   g_thread_join (hog);
+  spin_cpu_ms (GINT_TO_POINTER (700 - s->before_ms - s->during_ms));
   __asm__ volatile ("" ::: "memory");
 }
 
@@ -365,7 +368,7 @@ starved_watcher_lag (gpointer data)
  * lag: it was runnable all along, so the process was not stopped. It used
  * to drop the lag as "the process was stopped". */
 static void
-test_starved_watcher_keeps_the_lag (void)
+test_starved_watcher_keeps_the_lag (gconstpointer data)
 {
   Starvation s = { 0 };
   cpu_set_t allowed, cpus;
@@ -382,6 +385,10 @@ test_starved_watcher_keeps_the_lag (void)
       g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
       return;
     }
+  /* Starved after the lag was caught (the watcher follows it), or from
+   * its start (the watcher was still timing the busy period). */
+  s.before_ms = GPOINTER_TO_INT (data);
+  s.during_ms = 500;
   harness_init (&h, 50);
   watcher = find_watcher_tid ();
   g_assert_cmpint (watcher, >, 0);
@@ -393,6 +400,7 @@ test_starved_watcher_keeps_the_lag (void)
   if (s.hog_refused)
     {
       harness_clear (&h);
+      sched_setaffinity (0, sizeof allowed, &allowed);
       g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
       return;
     }
@@ -402,6 +410,8 @@ test_starved_watcher_keeps_the_lag (void)
   g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, 0)), >=, 650);
   g_assert_true (harness_stack_has (harness_report (&h, 0), "starved_watcher_lag", NULL));
   harness_clear (&h);
+  /* The lag pinned this (the loop's) thread: the next test gets it back. */
+  g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
 }
 
 int
@@ -413,6 +423,9 @@ main (int argc, char **argv)
   g_test_add_func ("/watcher/sampling/through-hang-record", test_sampling_through_hang_record);
   g_test_add_func ("/watcher/lag-ended-before-late-wake", test_lag_ended_before_late_wake);
   g_test_add_func ("/watcher/short-busy-periods-stay-quiet", test_short_busy_periods_stay_quiet);
-  g_test_add_func ("/watcher/starved-watcher-keeps-the-lag", test_starved_watcher_keeps_the_lag);
+  g_test_add_data_func ("/watcher/starved-watcher-keeps-the-lag", GINT_TO_POINTER (100),
+                        test_starved_watcher_keeps_the_lag);
+  g_test_add_data_func ("/watcher/starved-from-the-start-keeps-the-lag", GINT_TO_POINTER (0),
+                        test_starved_watcher_keeps_the_lag);
   return g_test_run ();
 }
