@@ -42,8 +42,9 @@ struct _LwReporter
 
 typedef struct
 {
-  LagWatchReport *report;  /* NULL: stop */
+  LagWatchReport *report;  /* NULL: stop, unless stats is set */
   LwReportKind    kind;
+  char           *stats;   /* a "stats" event, in its place after the reports before it */
 } LwReporterItem;
 
 /* Reporting thread. Names *@frames (addresses filled in by the watcher);
@@ -226,6 +227,7 @@ lw_reporter_item_free (LwReporterItem *item)
 {
   if (item->report != NULL)
     lagwatch_report_unref (item->report);
+  g_free (item->stats);
   g_free (item);
 }
 
@@ -239,12 +241,14 @@ lw_reporter_main (gpointer data)
     {
       LwReporterItem *item = g_async_queue_pop (reporter->queue);
 
-      if (item->report == NULL)
+      if (item->report == NULL && item->stats == NULL)
         {
           g_free (item);
           return NULL;
         }
-      if (item->kind == LW_REPORT_DROPPED_AFTER_HANG)
+      if (item->stats != NULL)
+        lw_sink_queue_stats (reporter->sinks, item->stats);
+      else if (item->kind == LW_REPORT_DROPPED_AFTER_HANG)
         lw_reporter_forget (reporter, item->report);
       else
         lw_reporter_handle (reporter, item->report, item->kind);
@@ -361,7 +365,13 @@ lw_reporter_queue_summary (LwReporter *reporter)
 void
 lw_reporter_write_stats (LwReporter *reporter, const char *json)
 {
-  lw_sink_queue_stats (reporter->sinks, json);
+  LwReporterItem *item = g_new0 (LwReporterItem, 1);
+
+  /* Through the reporting thread's queue: after the reports handed over
+   * before it, whatever their sinks. */
+  item->stats = g_strdup (json);
+  atomic_fetch_add (&reporter->pending, 1);
+  g_async_queue_push (reporter->queue, item);
 }
 
 void

@@ -99,8 +99,8 @@ void        lw_reporter_abandon (LwReporter     *reporter);
 /* Any thread. TRUE on the reporting thread itself (a callback). */
 gboolean    lw_reporter_is_current (LwReporter  *reporter);
 
-/* Any thread. Hands a "stats" event (@json, one line) to the sink thread,
- * for the JSON sinks; never waits for them. */
+/* Any thread. Hands a "stats" event (@json, one line) to the JSON sinks,
+ * after the reports handed over before it; never waits for them. */
 void        lw_reporter_write_stats (LwReporter *reporter,
                                      const char *json);
 
