@@ -134,6 +134,11 @@ lw_trace_record (LwTraceBuffer *buffer, void *fn, int64_t kind)
   atomic_fetch_sub_explicit (&lw_trace_self.writers, 1, memory_order_release);
 }
 
+/* The hooks the compiler calls (-finstrument-functions); gcc declares
+ * them itself, clang does not. */
+LW_TRACE_API void __cyg_profile_func_enter (void *fn, void *call_site);
+LW_TRACE_API void __cyg_profile_func_exit (void *fn, void *call_site);
+
 /* Any thread, async-signal-safe: every instrumented function's entry. With
  * no lag in progress: one load, one branch. */
 LW_TRACE_API void
