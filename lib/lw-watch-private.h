@@ -52,7 +52,7 @@ struct _LagWatch
   gboolean         warned_signal_blocked;
   guint            blocked_in_a_row; /* captures that found the loop thread blocking the signal */
   int64_t          delay_baseline_ns;    /* its own run-queue delay, read at delay_baseline_at_ns */
-  int64_t          delay_baseline_at_ns; /* 0: not read yet */
+  int64_t          delay_baseline_at_ns; /* when (read first as the watcher starts) */
   gboolean         noted_debugger;
   uint64_t         observed_seq;     /* the busy period last seen by the watcher */
   int64_t          observed_at_ns;   /* when it was first seen */

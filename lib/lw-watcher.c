@@ -711,33 +711,34 @@ lw_watcher_maybe_write_stats (LagWatch *watch)
  * thread). */
 static _Atomic guint64 lw_lag_serial;
 
-/* Watcher thread, after it woke @late_ns after the time it asked for while
- * following @lag. TRUE when it was kept waiting for a CPU for most of that
- * time (its run-queue delay grew by half of @late_ns or more since the lag
- * began): the machine is busy, and the lag goes on. FALSE when it was not
- * runnable, as in a stopped process (SIGSTOP, a frozen cgroup, a suspend),
- * or when the kernel keeps no scheduler statistics. */
+/* Watcher thread, woken @late_ns after the time it asked for. TRUE when it
+ * was kept waiting for a CPU for most of that time: its run-queue delay
+ * grew by half of @late_ns or more since @baseline_ns (read earlier, -1
+ * unknown): the machine is busy. FALSE when it was not runnable, as in a
+ * stopped process (SIGSTOP, a frozen cgroup, a suspend), or when the kernel
+ * keeps no scheduler statistics. @what says what follows, for the debug
+ * message. */
 static gboolean
-lw_watcher_starved (const LwLag *lag, int64_t late_ns)
+lw_watcher_waited_for_cpu (int64_t baseline_ns, int64_t late_ns, const char *what)
 {
   int64_t delay_ns;
 
-  if (lag->watcher_delay_ns < 0 || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0)
+  if (baseline_ns < 0 || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0
+      || delay_ns - baseline_ns < late_ns / 2)
     return FALSE;
-  if (delay_ns - lag->watcher_delay_ns < late_ns / 2)
-    return FALSE;
-  g_debug ("the watcher waited %.0f ms for a CPU during a lag (the machine is busy); the lag is kept",
-           (double) (delay_ns - lag->watcher_delay_ns) / LW_NSEC_PER_MSEC);
+  g_debug ("the watcher waited %.0f ms for a CPU (the machine is busy); %s",
+           (double) (delay_ns - baseline_ns) / LW_NSEC_PER_MSEC, what);
   return TRUE;
 }
 
 /* How often, at most, the watcher reads its own run-queue delay while it
- * times busy periods: the baseline lw_watcher_was_runnable() compares with. */
+ * times busy periods: the baseline of lw_watcher_waited_for_cpu() then. */
 #define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
 
-/* Watcher thread, awake anyway. Refreshes the baseline of its own
- * run-queue delay, at most once per LW_DELAY_BASELINE_PERIOD_NS (a /proc
- * read; none while the loop idles, as the watcher sleeps then). */
+/* Watcher thread, awake anyway (and once as it starts). Refreshes the
+ * baseline of its own run-queue delay, at most once per
+ * LW_DELAY_BASELINE_PERIOD_NS (a /proc read; none while the loop idles, as
+ * the watcher sleeps then). */
 static void
 lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
 {
@@ -745,24 +746,6 @@ lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
     return;
   watch->delay_baseline_ns = lw_threadinfo_run_delay_ns (gettid ());
   watch->delay_baseline_at_ns = now_ns;
-}
-
-/* Watcher thread, woken @late_ns after it asked while timing a busy
- * period. TRUE when it was runnable, waiting for a CPU, for most of that
- * time (its run-queue delay grew by half of @late_ns or more since its
- * last baseline, at most LW_DELAY_BASELINE_PERIOD_NS before it slept). */
-static gboolean
-lw_watcher_was_runnable (LagWatch *watch, int64_t late_ns)
-{
-  int64_t delay_ns;
-
-  if (watch->delay_baseline_at_ns == 0 || watch->delay_baseline_ns < 0
-      || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0
-      || delay_ns - watch->delay_baseline_ns < late_ns / 2)
-    return FALSE;
-  g_debug ("the watcher waited %.0f ms for a CPU (the machine is busy); the busy period's time stands",
-           (double) (delay_ns - watch->delay_baseline_ns) / LW_NSEC_PER_MSEC);
-  return TRUE;
 }
 
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
@@ -880,7 +863,8 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
         next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
       lw_watcher_sleep (slot, next_sample_ns);
       if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS
-          && !lw_watcher_starved (&lag, lw_clock_now_ns () - next_sample_ns))
+          && !lw_watcher_waited_for_cpu (lag.watcher_delay_ns, lw_clock_now_ns () - next_sample_ns,
+                                         "the lag is kept"))
         {
           /* The whole process stood still (SIGSTOP, a frozen cgroup): its
            * duration is not the program's doing. */
@@ -1007,6 +991,7 @@ lw_watcher_main (gpointer data)
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   watch->python = lw_python_new ();
+  lw_watcher_note_run_delay (watch, lw_clock_now_ns ());  /* the first baseline */
   while (!atomic_load (&watch->stopping))
     {
       uint64_t seq = atomic_load (&slot->seq);
@@ -1052,7 +1037,8 @@ lw_watcher_main (gpointer data)
        * or the watcher waited for a CPU (the machine is busy: the busy
        * period's time stands). */
       if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS
-          && !lw_watcher_was_runnable (watch, now_ns - expected_wake_ns))
+          && !lw_watcher_waited_for_cpu (watch->delay_baseline_ns, now_ns - expected_wake_ns,
+                                         "the busy period's time stands"))
         {
           g_debug ("the watcher woke %.0f ms late; timing the busy period again",
                    (double) (now_ns - expected_wake_ns) / LW_NSEC_PER_MSEC);
