@@ -87,19 +87,26 @@ typedef struct
   _Atomic guint   blocked_spins;
 } Stress;
 
+/* Any thread. Adds the formatted text to @list, one of @s's. */
+static void G_GNUC_PRINTF (3, 0)
+stress_add (Stress *s, GPtrArray *list, const char *format, va_list args)
+{
+  char *text = g_strdup_vprintf (format, args);
+
+  g_mutex_lock (&s->lock);
+  g_ptr_array_add (list, text);
+  g_mutex_unlock (&s->lock);
+}
+
 /* Any thread. */
 static void G_GNUC_PRINTF (2, 3)
 stress_problem (Stress *s, const char *format, ...)
 {
   va_list args;
-  char *text;
 
   va_start (args, format);
-  text = g_strdup_vprintf (format, args);
+  stress_add (s, s->problems, format, args);
   va_end (args);
-  g_mutex_lock (&s->lock);
-  g_ptr_array_add (s->problems, text);
-  g_mutex_unlock (&s->lock);
 }
 
 /* Any thread. */
@@ -107,14 +114,10 @@ static void G_GNUC_PRINTF (2, 3)
 stress_note (Stress *s, const char *format, ...)
 {
   va_list args;
-  char *text;
 
   va_start (args, format);
-  text = g_strdup_vprintf (format, args);
+  stress_add (s, s->notes, format, args);
   va_end (args);
-  g_mutex_lock (&s->lock);
-  g_ptr_array_add (s->notes, text);
-  g_mutex_unlock (&s->lock);
 }
 
 /* Any thread. lagwatch says why it drops a lag in a debug message: kept
