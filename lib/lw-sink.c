@@ -101,24 +101,26 @@ lw_sinks_add_stderr (LwSinks *sinks)
   g_array_append_val (sinks->sinks, sink);
 }
 
-/* Any thread. Opens @path for JSON Lines without blocking (a FIFO nobody
+/* Any thread. Opens @path for @what without blocking (a FIFO nobody
  * reads fails with ENXIO instead of waiting for a reader) and without
  * following a symlink planted in its place; -1 with @error set when it is
- * not a file this user may safely append to. */
+ * not a file this user may safely write to. JSON Lines are appended, to a
+ * regular file or a FIFO; a new capture (@capture) needs a regular file,
+ * truncated once it is known to be ours. */
 static int
-lw_sink_open_json (const char *path, GError **error)
+lw_sink_open_file (const char *path, const char *what, gboolean capture, GError **error)
 {
   struct stat st;
   const char *why = NULL;
   int fd;
 
-  fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-             0600);
+  fd = open (path, O_WRONLY | (capture ? 0 : O_APPEND) | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+                   | O_CLOEXEC, 0600);
   if (fd < 0)
     {
       int saved = errno;
 
-      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "cannot open \"%s\" for JSON Lines (%s)", path,
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "cannot open \"%s\" for %s (%s)", path, what,
                    saved == ELOOP ? "it is a symbolic link"
                    : saved == ENXIO ? "it is a FIFO no process is reading"
                    : g_strerror (saved));
@@ -126,60 +128,22 @@ lw_sink_open_json (const char *path, GError **error)
     }
   if (fstat (fd, &st) != 0)
     why = g_strerror (errno);
-  else if (!S_ISREG (st.st_mode) && !S_ISFIFO (st.st_mode))
-    why = "it is not a regular file or a FIFO";
+  else if (!S_ISREG (st.st_mode) && (capture || !S_ISFIFO (st.st_mode)))
+    why = capture ? "it is not a regular file" : "it is not a regular file or a FIFO";
   else if (st.st_uid != geteuid ())
     why = "it belongs to another user";
   else if (S_ISREG (st.st_mode) && st.st_nlink > 1)
     why = "it has other hard links";
+  else if (capture && ftruncate (fd, 0) != 0)
+    why = g_strerror (errno);
   if (why != NULL)
     {
-      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "refusing \"%s\" for JSON Lines (%s)", path, why);
+      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "refusing \"%s\" for %s (%s)", path, what, why);
       close (fd);
       return -1;
     }
   return fd;
 }
-
-#if LW_HAVE_SYSPROF
-/* Any thread. Opens @path for a new Sysprof capture as lw_sink_open_json()
- * opens a JSON file (no blocking, no symlink, 0600, this user's), but only
- * a regular file, truncated once it is known to be ours. */
-static int
-lw_sink_open_capture (const char *path, GError **error)
-{
-  struct stat st;
-  const char *why = NULL;
-  int fd;
-
-  fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
-  if (fd < 0)
-    {
-      int saved = errno;
-
-      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "cannot open \"%s\" for a Sysprof capture (%s)", path,
-                   saved == ELOOP ? "it is a symbolic link" : g_strerror (saved));
-      return -1;
-    }
-  if (fstat (fd, &st) != 0)
-    why = g_strerror (errno);
-  else if (!S_ISREG (st.st_mode))
-    why = "it is not a regular file";
-  else if (st.st_uid != geteuid ())
-    why = "it belongs to another user";
-  else if (st.st_nlink > 1)
-    why = "it has other hard links";
-  else if (ftruncate (fd, 0) != 0)
-    why = g_strerror (errno);
-  if (why != NULL)
-    {
-      g_set_error (error, LW_ERROR, LW_ERROR_OUTPUT, "refusing \"%s\" for a Sysprof capture (%s)", path, why);
-      close (fd);
-      return -1;
-    }
-  return fd;
-}
-#endif
 
 LwSinks *
 lw_sinks_open (const char *spec)
@@ -212,7 +176,7 @@ lw_sinks_open (const char *spec)
         {
           g_autoptr(GError) error = NULL;
           LwSink sink = { .fd = -1 };
-          int fd = lw_sink_open_capture (item + 7, &error);
+          int fd = lw_sink_open_file (item + 7, "a Sysprof capture", TRUE, &error);
 
           if (fd >= 0)
             sink.syscap = lw_syscap_open (fd, item + 7, &error);
@@ -230,7 +194,7 @@ lw_sinks_open (const char *spec)
           g_autoptr(GError) error = NULL;
           LwSink sink = { .json = TRUE };
 
-          sink.fd = lw_sink_open_json (item + 5, &error);
+          sink.fd = lw_sink_open_file (item + 5, "JSON Lines", FALSE, &error);
           if (sink.fd < 0)
             {
               g_warning ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
