@@ -38,10 +38,6 @@ typedef struct
   GDestroyNotify notify;
 } LwGSourceCallback;
 
-/* The GSourceCallbackFuncs that g_source_set_callback() installs (GLib
- * keeps it static): learned from the probe, which has such a callback. */
-static _Atomic uintptr_t lw_dispatch_callback_funcs;
-
 /* Loop thread, inside the probe's own dispatch. */
 static gboolean
 lw_dispatch_probe (gpointer data)
@@ -66,8 +62,8 @@ lw_dispatch_probe (gpointer data)
           matches++;
         }
     }
-  atomic_store (&lw_dispatch_callback_funcs, (uintptr_t) self->callback_funcs);
-  /* Set by g_source_set_callback(): GLib's own callback functions. */
+  /* Set by g_source_set_callback(): GLib's own callback functions (static
+   * in gmain.c), learned from the probe, which has such a callback. */
   atomic_store (&slot->callback_funcs, (uintptr_t) self->callback_funcs);
   if (matches == 1)
     {
@@ -90,20 +86,6 @@ lw_dispatch_schedule_probe (LwSlot *slot)
   g_source_attach (probe, slot->context);
   g_source_unref (probe);
   g_main_context_wakeup (slot->context);
-}
-
-/* Watcher thread. Names an unnamed @source by the callable it runs, when
- * that is a Python one (PyGObject's GLib.timeout_add and the like). */
-static gboolean
-lw_dispatch_callable_name (const GSource *source, char *name, gsize size)
-{
-  LwGSourceCallback callback;
-  uintptr_t funcs = atomic_load (&lw_dispatch_callback_funcs);
-
-  if (funcs == 0 || (uintptr_t) source->callback_funcs != funcs || source->callback_data == NULL
-      || !lw_dispatch_peek ((uintptr_t) source->callback_data, &callback, sizeof callback))
-    return FALSE;
-  return lw_python_callable_name ((uintptr_t) callback.data, name, size);
 }
 
 /* Watcher thread. A better name than @func's symbol for a callback, from
@@ -181,8 +163,12 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
     {
       /* The source is named by the Python callable it runs, else (on the
        * reporting thread) by its callback's function. */
-      info->named = lw_dispatch_callable_name (&source, info->name, sizeof info->name);
       lw_dispatch_read_callback (slot, &source, info);
+      if (info->callback_described)
+        {
+          g_strlcpy (info->name, info->callback_name, sizeof info->name);
+          info->named = TRUE;
+        }
     }
   return TRUE;
 }
