@@ -144,19 +144,22 @@ run_child (Harness *h, ChildFunc child, int *status)
   return output;
 }
 
-/* The child ended by exit() within the deadline. Under LeakSanitizer its
- * leak check runs after lagwatch's exit handler (it was registered first)
- * and finds the parent's threads' memory, which no thread of the child
- * reaches: the child then aborts. */
-static void
-assert_exited (int status)
-{
 #ifdef __SANITIZE_ADDRESS__
-  if (WIFSIGNALED (status) && WTERMSIG (status) == SIGABRT)
-    return;
-#endif
-  g_assert_true (WIFEXITED (status));
+/* No leak check at exit in this program. The ASan runtime of GCC 12 has no
+ * fork handler for its allocator: a lock that one of the parent's threads
+ * held at fork stays held in the child, and the child's leak check at exit
+ * waits on it for ever (seen 6 times in 20 runs; the test's deadline then
+ * failed it). When it did not wait, it reported the parent's threads'
+ * memory, which no thread of the child reaches. Called by the ASan runtime
+ * as it starts, before main(). */
+const char *__lsan_default_options (void);
+
+const char *
+__lsan_default_options (void)
+{
+  return "leak_check_at_exit=0";
 }
+#endif
 
 static void
 child_exit (Harness *h)
@@ -206,7 +209,8 @@ exit_while_summary_locked_child (void)
   g_cond_broadcast (&park_cond);
   g_mutex_unlock (&park_lock);
   g_thread_join (park_thread);
-  assert_exited (status);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_null (strstr (output, "summary of this run"));
   unwatch (&h);
 }
@@ -221,7 +225,8 @@ exit_prints_no_summary_child (void)
 
   watch_one_lag (&h);
   output = run_child (&h, child_exit, &status);
-  assert_exited (status);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_null (strstr (output, "summary of this run"));
   unwatch (&h);
 }

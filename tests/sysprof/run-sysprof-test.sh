@@ -86,7 +86,7 @@ for lag, (start, duration, name) in zip(lags, marks):
         sys.exit("lag %s: %d samples inside its mark, the record says %d" % (lag["id"], len(inside), lag["samples"]))
 if len(samples) != sum(l["samples"] for l in lags):
     sys.exit("%d samples in all, the records say %d" % (len(samples), sum(l["samples"] for l in lags)))
-print("%d lags, %d marks, %d samples" % (len(lags), len(marks), len(samples)))
+print("# %d lags, %d marks, %d samples" % (len(lags), len(marks), len(samples)))
 PY
 then
   ok "one mark per lag, with its duration; every sample on its thread, within its lag's mark"
