@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "lw-lang-frames.h"
 #include "lw-modules.h"
 
 /* Where the fields lagwatch reads sit in one CPython version's structs.
@@ -106,12 +107,6 @@ static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
 #define LW_PY_MAX_STRING       512
 #define LW_PY_MAX_LINETABLE    (64 * 1024)
 #define LW_PY_CODE_CACHE       256
-/* Distinct {function, file, line} kept for the life of the process. */
-#define LW_PY_MAX_ENTRIES      8192
-
-/* A Python frame in an ips array: above any user-space address. */
-#define LW_PY_TAG       ((uintptr_t) 0xffffff0000000000ULL)
-#define LW_PY_TAG_MASK  ((uintptr_t) 0xffffff0000000000ULL)
 
 /* The interpreter of this process, found once (again after a dlopen). */
 typedef struct
@@ -132,18 +127,6 @@ static LwPyInterpreter lw_python_interp;   /* HOLDS: lw_python_lock until found 
 static gint lw_python_found;               /* (atomic) lw_python_interp is final */
 static guint64 lw_python_tried_generation; /* HOLDS: lw_python_lock; the module table's then */
 static gboolean lw_python_said;            /* HOLDS: lw_python_lock; an unknown layout was reported */
-
-typedef struct
-{
-  char       *qualname;
-  const char *file;   /* interned */
-  guint       line;
-} LwPyEntry;
-
-static GMutex lw_python_table_lock;
-static GHashTable *lw_python_table_index;  /* "file\nqualname\nline" -> index + 1; HOLDS: table lock */
-static LwPyEntry lw_python_table[LW_PY_MAX_ENTRIES];
-static guint lw_python_table_len;          /* HOLDS: table lock */
 
 typedef struct
 {
@@ -187,7 +170,6 @@ struct _LwPython
   gsize         window_len;
   uintptr_t    *scratch;
   guint         scratch_len;
-  gboolean      table_full_said;
 };
 
 /* Any thread, normal context. */
@@ -563,37 +545,6 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   return slot;
 }
 
-/* Watcher thread. The tag of {qualname, file, line}, entered in the
- * process-wide table if new; 0 when the table is full. */
-static uintptr_t
-lw_python_intern (const char *qualname, const char *file, guint line)
-{
-  g_autofree char *key = g_strdup_printf ("%s\n%s\n%u", file, qualname, line);
-  uintptr_t tag = 0;
-  gpointer found;
-
-  g_mutex_lock (&lw_python_table_lock);
-  if (lw_python_table_index == NULL)
-    lw_python_table_index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  found = g_hash_table_lookup (lw_python_table_index, key);
-  if (found != NULL)
-    tag = LW_PY_TAG | (GPOINTER_TO_UINT (found) - 1);
-  else if (lw_python_table_len < LW_PY_MAX_ENTRIES)
-    {
-      LwPyEntry *entry = &lw_python_table[lw_python_table_len];
-
-      entry->qualname = g_strdup (qualname);
-      entry->file = g_intern_string (file);
-      entry->line = line;
-      tag = LW_PY_TAG | lw_python_table_len;
-      lw_python_table_len++;
-      g_hash_table_insert (lw_python_table_index, g_steal_pointer (&key),
-                           GUINT_TO_POINTER (lw_python_table_len));
-    }
-  g_mutex_unlock (&lw_python_table_lock);
-  return tag;
-}
-
 /* Watcher thread. The PyThreadState of thread @tid, or 0; its current
  * _PyCFrame in *@cframe. */
 static uintptr_t
@@ -729,18 +680,12 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       line = lw_python_line (code->linetable, code->linetable_len, code->firstlineno, index);
       if (code->last_tag == 0 || code->last_line != line)
         {
-          code->last_tag = lw_python_intern (code->qualname, code->filename, line);
+          code->last_tag = lw_lang_frame_intern (LW_LANG_PYTHON, code->qualname, code->filename, line);
           code->last_line = line;
         }
       read->tag = code->last_tag;
       if (read->tag == 0)
-        {
-          if (!python->table_full_said)
-            g_message ("more than %d distinct Python frames seen: new ones are no longer shown",
-                       LW_PY_MAX_ENTRIES);
-          python->table_full_said = TRUE;
-          return 0;
-        }
+        return 0;
     }
   return n;
 }
@@ -808,31 +753,7 @@ lw_python_merge (LwPython *python, pid_t tid, uintptr_t *ips, guint n_ips, guint
 gboolean
 lw_python_is_frame (uintptr_t ip)
 {
-  return (ip & LW_PY_TAG_MASK) == LW_PY_TAG;
-}
-
-gboolean
-lw_python_resolve (uintptr_t ip, LwFrame *frame)
-{
-  guint index = (guint) (ip & ~LW_PY_TAG_MASK);
-  LwPyEntry entry = { 0 };
-
-  if (!lw_python_is_frame (ip))
-    return FALSE;
-  g_mutex_lock (&lw_python_table_lock);
-  if (index < lw_python_table_len)
-    entry = lw_python_table[index];
-  if (entry.qualname != NULL)
-    {
-      *frame = (LwFrame) { .ip = ip };
-      frame->symbol = g_strdup (entry.qualname);
-      frame->module = entry.file;
-      frame->file = g_strdup (entry.file);
-      frame->line = entry.line;
-      frame->lang = LW_LANG_PYTHON;
-    }
-  g_mutex_unlock (&lw_python_table_lock);
-  return entry.qualname != NULL;
+  return g_strcmp0 (lw_lang_frame_language (ip), LW_LANG_PYTHON) == 0;
 }
 
 /* PyGObject's PyGICClosure (gi/pygi-closure.h, 3.42) begins

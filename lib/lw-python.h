@@ -13,10 +13,9 @@
  * the native frames as they are: a stack may lack its Python frames, it
  * never shows a wrong name as right.
  *
- * A Python frame travels through the profile as a tagged address (an
- * address no user-space code can have) that indexes a process-wide,
- * bounded table of {qualified name, file, line}; the reporting thread turns
- * it back into a frame with lang "python".
+ * A Python frame travels through the profile as a tag of lw-lang-frames.h,
+ * language LW_LANG_PYTHON; the reporting thread turns it back into a frame
+ * with lw_lang_frame_resolve().
  *
  * Interpreter layouts are tables of offsets (struct LwPyOffsets in
  * lw-python.c), one per CPython version, chosen from the interpreter's
@@ -64,14 +63,9 @@ guint     lw_python_merge (LwPython  *python,
                            guint      max_ips,
                            gboolean  *truncated);
 
-/* Any thread. TRUE when @ip is a Python frame made by lw_python_merge(). */
+/* Any thread, normal context. TRUE when @ip is a Python frame made by
+ * lw_python_merge(). */
 gboolean  lw_python_is_frame (uintptr_t ip);
-
-/* Any thread, normal context. When @ip is a Python frame, fills @frame
- * (symbol: qualified name, file and module: the .py file, line, lang
- * LW_LANG_PYTHON) and returns TRUE; otherwise FALSE, @frame untouched. */
-gboolean  lw_python_resolve (uintptr_t ip,
-                             LwFrame  *frame);
 
 /* Watcher thread. When @data is the user data of a callback PyGObject made
  * for a Python callable (a PyGICClosure), copies the callable's qualified

@@ -5,10 +5,10 @@
 #include <stdatomic.h>
 
 #include "lw-call-tree.h"
+#include "lw-lang-frames.h"
 #include "lw-lines.h"
 #include "lw-profile.h"
 #include "lw-sink-queue.h"
-#include "lw-python.h"
 #include "lw-perfmap.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
@@ -55,7 +55,7 @@ lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
 {
   for (guint i = 0; i < *n_frames; i++)
     {
-      if (lw_python_resolve ((*frames)[i].ip, &(*frames)[i]))
+      if (lw_lang_frame_resolve ((*frames)[i].ip, &(*frames)[i]))
         continue;
       lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
     }

@@ -8,6 +8,7 @@
 #include "lagwatch.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
+#include "lw-lang-frames.h"
 #include "lw-python.h"
 #include "lw-unwind.h"
 #include "lw-watcher.h"
@@ -45,7 +46,7 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
         {
           LwFrame frame = { 0 };
 
-          if (!lw_python_resolve (ips[j], &frame))
+          if (!lw_lang_frame_resolve (ips[j], &frame))
             continue;
           g_string_append_printf (frames, "%s\t%s\t%u\n", frame.symbol, frame.file, frame.line);
           lw_frame_clear (&frame);
