@@ -7,6 +7,7 @@
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-config.h"
+#include "lw-gjs.h"
 #include "lw-hang.h"
 #include "lw-lines.h"
 #include "lw-hooks.h"
@@ -144,6 +145,7 @@ static void
 lw_watch_free (LagWatch *watch)
 {
   lw_frames_stop (watch->frames);
+  lw_gjs_stop (watch->gjs);
   lw_snapshot_free (watch->snapshot);
   g_free (watch->ips);
   lw_summary_free (watch->summary);
@@ -282,6 +284,7 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
   watch->frames = lw_frames_start (context, watch->threshold_ms);
+  watch->gjs = lw_gjs_start (context, watch->config->js_frames);
   if (watch->reporter == NULL || !lw_watcher_start (watch, &error))
     {
       g_set_error (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_THREAD,

@@ -28,6 +28,7 @@ lagwatch_config_new (void)
   config->max_frames = LW_DEFAULT_MAX_FRAMES;
   config->output = g_strdup (LW_DEFAULT_OUTPUT);
   config->sample_ms = LW_DEFAULT_SAMPLE_MS;
+  config->js_frames = TRUE;
   return config;
 }
 
@@ -188,6 +189,20 @@ lw_config_env_uint (const char *name, guint min, guint max, const char *unit, gu
                name, text, unit, min, max, *value);
 }
 
+/* Any thread. One variable holding 1 or 0; @meaning says what 1 does. */
+static void
+lw_config_env_flag (const char *name, const char *meaning, gboolean *value)
+{
+  const char *text = g_getenv (name);
+
+  if (text == NULL)
+    return;
+  if (g_str_equal (text, "1") || g_str_equal (text, "0"))
+    *value = g_str_equal (text, "1");
+  else
+    g_warning ("%s=\"%s\" is not valid: expected 1 (%s) or 0; using %d", name, text, meaning, *value);
+}
+
 gboolean
 lw_config_secure (void)
 {
@@ -254,15 +269,10 @@ lw_config_apply_environment (LagWatchConfig *config)
                    "using %s", text, config->state_dir ? config->state_dir : "$XDG_STATE_HOME/lagwatch");
     }
 
-  text = g_getenv ("LAGWATCH_UNDER_DEBUGGER");
-  if (text != NULL)
-    {
-      if (g_str_equal (text, "1") || g_str_equal (text, "0"))
-        config->under_debugger = g_str_equal (text, "1");
-      else
-        g_warning ("LAGWATCH_UNDER_DEBUGGER=\"%s\" is not valid: expected 1 (report while a debugger "
-                   "is attached) or 0; using %d", text, config->under_debugger);
-    }
+  lw_config_env_flag ("LAGWATCH_UNDER_DEBUGGER", "report while a debugger is attached",
+                      &config->under_debugger);
+  lw_config_env_flag ("LAGWATCH_JS_FRAMES", "name JavaScript functions in GJS programs",
+                      &config->js_frames);
 
   text = g_getenv ("LAGWATCH_SIGNAL");
   if (text != NULL)

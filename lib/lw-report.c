@@ -716,14 +716,16 @@ lagwatch_report_to_json (LagWatchReport *report)
 }
 
 /* A frame of an interpreted language: "function (file.py:12)  [python]",
- * no address (it is not one). */
+ * no address (it is not one); "(file.js)" when the line is not known. */
 static void
 lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
 {
   g_autofree char *file = frame->file ? g_path_get_basename (frame->file) : g_strdup ("?");
 
-  g_string_append_printf (out, "  #%-2u %s (%s:%u)  [%s]\n", index,
-                          frame->symbol ? frame->symbol : "??", file, frame->line, frame->lang);
+  g_string_append_printf (out, "  #%-2u %s (%s", index, frame->symbol ? frame->symbol : "??", file);
+  if (frame->line > 0)
+    g_string_append_printf (out, ":%u", frame->line);
+  g_string_append_printf (out, ")  [%s]\n", frame->lang);
 }
 
 /* Any thread. The machine's share of the lag, and waiting input. */

@@ -114,6 +114,28 @@ lw_reporter_name_source_callback (LagWatchReport *report)
   lw_frame_clear (&frame);
 }
 
+/* Reporting thread. An unnamed source whose callback has no name of its
+ * own (a trampoline an interpreter generated, as GJS's are) is named by
+ * the function of an interpreted language that the dispatch ran: on the
+ * report's stack, the outermost such frame inside the innermost
+ * g_main_context_dispatch. */
+static void
+lw_reporter_name_source_by_language (LagWatchReport *report)
+{
+  int dispatch;
+
+  if (report->source != NULL || report->source_callback != NULL
+      || g_strcmp0 (report->phase, "dispatch") != 0)
+    return;
+  dispatch = lw_reporter_find_frame (report->frames, report->n_frames, "g_main_context_dispatch");
+  for (int i = dispatch - 1; i >= 0; i--)
+    if (report->frames[i].lang != NULL && report->frames[i].symbol != NULL)
+      {
+        report->source_callback = g_strdup (report->frames[i].symbol);
+        break;
+      }
+}
+
 /* Reporting thread. Everything the watcher left out: the stacks grouped
  * by function (the heaviest is the report's stack), names, phase and
  * fingerprints. */
@@ -138,6 +160,7 @@ lw_reporter_complete (LagWatchReport *report)
     lw_reporter_name_frames (&report->threads[i].frames, &report->threads[i].n_frames, TRUE);
   report->phase = lw_reporter_phase (report);
   lw_reporter_name_source_callback (report);
+  lw_reporter_name_source_by_language (report);
   lw_report_compute_fingerprints (report);
   if (report->tracing != NULL)
     lw_report_set_calls (report, lw_tracing_tree (report->tracing), TRUE);

@@ -67,6 +67,8 @@ struct _LwUnwinder
   gboolean         reference;   /* every frame through libunwind (lw_unwinder_new_reference) */
   guint64          generation;  /* lw-modules' table the rows were read under */
   LwCachedRow     *rows;
+  uintptr_t       *sps;         /* the last walk's stack pointer of each frame */
+  guint            sps_len;
 };
 
 /* The registers of the frame being stepped from. */
@@ -296,6 +298,7 @@ lw_unwinder_free (LwUnwinder *unwinder)
     return;
   lw_unw.destroy_addr_space (unwinder->as);
   g_free (unwinder->rows);
+  g_free (unwinder->sps);
   g_free (unwinder);
 }
 
@@ -483,6 +486,13 @@ lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
   return LW_STEP_FAIL;
 }
 
+/* Any thread. The stack pointer in @regs, 0 when not known. */
+static uintptr_t
+lw_unwind_sp (const uint64_t *regs, uint32_t valid)
+{
+  return (valid & (1u << LW_REG_RSP)) ? (uintptr_t) regs[LW_REG_RSP] : 0;
+}
+
 /* Watcher thread. The reference walk: one libunwind cursor over the whole
  * stack, as lagwatch unwound before lw-cfi. */
 static guint
@@ -498,7 +508,7 @@ lw_unwinder_walk_libunwind (LwUnwinder *unwinder, LwWalk *walk, uintptr_t *ips, 
     }
   while (n < max_frames)
     {
-      unw_word_t ip = 0;
+      unw_word_t ip = 0, sp = 0;
       int step = lw_unw.step (&cursor);
 
       if (step == 0)
@@ -507,10 +517,18 @@ lw_unwinder_walk_libunwind (LwUnwinder *unwinder, LwWalk *walk, uintptr_t *ips, 
         break;  /* no CFI, or the walk left the stack copy */
       if (ip == 0)
         return n;
+      unwinder->sps[n] = lw_unw.get_reg (&cursor, UNW_REG_SP, &sp) < 0 ? 0 : (uintptr_t) sp;
       ips[n++] = (uintptr_t) ip;
     }
   *truncated = TRUE;
   return n;
+}
+
+/* Watcher thread. */
+const uintptr_t *
+lw_unwinder_stack_pointers (LwUnwinder *unwinder)
+{
+  return unwinder->sps;
 }
 
 /* Watcher thread. */
@@ -530,6 +548,13 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
   *truncated = FALSE;
   if (max_frames == 0 || !(snapshot->regs_valid & (1u << LW_REG_RIP)))
     return 0;
+  if (unwinder != NULL && unwinder->sps_len < max_frames)
+    {
+      unwinder->sps = g_renew (uintptr_t, unwinder->sps, max_frames);
+      unwinder->sps_len = max_frames;
+    }
+  if (unwinder != NULL)
+    unwinder->sps[0] = lw_unwind_sp (snapshot->regs, snapshot->regs_valid);
   ips[n++] = (uintptr_t) snapshot->regs[LW_REG_RIP];
   if (unwinder == NULL)
     {
@@ -570,6 +595,7 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
       exact = entry->row.signal_frame;
       if (state.regs[LW_REG_RIP] == 0)
         return n;
+      unwinder->sps[n] = lw_unwind_sp (state.regs, state.valid);
       ips[n++] = (uintptr_t) state.regs[LW_REG_RIP];
     }
   *truncated = TRUE;

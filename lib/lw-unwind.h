@@ -45,4 +45,11 @@ guint lw_unwinder_walk (LwUnwinder       *unwinder,
                         guint             max_frames,
                         gboolean         *truncated);
 
+/* Watcher thread. The stack pointer of each frame of the last
+ * lw_unwinder_walk() on @unwinder (same indices as its ips; 0 where not
+ * known): frame k's own stack lies in [sps[k], sps[k + 1]), which tells
+ * which frame an address on the stack belongs to. Valid until the next
+ * walk; NULL before the first. */
+const uintptr_t *lw_unwinder_stack_pointers (LwUnwinder *unwinder);
+
 G_END_DECLS

@@ -60,6 +60,7 @@ struct _LagWatch
   int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
   LwFrames        *frames;           /* GTK windows followed, NULL without GTK 4 */
   LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
+  GSource         *gjs;              /* lw_gjs_start()'s retry, NULL when none */
 
   /* Issue 15: whose fault, and the latency profile's events. */
   int64_t          observed_delay_ns; /* the thread's run-queue delay at first sight, -1 unknown */

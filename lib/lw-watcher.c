@@ -15,6 +15,7 @@
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-dispatch.h"
+#include "lw-gjs.h"
 #include "lw-report.h"
 #include "lw-reporter.h"
 #include "lw-stats-private.h"
@@ -218,7 +219,11 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
     return;
 
   n = lw_unwinder_walk (watch->unwinder, snap, watch->ips, watch->config->max_frames, &truncated);
-  /* The Python frames are the stuck thread's memory: read them now. */
+  /* The JavaScript and Python frames are the stuck thread's memory: read
+   * them now. JavaScript first: it places frames by the native frames'
+   * stack pointers, which the walk's indices hold. */
+  n = lw_gjs_merge (lag->tid, watch->ips, lw_unwinder_stack_pointers (watch->unwinder), n,
+                    watch->config->max_frames, &truncated);
   n = lw_python_merge (watch->python, lag->tid, watch->ips, n, watch->config->max_frames, &truncated);
   if (lw_profile_add (watch->profile, watch->ips, n, truncated, snap->taken_ns))
     {

@@ -105,6 +105,8 @@ static const EnvCase env_cases[] = {
   { "LAGWATCH_SAMPLE_MS", "0", "threshold=100\n", "*LAGWATCH_SAMPLE_MS=\"0\" is not valid*from 1 to 1000*using 10*" },
   { "LAGWATCH_STATE_DIR", "state", "threshold=100\n", "*LAGWATCH_STATE_DIR=\"state\" is not valid: expected an absolute directory path*" },
   { "LAGWATCH_UNDER_DEBUGGER", "yes", "threshold=100\n", "*LAGWATCH_UNDER_DEBUGGER=\"yes\" is not valid*" },
+  { "LAGWATCH_JS_FRAMES", "off", "threshold=100\n",
+    "*LAGWATCH_JS_FRAMES=\"off\" is not valid: expected 1 (name JavaScript functions in GJS programs) or 0; using 1*" },
   { "LAGWATCH_DISABLE", "1", "watch=none\n", NULL },
   { "LAGWATCH_DISABLE", "maybe", "threshold=100\n", "*LAGWATCH_DISABLE=\"maybe\" is not valid*" },
 };

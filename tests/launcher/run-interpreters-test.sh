@@ -73,6 +73,44 @@ if run gjs-loop-run gjs "$programs/loop-run.js"; then
     echo "ok gjs-loop-run: [jit] frames marked, the whole native stack below: $modules"
   fi
 fi
+# JavaScript functions, named from SpiderMonkey's profiling stack: the
+# innermost first, each where the engine was entered for it (the handler
+# inside GLib's dispatch, the script's top level outside g_main_loop_run),
+# with its file and the line of its definition; the source is named by the
+# handler, the summary by the innermost function; each handler has its own
+# fingerprint, the same in every run; LAGWATCH_JS_FRAMES=0 turns it off.
+js_line() { grep -n "^function $1(" "$programs/loop-run.js" | cut -d: -f1; }
+if [ -s "$tmp/gjs-loop-run.jsonl" ] \
+   && run gjs-again gjs "$programs/loop-run.js" \
+   && run gjs-other env LW_TEST_JS_HANDLER=other gjs "$programs/loop-run.js" \
+   && run gjs-off env LAGWATCH_JS_FRAMES=0 gjs "$programs/loop-run.js"; then
+  lag='select(.event == "lag" and .duration_ms >= 250)'
+  js=$(jq -c "$lag | [.stack[] | select(.lang == \"javascript\") | [.symbol, (.file | split(\"/\") | last), .line]]" \
+         "$tmp/gjs-loop-run.jsonl")
+  fingerprint() { jq -r "$lag | .fingerprint" "$tmp/$1.jsonl"; }
+  expected="[[\"jsSpinFor\",\"loop-run.js\",$(js_line jsSpinFor)],[\"jsSlowHandler\",\"loop-run.js\",$(js_line jsSlowHandler)],[\"(top level)\",\"loop-run.js\",null]]"
+  if [ "$js" != "$expected" ]; then
+    fail "gjs: JavaScript frames $js, expected $expected"
+  elif ! lag_check "$tmp/gjs-loop-run.jsonl" "[.stack[] | .symbol] as \$s
+         | (\$s | index(\"jsSlowHandler\")) < (\$s | index(\"g_main_context_dispatch\"))
+         and (\$s | index(\"g_main_loop_run\")) < (\$s | index(\"(top level)\"))
+         and (\$s | index(\"(top level)\")) < (\$s | index(\"gjs_context_eval\"))"; then
+    fail "gjs: JavaScript frames out of place: $(jq -c "$lag | [.stack[] | .symbol]" "$tmp/gjs-loop-run.jsonl")"
+  elif ! lag_check "$tmp/gjs-loop-run.jsonl" '.source_callback == "jsSlowHandler"'; then
+    fail "gjs: the source is not named by the handler: $(jq -c "$lag | [.source, .source_callback]" "$tmp/gjs-loop-run.jsonl")"
+  elif ! grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9a-f]{16} +jsSpinFor$' "$tmp/gjs-loop-run.log"; then
+    fail "gjs: the summary does not name jsSpinFor: $(grep -A3 'summary of' "$tmp/gjs-loop-run.log")"
+  elif [ "$(fingerprint gjs-loop-run)" != "$(fingerprint gjs-again)" ] \
+       || [ "$(fingerprint gjs-loop-run)" = "$(fingerprint gjs-other)" ]; then
+    fail "gjs: fingerprints: $(fingerprint gjs-loop-run) and, run again, $(fingerprint gjs-again); other handler $(fingerprint gjs-other)"
+  elif ! lag_check "$tmp/gjs-other.jsonl" '[.stack[] | select(.lang == "javascript") | .symbol] | index("jsOtherHandler") == 1'; then
+    fail "gjs: the other handler is not named: $(jq -c "$lag | [.stack[] | select(.lang) | .symbol]" "$tmp/gjs-other.jsonl")"
+  elif ! lag_check "$tmp/gjs-off.jsonl" '[.stack[] | select(.lang == "javascript")] | length == 0'; then
+    fail "gjs: LAGWATCH_JS_FRAMES=0 still names JavaScript functions"
+  else
+    echo "ok gjs-names: $js; fingerprints $(fingerprint gjs-loop-run) (again: $(fingerprint gjs-again)), other $(fingerprint gjs-other)"
+  fi
+fi
 # An unnamed source is named by its callback's function; a name set with
 # g_source_set_name() wins.
 if run c-dlsym-loop "$dlsym_loop"; then

@@ -1,5 +1,6 @@
 // A GJS program that runs GLib's loop itself, JIT on (the default). Its
-// timeout handler spins for 300 ms in JavaScript; the loop quits once the
+// timeout handler spins for 300 ms in JavaScript (jsOtherHandler instead of
+// jsSlowHandler when LW_TEST_JS_HANDLER=other); the loop quits once the
 // report is written (a lag that ends just before exit may not be yet).
 const GLib = imports.gi.GLib;
 
@@ -14,6 +15,12 @@ function jsSpinFor(ms) {
 }
 
 function jsSlowHandler() {
+    jsSpinFor(300);
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, 50, quitWhenReported);
+    return false;
+}
+
+function jsOtherHandler() {
     jsSpinFor(300);
     GLib.timeout_add(GLib.PRIORITY_DEFAULT, 50, quitWhenReported);
     return false;
@@ -35,5 +42,6 @@ function quitWhenReported() {
     return true;
 }
 
-GLib.timeout_add(GLib.PRIORITY_DEFAULT, 200, jsSlowHandler);
+GLib.timeout_add(GLib.PRIORITY_DEFAULT, 200,
+    GLib.getenv('LW_TEST_JS_HANDLER') === 'other' ? jsOtherHandler : jsSlowHandler);
 loop.run();
