@@ -73,6 +73,13 @@ lw_print_summaries_at_exit (void)
       g_hash_table_iter_init (&iter, lw_watches);
       while (g_hash_table_iter_next (&iter, &watch, NULL))
         {
+          /* A lag under way (exit() from a handler that froze the loop
+           * never returns to it) is reported as still running, as at
+           * detach, before the summary: not lost with the process. The
+           * watcher's stop is bounded: it waits on nothing but its own
+           * clock and the capture's bounded handshake. */
+          atomic_store (&((LagWatch *) watch)->exiting, TRUE);
+          lw_watcher_stop (watch);
           lw_note_stats (watch, TRUE);
           lw_reporter_print_summary (((LagWatch *) watch)->reporter);
         }

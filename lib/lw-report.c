@@ -711,6 +711,11 @@ lagwatch_report_to_json (LagWatchReport *report)
       lw_json_string (out, report->source_callback_kind);
     }
   lw_json_calls (out, report);
+  if (report->stopped_by != NULL)
+    {
+      g_string_append (out, ",\"stopped_by\":");
+      lw_json_string (out, report->stopped_by);
+    }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -848,7 +853,9 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
   else if (g_str_equal (report->event, "hang-killed"))
     what = "the previous run was killed during a hang, after";
   else
-    what = report->complete ? "lag of" : "lag still running at detach, after";
+    what = report->complete ? "lag of"
+           : g_strcmp0 (report->stopped_by, "exit") == 0 ? "lag still running at exit, after"
+           : "lag still running at detach, after";
   g_string_append_printf (out, "lagwatch: %s %.1f ms (threshold %u ms) on thread %d",
                           what, report->duration_ms, report->threshold_ms, report->thread_id);
   if (report->thread_name != NULL)

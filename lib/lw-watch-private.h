@@ -30,6 +30,7 @@ struct _LagWatch
   int              signo;            /* 0 when no signal handler could be installed */
   GThread         *thread;
   _Atomic gboolean stopping;
+  _Atomic gboolean exiting;          /* stopped by the process's exit, not by detach */
   LwReporter      *reporter;         /* the reporting thread; owns the sinks and the callback */
   _Atomic gboolean paused;           /* lagwatch_pause() */
   LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */

@@ -484,6 +484,8 @@ lw_watcher_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t
   report->thread_id = (int) lag->tid;
   report->thread_name = lw_threadinfo_name (lag->tid);
   report->complete = complete;
+  if (!complete)
+    report->stopped_by = atomic_load (&watch->exiting) ? "exit" : "detach";
   report->caught_ms = lag->caught_ns >= 0 ? (double) (lag->caught_ns - lag->since_ns) / LW_NSEC_PER_MSEC : -1;
   if (lag->caught_ns >= 0)
     report->stack_method = g_strdup (lag->via_signal ? "signal" : "proc");
@@ -1140,6 +1142,9 @@ lw_watcher_start (LagWatch *watch, GError **error)
 void
 lw_watcher_stop (LagWatch *watch)
 {
+  /* Stopped already: at exit, before a detach from a later exit handler. */
+  if (watch->thread == NULL)
+    return;
   atomic_store (&watch->stopping, TRUE);
   sem_post (&watch->slot->wake);
   g_thread_join (g_steal_pointer (&watch->thread));

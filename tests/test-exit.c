@@ -1,0 +1,121 @@
+/* test-exit.c: a lag the program exits in
+ *
+ * A handler that freezes the loop and then calls exit() (a "Quit" that
+ * saves for too long) never returns to the loop: the lag never ends. It is
+ * reported at exit, as still running, like a lag in progress at detach,
+ * instead of being lost with the process.
+ *
+ * Each test runs in a subprocess: it attaches with JSON output to a file,
+ * and its handler spins until the watcher has followed the lag long enough
+ * to write a hang record into that file (a condition, not a time: on a
+ * loaded machine the watcher may see the lag late), then exits.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lagwatch.h"
+
+#define HANG_MS 150
+#define WAIT_US (60 * G_USEC_PER_SEC)
+
+static char *json_path;
+
+/* Loop thread. TRUE once the JSON file holds a whole line that is a hang
+ * record. */
+static gboolean
+hang_written (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents (json_path, &text, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit (text, "\n", -1);
+  /* The last piece has no newline yet: not a whole line. */
+  for (guint i = 0; lines[i] != NULL && lines[i + 1] != NULL; i++)
+    if (strstr (lines[i], "\"event\":\"hang\"") != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Loop thread: freezes the loop until the hang is on record, then exits
+ * from inside the dispatch. */
+static gboolean
+freeze_then_exit (gpointer data)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+
+  while (!hang_written ())
+    if (g_get_monotonic_time () > deadline)
+      exit (3);
+  exit (0);
+}
+
+static void
+child_exit_in_lag (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *output = g_strdup_printf ("json:%s,stderr", json_path);
+  GMainLoop *loop = g_main_loop_new (NULL, FALSE);
+
+  lagwatch_config_set_threshold_ms (config, 50);
+  lagwatch_config_set_hang_ms (config, HANG_MS);
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  g_assert_nonnull (lagwatch_attach_with_config (NULL, config));
+  g_timeout_add (10, freeze_then_exit, NULL);
+  g_main_loop_run (loop);
+}
+
+static void
+test_exit_in_lag (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint lags = 0;
+
+  if (g_test_subprocess ())
+    {
+      child_exit_in_lag ();
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: lag still running at exit, after *");
+  g_assert_true (g_file_get_contents (json_path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strstr (lines[i], "\"event\":\"lag\"") != NULL)
+      {
+        g_test_message ("%s", lines[i]);
+        g_assert_nonnull (strstr (lines[i], "\"complete\":false"));
+        g_assert_nonnull (strstr (lines[i], "\"stopped_by\":\"exit\""));
+        lags++;
+      }
+  g_assert_cmpuint (lags, ==, 1);
+}
+
+int
+main (int argc, char **argv)
+{
+  int status;
+
+  g_test_init (&argc, &argv, NULL);
+  /* The parent names the file; its subprocesses inherit the name. */
+  if (!g_test_subprocess ())
+    {
+      json_path = g_strdup_printf ("%s/lagwatch-test-exit-%d.jsonl", g_get_tmp_dir (), (int) getpid ());
+      g_unlink (json_path);
+      g_setenv ("LW_TEST_EXIT_JSON", json_path, TRUE);
+    }
+  else
+    json_path = g_strdup (g_getenv ("LW_TEST_EXIT_JSON"));
+  g_test_add_func ("/exit/lag-in-progress", test_exit_in_lag);
+  status = g_test_run ();
+  if (!g_test_subprocess ())
+    g_unlink (json_path);
+  g_free (json_path);
+  return status;
+}
