@@ -49,22 +49,26 @@ if [ -n "${LW_ASAN_RUNTIME:-}" ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
 fi
 
-json="$tmp/lags.jsonl"
-# The program ends once both reports are written (its own 120 s deadline).
-env ${asan_preload:+LD_PRELOAD=$asan_preload} LW_TEST_REPORT_FILE="$json" DISPLAY="$display" \
-  GDK_BACKEND=x11 GSK_RENDERER=cairo NO_AT_BRIDGE=1 timeout 150 \
-  "$launcher" --threshold 100 --output "json:$json,stderr" -- "$python" "$program" \
-  > "$tmp/out" 2> "$tmp/err"
-code=$?
-sed 's/^/# /' "$tmp/out"
-if [ $code -ne 0 ] || [ "$(grep -c '^freeze ' "$tmp/out")" -ne 2 ]; then
-  sed 's/^/# /' "$tmp/err" | tail -40
-  bail "gtk-app.py under the launcher: exit status $code, $(grep -c '^freeze ' "$tmp/out") of 2 freezes reported"
-fi
-ok "Gtk.Application program under the launcher: exit status 0, both freezes reported"
+# run_app RUN: the program under the launcher, into $tmp/RUN.{jsonl,out,err};
+# it ends once both reports are written (its own 120 s deadline).
+run_app() {
+  env ${asan_preload:+LD_PRELOAD=$asan_preload} LW_TEST_REPORT_FILE="$tmp/$1.jsonl" DISPLAY="$display" \
+    GDK_BACKEND=x11 GSK_RENDERER=cairo NO_AT_BRIDGE=1 timeout 150 \
+    "$launcher" --threshold 100 --output "json:$tmp/$1.jsonl,stderr" -- "$python" "$program" \
+    > "$tmp/$1.out" 2> "$tmp/$1.err"
+  code=$?
+  sed "s/^/# $1: /" "$tmp/$1.out"
+  if [ $code -ne 0 ] || [ "$(grep -c '^freeze ' "$tmp/$1.out")" -ne 2 ]; then
+    sed 's/^/# /' "$tmp/$1.err" | tail -40
+    bail "gtk-app.py under the launcher: exit status $code, $(grep -c '^freeze ' "$tmp/$1.out") of 2 freezes reported"
+  fi
+  ok "$1: the Gtk.Application program under the launcher: exit status 0, both freezes reported"
+}
 
+run_app first
+json="$tmp/first.jsonl"
 # The summary table the launcher prints at exit, after the reports.
-sed -n '/^lagwatch: summary of this run/,$p' "$tmp/err" > "$tmp/summary"
+sed -n '/^lagwatch: summary of this run/,$p' "$tmp/first.err" > "$tmp/summary"
 
 # check_freeze NAME: the report of the freeze in the method NAME
 # (Window.NAME), from the id the program printed.
@@ -72,7 +76,7 @@ check_freeze() {
   qualname="Window.$1"
   spin_line=$(grep -n "# spin: $1\$" "$program" | cut -d: -f1)
   [ "$(echo "$spin_line" | wc -l)" -eq 1 ] && [ -n "$spin_line" ] || bail "no single '# spin: $1' line in $program"
-  set -- $(grep "^freeze $qualname " "$tmp/out")
+  set -- $(grep "^freeze $qualname " "$tmp/first.out")
   id=$3 spin_ms=$4
   jq -c --arg id "$id" 'select(.id == $id)' "$json" > "$tmp/$qualname.json"
   report="$tmp/$qualname.json"
@@ -96,7 +100,7 @@ check_freeze() {
   check "$qualname: no evaluation loop frame is left" \
     jq -e '[.stack[] | select(.symbol == "_PyEval_EvalFrameDefault")] == []' "$report"
   check "$qualname: the text report shows the frame as '$qualname (gtk-app.py:$spin_line)  [python]'" \
-    grep -q "^  #[0-9]* *$qualname (gtk-app.py:$spin_line)  \[python\]\$" "$tmp/err"
+    grep -q "^  #[0-9]* *$qualname (gtk-app.py:$spin_line)  \[python\]\$" "$tmp/first.err"
   fingerprint=$(jq -r '.fingerprint' "$report")
   label=$(sed -n "s/^ *[0-9][0-9]* *[0-9.][0-9.]* *[0-9.][0-9.]*  $fingerprint  //p" "$tmp/summary")
   check "$qualname: the summary names $qualname as the innermost program frame (got '$label')" \
@@ -110,15 +114,26 @@ check "the unnamed GLib.timeout_add source is named by its callable: $(jq -c .so
 
 check_freeze on_button_clicked
 report="$tmp/Window.on_button_clicked.json"
-check "the signal handler's Python caller follows it: Window.press_button (gtk-app.py:$(grep -n 'self.button.emit("clicked")' "$program" | cut -d: -f1))" \
-  jq -e --argjson line "$(grep -n 'self.button.emit("clicked")' "$program" | cut -d: -f1)" \
+emit_line=$(grep -n 'self.button.emit("clicked")' "$program" | cut -d: -f1)
+check "the signal handler's Python caller follows it: Window.press_button (gtk-app.py:$emit_line)" \
+  jq -e --argjson line "$emit_line" \
     '[.stack[] | select(.lang == "python")] | .[1].symbol == "Window.press_button" and .[1].line == $line' \
     "$report"
 check "the source that emitted \"clicked\" is named by its callable: $(jq -c .source "$report")" \
   jq -e '.phase == "dispatch" and .source == "Window.press_button"' "$report"
 
-first=$(jq -r .fingerprint "$tmp/Window.python_slow_handler.json")
-second=$(jq -r .fingerprint "$tmp/Window.on_button_clicked.json")
-check "the two handlers' fingerprints differ ($first, $second)" [ "$first" != "$second" ]
+# fingerprint RUN NAME: the fingerprint of the report of NAME's freeze.
+fingerprint() {
+  id=$(grep "^freeze $2 " "$tmp/$1.out" | cut -d' ' -f3)
+  jq -r --arg id "$id" 'select(.id == $id) | .fingerprint' "$tmp/$1.jsonl"
+}
+slow=$(fingerprint first Window.python_slow_handler)
+clicked=$(fingerprint first Window.on_button_clicked)
+check "the two handlers' fingerprints differ ($slow, $clicked)" [ "$slow" != "$clicked" ]
+# The same program run again: the same fingerprints, whatever the address
+# space layout and the interpreter's memory.
+run_app again
+again="$(fingerprint again Window.python_slow_handler), $(fingerprint again Window.on_button_clicked)"
+check "a rerun keeps both fingerprints ($again)" [ "$again" = "$slow, $clicked" ]
 
 echo "1..$tests"
