@@ -1,8 +1,8 @@
 #!/bin/sh
 # run-gtk-python-test.sh LAUNCHER PROGRAMS_DIR
 # A GTK 4 PyGObject program (programs/gtk-app.py, Gtk.Application.run) in a
-# real X server, under the launcher, on Debian's CPython 3.11: its two
-# 300 ms freezes, one in a timeout handler and one in a "clicked" signal
+# real X server, under the launcher, on Debian's CPython 3.11: its three
+# 300 ms freezes, two in timeout handlers and one in a "clicked" signal
 # handler, must be reported with the Python method that froze the window,
 # its file and the line it spun on (TAP).
 set -u
@@ -50,7 +50,7 @@ if [ -n "${LW_ASAN_RUNTIME:-}" ]; then
 fi
 
 # run_app RUN: the program under the launcher, into $tmp/RUN.{jsonl,out,err};
-# it ends once both reports are written (its own 120 s deadline).
+# it ends once all three reports are written (its own 120 s deadline).
 run_app() {
   env ${asan_preload:+LD_PRELOAD=$asan_preload} LW_TEST_REPORT_FILE="$tmp/$1.jsonl" DISPLAY="$display" \
     GDK_BACKEND=x11 GSK_RENDERER=cairo NO_AT_BRIDGE=1 timeout 150 \
@@ -58,11 +58,11 @@ run_app() {
     > "$tmp/$1.out" 2> "$tmp/$1.err"
   code=$?
   sed "s/^/# $1: /" "$tmp/$1.out"
-  if [ $code -ne 0 ] || [ "$(grep -c '^freeze ' "$tmp/$1.out")" -ne 2 ]; then
+  if [ $code -ne 0 ] || [ "$(grep -c '^freeze ' "$tmp/$1.out")" -ne 3 ]; then
     sed 's/^/# /' "$tmp/$1.err" | tail -40
-    bail "gtk-app.py under the launcher: exit status $code, $(grep -c '^freeze ' "$tmp/$1.out") of 2 freezes reported"
+    bail "gtk-app.py under the launcher: exit status $code, $(grep -c '^freeze ' "$tmp/$1.out") of 3 freezes reported"
   fi
-  ok "$1: the Gtk.Application program under the launcher: exit status 0, both freezes reported"
+  ok "$1: the Gtk.Application program under the launcher: exit status 0, the three freezes reported"
 }
 
 run_app first
@@ -107,13 +107,13 @@ check_freeze() {
     [ "$label" = "$qualname" ]
 }
 
-check_freeze python_slow_handler
-report="$tmp/Window.python_slow_handler.json"
-check "the unnamed GLib.timeout_add source is named by its callable: $(jq -c .source "$report")" \
-  jq -e '.phase == "dispatch" and .source == "Window.python_slow_handler"' "$report"
+for name in python_slow_handler other_slow_handler; do
+  check_freeze $name
+  check "the unnamed GLib.timeout_add source is named by its callable: $(jq -c .source "$report")" \
+    jq -e --arg name "Window.$name" '.phase == "dispatch" and .source == $name' "$report"
+done
 
 check_freeze on_button_clicked
-report="$tmp/Window.on_button_clicked.json"
 emit_line=$(grep -n 'self.button.emit("clicked")' "$program" | cut -d: -f1)
 check "the signal handler's Python caller follows it: Window.press_button (gtk-app.py:$emit_line)" \
   jq -e --argjson line "$emit_line" \
@@ -127,13 +127,20 @@ fingerprint() {
   id=$(grep "^freeze $2 " "$tmp/$1.out" | cut -d' ' -f3)
   jq -r --arg id "$id" 'select(.id == $id) | .fingerprint' "$tmp/$1.jsonl"
 }
-slow=$(fingerprint first Window.python_slow_handler)
-clicked=$(fingerprint first Window.on_button_clicked)
-check "the two handlers' fingerprints differ ($slow, $clicked)" [ "$slow" != "$clicked" ]
+# fingerprints RUN: the three, in the order of the freezes.
+fingerprints() {
+  echo "$(fingerprint "$1" Window.python_slow_handler) $(fingerprint "$1" Window.other_slow_handler)" \
+       "$(fingerprint "$1" Window.on_button_clicked)"
+}
+first=$(fingerprints first)
+# The two timeout handlers share their native stack: only their Python
+# frames tell them apart.
+check "the three handlers' fingerprints differ ($first)" \
+  [ "$(echo "$first" | tr ' ' '\n' | sort -u | grep -c .)" -eq 3 ]
 # The same program run again: the same fingerprints, whatever the address
 # space layout and the interpreter's memory.
 run_app again
-again="$(fingerprint again Window.python_slow_handler), $(fingerprint again Window.on_button_clicked)"
-check "a rerun keeps both fingerprints ($again)" [ "$again" = "$slow, $clicked" ]
+again=$(fingerprints again)
+check "a rerun keeps the three fingerprints ($again)" [ "$again" = "$first" ]
 
 echo "1..$tests"

@@ -1,12 +1,13 @@
 # A GTK 4 PyGObject program run by Gtk.Application.run: once its window is
-# mapped it freezes the loop twice for 300 ms, each time in a Python method
-# of its own:
+# mapped it freezes the loop three times for 300 ms, each time in a Python
+# method of its own:
 #   1. Window.python_slow_handler, run by an unnamed GLib.timeout_add source;
-#   2. Window.on_button_clicked, the handler of a button's "clicked" signal,
+#   2. Window.other_slow_handler, the same way (the same native stack);
+#   3. Window.on_button_clicked, the handler of a button's "clicked" signal,
 #      emitted by Window.press_button (another unnamed timeout source).
 # After each freeze it waits for lagwatch's JSON report of it (the file
 # named by LW_TEST_REPORT_FILE), prints "freeze NAME REPORT-ID SPIN-MS" on
-# stdout, and quits once both are reported. A report is this freeze's when
+# stdout, then starts the next; it quits once all are reported. A report is this freeze's when
 # its lag covers the freeze's midpoint: lags of one thread never overlap.
 # The lines that spin are marked "# spin: NAME" for the test to find.
 import datetime
@@ -47,7 +48,8 @@ class Window(Gtk.ApplicationWindow):
     def __init__(self, app):
         super().__init__(application=app, title="lagwatch gtk-app test")
         self.pending = []
-        self.reported = 0
+        # What starts each freeze, in turn.
+        self.steps = [self.python_slow_handler, self.other_slow_handler, self.press_button]
         self.deadline = time.monotonic() + DEADLINE_S
         self.button = Gtk.Button(label="Freeze")
         self.button.connect("clicked", self.on_button_clicked)
@@ -55,13 +57,20 @@ class Window(Gtk.ApplicationWindow):
         self.connect("map", self.on_map)
 
     def on_map(self, widget):
-        GLib.timeout_add(100, self.python_slow_handler)
+        GLib.timeout_add(100, self.steps.pop(0))
 
     def python_slow_handler(self):
         begin = time.time()
         end = time.monotonic() + FREEZE_S
         while time.monotonic() < end: pass  # spin: python_slow_handler
         self.frozen("Window.python_slow_handler", begin)
+        return GLib.SOURCE_REMOVE
+
+    def other_slow_handler(self):
+        begin = time.time()
+        end = time.monotonic() + FREEZE_S
+        while time.monotonic() < end: pass  # spin: other_slow_handler
+        self.frozen("Window.other_slow_handler", begin)
         return GLib.SOURCE_REMOVE
 
     def press_button(self):
@@ -91,9 +100,8 @@ class Window(Gtk.ApplicationWindow):
             return GLib.SOURCE_REMOVE
         print("freeze %s %s %.1f" % (name, record["id"], (end - begin) * 1000), flush=True)
         self.pending.pop(0)
-        self.reported += 1
-        if self.reported == 1:
-            GLib.timeout_add(100, self.press_button)
+        if self.steps:
+            GLib.timeout_add(100, self.steps.pop(0))
         else:
             self.get_application().quit()
         return GLib.SOURCE_REMOVE
