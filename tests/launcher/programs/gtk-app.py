@@ -7,8 +7,9 @@
 #      emitted by Window.press_button (another unnamed timeout source).
 # After each freeze it waits for lagwatch's JSON report of it (the file
 # named by LW_TEST_REPORT_FILE), prints "freeze NAME REPORT-ID SPIN-MS" on
-# stdout, then starts the next; it quits once all are reported. A report is this freeze's when
-# its lag covers the freeze's midpoint: lags of one thread never overlap.
+# stdout, then starts the next; it quits once all are reported. A report is
+# this freeze's when its lag covers the freeze's midpoint: lags of one
+# thread never overlap.
 # The lines that spin are marked "# spin: NAME" for the test to find.
 import datetime
 import json
@@ -47,7 +48,7 @@ def complete_records():
 class Window(Gtk.ApplicationWindow):
     def __init__(self, app):
         super().__init__(application=app, title="lagwatch gtk-app test")
-        self.pending = []
+        self.freeze = None
         # What starts each freeze, in turn.
         self.steps = [self.python_slow_handler, self.other_slow_handler, self.press_button]
         self.deadline = time.monotonic() + DEADLINE_S
@@ -57,6 +58,7 @@ class Window(Gtk.ApplicationWindow):
         self.connect("map", self.on_map)
 
     def on_map(self, widget):
+        self.disconnect_by_func(self.on_map)
         GLib.timeout_add(100, self.steps.pop(0))
 
     def python_slow_handler(self):
@@ -84,11 +86,11 @@ class Window(Gtk.ApplicationWindow):
         self.frozen("Window.on_button_clicked", begin)
 
     def frozen(self, name, begin):
-        self.pending.append((name, begin, time.time()))
+        self.freeze = (name, begin, time.time())
         GLib.timeout_add(50, self.wait_for_report)
 
     def wait_for_report(self):
-        name, begin, end = self.pending[0]
+        name, begin, end = self.freeze
         middle = (begin + end) / 2
         record = next((r for r in complete_records() if lag_covers(r, middle)), None)
         if record is None:
@@ -99,7 +101,6 @@ class Window(Gtk.ApplicationWindow):
             self.get_application().quit()
             return GLib.SOURCE_REMOVE
         print("freeze %s %s %.1f" % (name, record["id"], (end - begin) * 1000), flush=True)
-        self.pending.pop(0)
         if self.steps:
             GLib.timeout_add(100, self.steps.pop(0))
         else:
