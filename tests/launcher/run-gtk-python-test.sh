@@ -75,9 +75,12 @@ sed -n '/^lagwatch: summary of this run/,$p' "$tmp/first.err" > "$tmp/summary"
 check_freeze() {
   qualname="Window.$1"
   spin_line=$(grep -n "# spin: $1\$" "$program" | cut -d: -f1)
-  [ "$(echo "$spin_line" | wc -l)" -eq 1 ] && [ -n "$spin_line" ] || bail "no single '# spin: $1' line in $program"
-  set -- $(grep "^freeze $qualname " "$tmp/first.out")
-  id=$3 spin_ms=$4
+  if [ -z "$spin_line" ] || [ "$(echo "$spin_line" | wc -l)" -ne 1 ]; then
+    bail "no single '# spin: $1' line in $program"
+  fi
+  freeze=$(grep "^freeze $qualname " "$tmp/first.out")
+  id=$(echo "$freeze" | cut -d' ' -f3)
+  spin_ms=$(echo "$freeze" | cut -d' ' -f4)
   jq -c --arg id "$id" 'select(.id == $id)' "$json" > "$tmp/$qualname.json"
   report="$tmp/$qualname.json"
   check "$qualname: one lag report, id $id" \
