@@ -14,8 +14,9 @@ xvfb_pid=""
 cleanup() { [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 tests=0
+failed=0
 ok() { tests=$((tests + 1)); echo "ok $tests - $*"; }
-not_ok() { tests=$((tests + 1)); echo "not ok $tests - $*"; }
+not_ok() { tests=$((tests + 1)); failed=1; echo "not ok $tests - $*"; }
 # check DESCRIPTION COMMAND...: one TAP line from COMMAND's exit status
 # (its output dropped).
 check() {
@@ -147,3 +148,4 @@ again=$(fingerprints again)
 check "a rerun keeps the three fingerprints ($again)" [ "$again" = "$first" ]
 
 echo "1..$tests"
+exit $failed
