@@ -20,7 +20,7 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
   libjson-glib-dev libc6-dbg libiberty-dev rustc
-  libgtk-4-dev xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
+  libgtk-4-dev gir1.2-gtk-4.0 xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
   clang libclang-rt-14-dev
   python3 elfutils chromium systemd-journal-remote libsysprof-4-dev sysprof
   libsystemd-dev systemd iproute2

@@ -72,8 +72,11 @@ elif ! jq -s -e "map($slow | .stack | map(.symbol) | index(\"launcher_test_slow_
   fail "the stack does not name the slow callback: $(jq -c "$slow | .stack | map(.symbol)" "$json")"
 else
   duration=$(jq "$slow | .duration_ms" "$json")
-  if ! jq -s -e "map($slow | (.duration_ms - 300) | fabs <= 50) == [true]" "$json" > /dev/null; then
-    fail "duration $duration ms, not near 300 ms"
+  # The spin ends by the clock: the lag holds all 300 ms. A thread starved
+  # of CPU (a loaded machine) sees the end late: 404.6 ms measured with
+  # 41 ms on CPU, three GUI tests and a build beside it.
+  if ! jq -s -e "map($slow | .duration_ms >= 299.9 and .duration_ms <= 800) == [true]" "$json" > /dev/null; then
+    fail "duration $duration ms, not the 300 ms spin"
   else
     echo "ok gtk4-widget-factory: the slow callback named, $duration ms, phase $(jq -r "$slow | .phase" "$json"), $(jq "$slow | .samples" "$json") samples, $(wc -l < "$json") reports in all"
   fi
