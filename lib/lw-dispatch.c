@@ -161,14 +161,10 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
     }
   else
     {
-      /* The source is named by the Python callable it runs, else (on the
-       * reporting thread) by its callback's function. */
+      /* An unnamed source is described by its callback: the Python
+       * callable it runs, else (on the reporting thread) its function. Not
+       * a name: "source" stays the program's own (g_source_set_name()). */
       lw_dispatch_read_callback (slot, &source, info);
-      if (info->callback_described)
-        {
-          g_strlcpy (info->name, info->callback_name, sizeof info->name);
-          info->named = TRUE;
-        }
     }
   return TRUE;
 }

@@ -64,8 +64,10 @@ def check_handler(result, handler):
           and all(lang == (f.get("lang") or "native") for lang, f in zip(result["languages"], stack))
           and not any(f["symbol"] == "_PyEval_EvalFrameDefault" for f in stack),
           "%s: lagwatch_report_get_frame_language() agrees with JSON; no evaluation loop frame is left" % handler)
-    check(report["source"] == handler, "%s: the unnamed GSource is named by its callable (got %r)"
-          % (handler, report["source"]))
+    check(report["source"] is None and report.get("source_callback") == handler
+          and report.get("source_callback_kind") == "g_timeout_add",
+          "%s: the unnamed GSource is described by its callable (got %r, %r)"
+          % (handler, report["source"], report.get("source_callback")))
 
 
 first = run("python_slow_handler")
