@@ -49,6 +49,7 @@
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-python.h"
+#include "lw-threadinfo.h"
 #include "lw-unwind.h"
 #include "lw-watcher.h"
 
@@ -68,6 +69,7 @@ enum
   BENCH_UNWIND,
   BENCH_MERGE,     /* lw_python_merge() */
   BENCH_WHOLE,     /* one whole sample: capture + unwind + merge */
+  BENCH_BY_PATH,   /* apart: the thread's status file read by path (as the checks did) */
   BENCH_N_TIMES
 };
 
@@ -257,7 +259,7 @@ bench_take (BenchResults *results)
   LwSlot *slot = bench.watch->slot;
   pid_t tid = atomic_load (&slot->loop_tid);
   uintptr_t ips[128];
-  gboolean truncated;
+  gboolean truncated, blocked, pending;
   int64_t t0, t1, t2, t3;
   guint native, merged;
   int python_frames = 0;
@@ -281,6 +283,13 @@ bench_take (BenchResults *results)
   append_us (results->times[BENCH_WHOLE], t3 - t0);
   for (guint j = 0; j < merged; j++)
     python_frames += lw_python_is_frame (ips[j]);
+
+  /* A reference for the checks, as cold as they are: after the same sleep,
+   * the status file read the way lagwatch reads it for any thread. */
+  g_usleep (BENCH_GAP_US);
+  t0 = lw_clock_now_ns ();
+  if (lw_threadinfo_signal_state (tid, lw_capture_get_signal (), &blocked, &pending))
+    append_us (results->times[BENCH_BY_PATH], lw_clock_now_ns () - t0);
   results->counts[BENCH_SAMPLES]++;
   results->counts[BENCH_NATIVE_FRAMES] = (int) native;
   results->counts[BENCH_MERGED_FRAMES] = (int) merged;

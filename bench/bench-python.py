@@ -19,7 +19,7 @@ import threading
 
 DEPTH = 20
 BLOCK = 20  # samples of one thread before the other's turn
-TIMES = ("checks", "delivery", "collect", "capture", "unwind", "merge", "whole")
+TIMES = ("checks", "delivery", "collect", "capture", "unwind", "merge", "whole", "by_path")
 COUNTS = ("samples", "native", "merged", "python")
 PLACES = ("from another CPU", "from its own CPU")
 THREADS = ("Python", "C")
@@ -113,6 +113,11 @@ for place in PLACES:
 verdict(True, False, "a bare real-time signal to the C thread from another CPU, sent to handler "
         "entry: %.1f us (the floor under a signalled sample from there)" % bare)
 other, own = series["C", PLACES[0]][0], series["C", PLACES[1]][0]
+place = PLACES[0] if series["C", PLACES[0]][1]["samples"] > 0 else PLACES[1]
+verdict(series["C", place][0]["checks"] < series["C", place][0]["by_path"], not short,
+        "lagwatch's checks before a signal %.1f us, one read of the thread's status file by path %.1f "
+        "us (target: less: the loop thread's /proc files stay open)"
+        % (series["C", place][0]["checks"], series["C", place][0]["by_path"]))
 if series["C", PLACES[0]][1]["samples"] > 0:
     verdict(own["capture"] <= other["capture"], not short,
             "the C thread's capture from its own CPU %.1f us, from another %.1f us (target: no "
