@@ -619,7 +619,11 @@ bench_latency (void)
 
   /* One sample of a running thread 30 frames deep: signal + stack copy,
    * then the unwind, timed apart, through the watch's own slot (its watcher
-   * paused, so the slot's capture request is ours). */
+   * paused, so the slot's capture request is ours). Samples 1 ms apart, the
+   * watcher's shortest interval: back to back, a sampler woken on the
+   * thread's CPU by the handler's post preempts the handler before its
+   * sigreturn, the next capture finds the signal still blocked and waits
+   * 200 µs for it, and the pair stays on that CPU (runs measured 350 µs). */
   lagwatch_pause (watch);
   thread = g_thread_new ("spinner", spinner_thread, &spinner);
   while (spinner.tid == 0)
@@ -628,9 +632,11 @@ bench_latency (void)
   for (guint i = 0; i < samples; i++)
     {
       gboolean truncated;
-      int64_t t0 = lw_clock_now_ns (), t1, t2, t3;
+      int64_t t0, t1, t2, t3;
       double value;
 
+      g_usleep (1000);
+      t0 = lw_clock_now_ns ();
       if (lw_capture_take_thread (watch->slot, spinner.tid, 0, spinner.stack_lo, spinner.stack_hi, snap,
                                   50 * LW_NSEC_PER_MSEC) != LW_CAPTURE_OK)
         continue;

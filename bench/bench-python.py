@@ -1,59 +1,140 @@
-"""bench-python.py MODULE [--short]: one sample of a Python stack, on /usr/bin/python3.
+"""bench-python.py MODULE [--short]: one sample of a Python stack beside a native one.
 
-The main thread spins in Python 20 calls deep (the GIL held, as a stuck
-loop thread holds it); another thread loads MODULE (bench-python.c) with
-ctypes and samples it as lagwatch's watcher does: signal + stack copy,
-unwind, Python frames read and merged. Prints the medians and checks that
-every Python frame was found and that a sample costs at most 20 us (like a
-native one: bench-overhead section 3), the latter only in full runs (the
-suite's --short run under load checks the frames only).
+Runs on /usr/bin/python3. The main thread spins in Python 20 calls deep
+(the GIL held, as a stuck loop thread holds it); MODULE (bench-python.c),
+loaded with ctypes, samples it and a C thread of its own spinning 20 calls
+deep, in turns, as lagwatch's watcher samples a stuck loop thread: signal
++ stack copy, unwind, Python frames read and merged; from another CPU and
+from the sampled thread's own. Prints the medians and the ratio of Python
+to C, and checks that every Python frame was found and that the C thread's
+samples have all their frames and no Python frame. Full runs also check
+the times: a whole Python sample at most 20 us (like a native one:
+bench-overhead section 3), and a capture from the thread's own CPU no
+slower than from another; the suite's --short run, beside whatever else
+the machine does, reports them only.
 """
 import ctypes
 import sys
 import threading
 
 DEPTH = 20
+BLOCK = 20  # samples of one thread before the other's turn
+TIMES = ("checks", "delivery", "collect", "capture", "unwind", "merge", "whole", "by_path")
+COUNTS = ("samples", "native", "merged", "python")
+PLACES = ("from another CPU", "from its own CPU")
+THREADS = ("Python", "C")
 module = ctypes.CDLL(sys.argv[1])
+module.lw_bench_python_finish.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_double),
+                                          ctypes.POINTER(ctypes.c_int))
 short = "--short" in sys.argv
-stop = False
-out = {}
-medians = (ctypes.c_double * 3)()
-counts = (ctypes.c_int * 2)()
+blocks = 3 if short else 50
+medians = (ctypes.c_double * (len(THREADS) * len(PLACES) * len(TIMES) + 1))()
+counts = (ctypes.c_int * (len(THREADS) * len(PLACES) * len(COUNTS)))()
+at_bottom = threading.Event()
+turn_over = False  # the sampler took its block of the spinning main thread
+sampler_gone = False
 
 
 def spin(depth):
     if depth > 1:
         return spin(depth - 1) + 1
-    while not stop:
+    at_bottom.set()
+    while not turn_over and not sampler_gone:
         pass
     return 1
 
 
-def sampler(tid):
-    global stop
+def sampler():
+    """Takes the Python blocks, each once the main thread spins at the bottom."""
+    global turn_over, sampler_gone
     try:
-        out["frames"] = module.lw_bench_python_sample(tid, 100 if short else 2000, medians, counts)
+        for _ in range(blocks):
+            for same_cpu in range(len(PLACES)):
+                at_bottom.wait()
+                at_bottom.clear()
+                module.lw_bench_python_take(1, same_cpu, BLOCK)
+                turn_over = True
     finally:
-        stop = True
+        sampler_gone = True
 
 
-thread = threading.Thread(target=sampler, args=(threading.get_native_id(),))
+module.lw_bench_python_start()
+thread = threading.Thread(target=sampler)
 thread.start()
-spin(DEPTH)
-thread.join()
+try:
+    for _ in range(blocks):
+        for same_cpu in range(len(PLACES)):
+            turn_over = False
+            module.lw_bench_python_adopt()
+            spin(DEPTH)
+            if not turn_over:
+                raise SystemExit("the sampler failed")
+            # The C thread's turn, this thread sampling it from C without the GIL.
+            module.lw_bench_python_take(0, same_cpu, BLOCK)
+finally:
+    thread.join()
+module.lw_bench_python_finish(blocks * BLOCK, medians, counts)
+
+series = {}
+for k, name in enumerate(THREADS):
+    for p, place in enumerate(PLACES):
+        i = k * len(PLACES) + p
+        series[name, place] = (dict(zip(TIMES, medians[i * len(TIMES):(i + 1) * len(TIMES)])),
+                               dict(zip(COUNTS, counts[i * len(COUNTS):(i + 1) * len(COUNTS)])))
+bare = medians[len(THREADS) * len(PLACES) * len(TIMES)]
 failures = 0
-print("One sample of a Python stack (CPython %d.%d, %d Python calls deep, medians)" % (*sys.version_info[:2], DEPTH))
-capture, unwind, python = medians
-total = capture + unwind + python
-met = total <= 20.0
-print("  %-9s signal + copy %.1f us, unwind of %d native frames %.1f us, Python frames read and "
-      "merged %.1f us (%d frames after the merge): %.1f us (target <= 20 us)"
-      % ("(info)" if short else "[ok]" if met else "[MISSED]", capture, counts[0], unwind, python,
-         counts[1], total))
-failures += not short and not met
+
+
+def verdict(ok, checked, text):
+    global failures
+    print("  %-9s %s" % ("(info)" if not checked else "[ok]" if ok else "[MISSED]", text))
+    failures += checked and not ok
+
+
+print("One sample of a thread stuck %d calls deep, Python beside C (CPython %d.%d; medians of %d "
+      "samples each, 1 ms apart)" % (DEPTH, *sys.version_info[:2], blocks * BLOCK))
+for place in PLACES:
+    python, python_counts = series["Python", place]
+    native, native_counts = series["C", place]
+    if python_counts["samples"] == 0:
+        print("  %s: no such CPU" % place)
+        continue
+    print("  sampled %s:" % place)
+    for name, (times, frames) in (("Python", series["Python", place]), ("C", series["C", place])):
+        print("    %-6s checks %.1f + signal and copy %.1f + collect %.1f = capture %.1f us; unwind "
+              "of %d native frames %.1f us; Python frames read and merged %.1f us (%d frames after); "
+              "whole %.1f us" % (name, times["checks"], times["delivery"], times["collect"],
+                                 times["capture"], frames["native"], times["unwind"], times["merge"],
+                                 frames["merged"], times["whole"]))
+    ratio = python["whole"] / native["whole"] if native["whole"] > 0 else 0.0
+    verdict(python["whole"] <= 20.0, not short,
+            "a whole Python sample %.1f us (target <= 20 us), x%.2f the C one (%.1f us)"
+            % (python["whole"], ratio, native["whole"]))
+verdict(True, False, "a bare real-time signal to the C thread from another CPU, sent to handler "
+        "entry: %.1f us (the floor under a signalled sample from there)" % bare)
+other, own = series["C", PLACES[0]][0], series["C", PLACES[1]][0]
+place = PLACES[0] if series["C", PLACES[0]][1]["samples"] > 0 else PLACES[1]
+verdict(series["C", place][0]["checks"] < series["C", place][0]["by_path"], not short,
+        "lagwatch's checks before a signal %.1f us, one read of the thread's status file by path %.1f "
+        "us (target: less: the loop thread's /proc files stay open)"
+        % (series["C", place][0]["checks"], series["C", place][0]["by_path"]))
+if series["C", PLACES[0]][1]["samples"] > 0:
+    verdict(own["capture"] <= other["capture"], not short,
+            "the C thread's capture from its own CPU %.1f us, from another %.1f us (target: no "
+            "slower: the thread runs the handler as soon as the sampler waits)"
+            % (own["capture"], other["capture"]))
 # The frames: spin x DEPTH and <module>.
 expected = DEPTH + 1
-print("  %-9s Python frames in one sample: %d (expected %d)"
-      % ("[ok]" if out["frames"] == expected else "[MISSED]", out["frames"], expected))
-failures += out["frames"] != expected
+for place in PLACES:
+    python_counts = series["Python", place][1]
+    native_counts = series["C", place][1]
+    if python_counts["samples"] == 0 and place == PLACES[0]:
+        continue
+    verdict(python_counts["samples"] > 0 and python_counts["python"] == expected, True,
+            "sampled %s: %d Python frames in one sample (expected %d)"
+            % (place, python_counts["python"], expected))
+    verdict(native_counts["samples"] > 0 and native_counts["native"] >= DEPTH
+            and native_counts["python"] == 0, True,
+            "sampled %s: the C thread's sample has %d native frames (expected >= %d), %d Python "
+            "frames (expected 0)" % (place, native_counts["native"], DEPTH, native_counts["python"]))
 sys.exit(1 if failures else 0)

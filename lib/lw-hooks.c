@@ -341,6 +341,7 @@ lw_hooks_attach_full (GMainContext *context,
       sem_init (&slot->wake, 0, 0);
       sem_init (&slot->capture.done, 0, 0);
       slot->proc_syscall_fd = -1;
+      slot->proc_status_fd = -1;
     }
   atomic_store (&slot->seq, 0);
   atomic_store (&slot->busy_since, 0);

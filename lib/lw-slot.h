@@ -91,6 +91,8 @@ struct _LwSlot
    * kept open (pread at 0 regenerates it), -1 when not open. */
   int               proc_syscall_fd;
   pid_t             proc_syscall_tid;
+  /* Its status file the same way, read before every signal sent to it. */
+  int               proc_status_fd;
 
   /* Prepares seen by the starvation sentinel while a lag is followed. */
   _Atomic unsigned  sentinel_prepares;

@@ -221,10 +221,20 @@ lw_threadinfo_signal_state (pid_t tid, int signo, gboolean *blocked, gboolean *p
   *blocked = *pending = FALSE;
   if (status == NULL)
     return FALSE;
+  lw_threadinfo_parse_signal_state (status, len, signo, blocked, pending);
+  return TRUE;
+}
+
+gboolean
+lw_threadinfo_parse_signal_state (const char *status, gsize len, int signo, gboolean *blocked,
+                                  gboolean *pending)
+{
+  char value[64];
+
   *blocked = lw_threadinfo_mask_has (status, len, "SigBlk", signo);
   *pending = lw_threadinfo_mask_has (status, len, "SigPnd", signo)
              || lw_threadinfo_mask_has (status, len, "ShdPnd", signo);
-  return TRUE;
+  return lw_threadinfo_status_line (status, len, "SigBlk", value, sizeof value);
 }
 
 gboolean

@@ -72,6 +72,14 @@ gboolean      lw_threadinfo_signal_state (pid_t     tid,
                                           gboolean *blocked,
                                           gboolean *pending);
 
+/* Any thread. The same from the text of a status file already read; FALSE
+ * when the text has no SigBlk line (a read cut short). */
+gboolean      lw_threadinfo_parse_signal_state (const char *status,
+                                                gsize       len,
+                                                int         signo,
+                                                gboolean   *blocked,
+                                                gboolean   *pending);
+
 /* TRUE when a signalfd of the process reads signal @signo (from
  * /proc/self/fdinfo; FALSE too when that cannot be read). */
 gboolean      lw_threadinfo_signalfd_reads (int signo);
