@@ -62,10 +62,28 @@ lw_report_frame_is_platform (const LwFrame *frame)
 static gboolean
 lw_report_has_language_frames (const LagWatchReport *report)
 {
-  for (guint i = 0; i < report->n_frames; i++)
-    if (report->frames[i].lang != NULL)
+  return lw_report_frames_interpreted (report->frames, report->n_frames);
+}
+
+/* Any thread. */
+gboolean
+lw_report_frames_interpreted (const LwFrame *frames,
+                              guint          n_frames)
+{
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].lang != NULL)
       return TRUE;
   return FALSE;
+}
+
+/* Any thread. */
+gboolean
+lw_report_frame_is_program_in (const LwFrame *frame,
+                               gboolean       interpreted)
+{
+  if (interpreted)
+    return frame->lang != NULL;
+  return lw_report_frame_is_program (frame);
 }
 
 /* Any thread. Where the function's qualified name starts in @name, after
@@ -106,6 +124,10 @@ lw_report_frame_is_program (const LwFrame *frame)
   };
   const char *base;
 
+  /* Code in an interpreted language is the program's, whatever its file
+   * is called ("python3_tools.py") or its function ("PyLoader.run"). */
+  if (frame->lang != NULL)
+    return TRUE;
   if (lw_report_frame_is_platform (frame))
     return FALSE;
   if (frame->module != NULL)
@@ -218,9 +240,12 @@ lw_report_stack_label (const LwFrame *frames,
                        guint          n_frames)
 {
   g_autofree char *base = NULL;
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
 
+  /* The frame the fingerprint starts from: in a Python lag that runs
+   * zlib's deflate(), the Python function, not deflate. */
   for (guint i = 0; i < n_frames; i++)
-    if (frames[i].symbol != NULL && lw_report_frame_is_program (&frames[i]))
+    if (frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
       return lw_report_short_name (frames[i].symbol);
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].symbol != NULL)
@@ -1021,7 +1046,8 @@ lagwatch_report_get_frame_is_program (LagWatchReport *report,
                                       guint           index)
 {
   g_return_val_if_fail (report != NULL, FALSE);
-  return index < report->n_frames && lw_report_frame_is_program (&report->frames[index]);
+  return index < report->n_frames
+         && lw_report_frame_is_program_in (&report->frames[index], lw_report_has_language_frames (report));
 }
 
 double

@@ -135,6 +135,20 @@ gboolean lw_report_frame_is_platform (const LwFrame *frame);
  * lagwatch_report_get_frame_is_program(). */
 gboolean lw_report_frame_is_program (const LwFrame *frame);
 
+/* Any thread. TRUE when @frames hold a frame of an interpreted language
+ * (Python, JavaScript): such a stack is that language's program, and its
+ * native frames (the interpreter, its extension modules, the C libraries
+ * they call) are not the program's. */
+gboolean lw_report_frames_interpreted (const LwFrame *frames,
+                                       guint          n_frames);
+
+/* Any thread. lw_report_frame_is_program() for a frame of a stack that is
+ * @interpreted (lw_report_frames_interpreted()) or not: in an interpreted
+ * stack, only the language's frames are the program's, as the fingerprint
+ * counts them. */
+gboolean lw_report_frame_is_program_in (const LwFrame *frame,
+                                        gboolean       interpreted);
+
 /* Any thread. @name (a demangled C++ name) as the text report shows it:
  * whole up to 80 bytes; longer, with template arguments elided
  * ("std::__introsort_loop<...>(...)"), then the parameters too if still
