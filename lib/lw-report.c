@@ -542,6 +542,8 @@ lw_json_ms (GString *out, double ms)
 static void
 lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
 {
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
+
   g_string_append_c (out, '[');
   for (guint i = 0; i < n_frames; i++)
     {
@@ -565,7 +567,11 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
           g_string_append (out, ",\"lang\":");
           lw_json_string (out, frame->lang);
         }
-      g_string_append_printf (out, ",\"inlined\":%s}", frame->inlined ? "true" : "false");
+      g_string_append_printf (out, ",\"inlined\":%s", frame->inlined ? "true" : "false");
+      /* The rule behind the summary's innermost program frame, so that a
+       * reader of the record names the same frame without its own copy. */
+      g_string_append_printf (out, ",\"is_program\":%s}",
+                              lw_report_frame_is_program_in (frame, interpreted) ? "true" : "false");
     }
   g_string_append_c (out, ']');
 }
