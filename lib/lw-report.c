@@ -118,6 +118,9 @@ lw_report_frame_is_program (const LwFrame *frame)
   static const char *const modules[] = {
     "libstdc++.so", "libc++.so", "libc++abi.so", "libgcc_s.so",
     "libpython", "python3", "libmozjs", "libgjs.so", "libffi.so",
+    /* GObject Introspection's machinery: GJS calls C through it, PyGObject
+     * through its own extension modules. */
+    "libgirepository-", "_gi.", "_gi_cairo.",
   };
   static const char *const functions[] = {
     "std::", "__gnu_cxx::", "__cxxabiv1::", "_Py", "Py",

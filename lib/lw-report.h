@@ -130,7 +130,7 @@ gboolean lw_report_frame_is_platform (const LwFrame *frame);
  * (a function in std::, __gnu_cxx:: or __cxxabiv1::, even inlined into
  * the program; libstdc++, libc++, libgcc_s), not an interpreter's or a
  * binding's machinery (libpython, the python3 executable, _Py and Py C-API
- * functions, libmozjs, libgjs, libffi). The one rule behind "the innermost
+ * functions, libmozjs, libgjs, libffi, libgirepository, PyGObject's _gi). The one rule behind "the innermost
  * program frame" of the summary, the fingerprint, the text report and
  * lagwatch_report_get_frame_is_program(). */
 gboolean lw_report_frame_is_program (const LwFrame *frame);

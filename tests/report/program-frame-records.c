@@ -2,7 +2,7 @@
  * stacks that take each branch of the program-frame rule
  * (lw_report_frame_is_program_in()): C++ standard library frames inlined
  * into the program or in libstdc++, CPython's C API, [jit] code under
- * SpiderMonkey and GJS, Python and JavaScript frames over native ones, the
+ * SpiderMonkey, GJS and libgirepository, PyGObject's extension, Python and JavaScript frames over native ones, the
  * sanitizer runtimes, unnamed frames, no program frame at all.
  *
  * Writes one JSON record per stack to OUT.jsonl, as the JSON sink does, and
@@ -66,8 +66,13 @@ static const Case cases[] = {
       { "[jit]", "Ion: compiled", NULL, NULL, 0, FALSE },
       { MOZJS, "JS_CallFunction", NULL, NULL, 0, FALSE },
       { GJS, "gjs_closure_invoke", NULL, NULL, 0, FALSE },
+      { "/lib/x86_64-linux-gnu/libgirepository-1.0.so.1", "g_callable_info_invoke", NULL, NULL, 0, FALSE },
       { FFI, "ffi_call", NULL, NULL, 0, FALSE },
       { "/usr/bin/gjs-console", "main", NULL, NULL, 0, FALSE } } },
+  { "c through PyGObject's extension, no Python frame read", {
+      { "/usr/lib/python3/dist-packages/gi/_gi.cpython-311-x86_64-linux-gnu.so", "pygi_invoke_c_callable", NULL, NULL, 0, FALSE },
+      { "/usr/lib/python3/dist-packages/gi/_gi_cairo.cpython-311-x86_64-linux-gnu.so", "pygi_arg_cairo", NULL, NULL, 0, FALSE },
+      { PROGRAM, "render_page", NULL, "/src/render.c", 12, FALSE } } },
   { "python over a named C library", {
       { "/lib/x86_64-linux-gnu/libz.so.1", "deflate", NULL, NULL, 0, FALSE },
       { PYTHON, "PyObject_Vectorcall", NULL, NULL, 0, FALSE },

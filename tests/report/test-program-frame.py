@@ -160,6 +160,7 @@ def records_case(tmp):
                 "c++ runtime modules": "Cache::grow()",
                 "c functions named like CPython's C API": "Python_app_tick",
                 "jit code under SpiderMonkey and GJS": "main",
+                "c through PyGObject's extension, no Python frame read": "render_page",
                 "python over a named C library": "zlib_handler",
                 "python named like the interpreter": "PyLoader.run",
                 "javascript over jit code": "slowHandler",
