@@ -238,18 +238,30 @@ lw_report_short_name (const char *name)
 }
 
 /* Any thread. */
-char *
-lw_report_stack_label (const LwFrame *frames,
-                       guint          n_frames)
+const LwFrame *
+lw_report_program_frame (const LwFrame *frames,
+                         guint          n_frames)
 {
-  g_autofree char *base = NULL;
   gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
 
   /* The frame the fingerprint starts from: in a Python lag that runs
    * zlib's deflate(), the Python function, not deflate. */
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
-      return lw_report_short_name (frames[i].symbol);
+      return &frames[i];
+  return NULL;
+}
+
+/* Any thread. */
+char *
+lw_report_stack_label (const LwFrame *frames,
+                       guint          n_frames)
+{
+  g_autofree char *base = NULL;
+  const LwFrame *program = lw_report_program_frame (frames, n_frames);
+
+  if (program != NULL)
+    return lw_report_short_name (program->symbol);
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].symbol != NULL)
       return lw_report_short_name (frames[i].symbol);

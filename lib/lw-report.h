@@ -149,6 +149,12 @@ gboolean lw_report_frames_interpreted (const LwFrame *frames,
 gboolean lw_report_frame_is_program_in (const LwFrame *frame,
                                         gboolean       interpreted);
 
+/* Any thread. The innermost frame of @frames that has a name and is the
+ * program's, or NULL: the frame the summary and the text report name, the
+ * journal's CODE_FUNC. */
+const LwFrame *lw_report_program_frame (const LwFrame *frames,
+                                        guint          n_frames);
+
 /* Any thread. @name (a demangled C++ name) as the text report shows it:
  * whole up to 80 bytes; longer, with template arguments elided
  * ("std::__introsort_loop<...>(...)"), then the parameters too if still
