@@ -34,10 +34,17 @@ monitor.connect('report', (m, report) => {
     print(`report ${report.get_id()}: ${report.get_duration_ms().toFixed(1)} ms ` +
           `(threshold ${report.get_threshold_ms()} ms), ${report.get_n_frames()} frames, ` +
           `on the loop's thread: ${GLib.MainContext.default().is_owner() ? 'yes' : 'no'}`);
+    let where = null;
     for (let i = 0; i < report.get_n_frames(); i++) {
         const frame = report.get_frame_info(i);
-        print(`  #${i} ${frame.symbol ?? '??'} (${frame.module} +0x${frame.module_offset.toString(16)})`);
+        // language: "javascript" or "native"; is_program: the program's own
+        // code, not the interpreter's or a library's.
+        print(`  #${i} ${frame.symbol ?? '??'} (${frame.module} +0x${frame.module_offset.toString(16)}) ` +
+              `[${frame.language}${frame.inlined ? ', inlined' : ''}${frame.is_program ? ', program' : ''}]`);
+        if (where === null && frame.is_program && frame.symbol)
+            where = frame.symbol;
     }
+    print(`innermost program frame: ${where}`);
     loop.quit();
 });
 

@@ -44,7 +44,14 @@ def main():
                  "yes" if threading.current_thread() is threading.main_thread()
                  and GLib.MainContext.default().is_owner() else "no"))
         for i, frame in enumerate(frames):
-            print("  #%-2d %s (%s +0x%x)" % (i, frame.symbol or "??", frame.module, frame.module_offset))
+            # language: "python" for a frame of this script's Python code,
+            # "native" for machine code; is_program: the program's own code,
+            # not the interpreter's or a library's.
+            print("  #%-2d %s (%s +0x%x) [%s%s%s]"
+                  % (i, frame.symbol or "??", frame.module, frame.module_offset, frame.language,
+                     ", inlined" if frame.inlined else "", ", program" if frame.is_program else ""))
+        where = next((f.symbol for f in frames if f.is_program and f.symbol), None)
+        print("innermost program frame: %s" % where)
         loop.quit()
 
     try:

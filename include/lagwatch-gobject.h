@@ -63,6 +63,17 @@ LAGWATCH_API GType lagwatch_config_get_type (void) G_GNUC_CONST;
  * @symbol_offset: the address's offset into @symbol
  * @file: (nullable): the source file, from debug info
  * @line: the source line, 0 when unknown
+ * @language: the frame's language: "python" or "javascript" for a frame of
+ *   an interpreted language (@symbol its function, @file its script),
+ *   "native" for machine code; as lagwatch_report_get_frame_language()
+ *   (since 0.2)
+ * @inlined: %TRUE for a call the compiler inlined into the next frame, a
+ *   logical frame from debug info that shares its @ip; as
+ *   lagwatch_report_get_frame_inlined() (since 0.2)
+ * @is_program: %TRUE when the frame is the program's own code, not libc,
+ *   GLib, the C++ standard library or an interpreter's machinery: the rule
+ *   behind the summary's "innermost program frame"; as
+ *   lagwatch_report_get_frame_is_program() (since 0.2)
  *
  * One frame of a report's stack, copied out of the report.
  *
@@ -70,14 +81,17 @@ LAGWATCH_API GType lagwatch_config_get_type (void) G_GNUC_CONST;
  */
 typedef struct
 {
-  guint64  ip;
-  char    *module;
-  char    *build_id;
-  guint64  module_offset;
-  char    *symbol;
-  guint64  symbol_offset;
-  char    *file;
-  guint    line;
+  guint64   ip;
+  char     *module;
+  char     *build_id;
+  guint64   module_offset;
+  char     *symbol;
+  guint64   symbol_offset;
+  char     *file;
+  guint     line;
+  char     *language;
+  gboolean  inlined;
+  gboolean  is_program;
 } LagWatchFrame;
 
 /**
@@ -117,7 +131,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchFrame, lagwatch_frame_free)
  * @index: 0 (innermost) to lagwatch_report_get_n_frames() - 1
  *
  * A frame of the reported stack (the one most samples shared), copied with
- * its name and source position.
+ * its name, source position, language, and whether it is inlined and the
+ * program's own code. Any thread.
  *
  * Returns: (transfer full) (nullable): the frame, or %NULL when @index is
  *   out of range

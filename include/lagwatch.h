@@ -688,8 +688,13 @@ LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
  * The rule behind "the innermost program frame" of lagwatch's summary and
  * fingerprints, for a program's own lists: the frame is not libc, GLib or
  * lagwatch, not the C++ standard library (`std::`, `__gnu_cxx::`,
- * libstdc++, libc++) and not an interpreter's machinery (libpython,
- * `_Py...`, libmozjs, libgjs, libffi).
+ * libstdc++, libc++) and not an interpreter's or a binding's machinery
+ * (libpython, `_Py...`, libmozjs, libgjs, libffi, libgirepository,
+ * PyGObject's `_gi`). In a stack with frames of an
+ * interpreted language (lagwatch_report_get_frame_language() is not
+ * "native"), those frames are the program and the native ones are not:
+ * a Python handler that spends its time in zlib's `deflate()` is the
+ * handler's lag, as its fingerprint says.
  *
  * Returns: %TRUE when frame @index is the program's own code; %FALSE
  *   otherwise or for an index out of range

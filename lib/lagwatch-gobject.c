@@ -27,6 +27,7 @@ lagwatch_frame_copy (const LagWatchFrame *frame)
   copy->build_id = g_strdup (frame->build_id);
   copy->symbol = g_strdup (frame->symbol);
   copy->file = g_strdup (frame->file);
+  copy->language = g_strdup (frame->language);
   return copy;
 }
 
@@ -39,6 +40,7 @@ lagwatch_frame_free (LagWatchFrame *frame)
   g_free (frame->build_id);
   g_free (frame->symbol);
   g_free (frame->file);
+  g_free (frame->language);
   g_free (frame);
 }
 
@@ -58,6 +60,9 @@ lagwatch_report_get_frame_info (LagWatchReport *report, guint index)
   frame->build_id = g_strdup (build_id);
   frame->symbol = g_strdup (symbol);
   frame->file = g_strdup (lagwatch_report_get_frame_location (report, index, &frame->line));
+  frame->language = g_strdup (lagwatch_report_get_frame_language (report, index));
+  frame->inlined = lagwatch_report_get_frame_inlined (report, index);
+  frame->is_program = lagwatch_report_get_frame_is_program (report, index);
   return frame;
 }
 

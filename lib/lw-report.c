@@ -62,10 +62,28 @@ lw_report_frame_is_platform (const LwFrame *frame)
 static gboolean
 lw_report_has_language_frames (const LagWatchReport *report)
 {
-  for (guint i = 0; i < report->n_frames; i++)
-    if (report->frames[i].lang != NULL)
+  return lw_report_frames_interpreted (report->frames, report->n_frames);
+}
+
+/* Any thread. */
+gboolean
+lw_report_frames_interpreted (const LwFrame *frames,
+                              guint          n_frames)
+{
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].lang != NULL)
       return TRUE;
   return FALSE;
+}
+
+/* Any thread. */
+gboolean
+lw_report_frame_is_program_in (const LwFrame *frame,
+                               gboolean       interpreted)
+{
+  if (interpreted)
+    return frame->lang != NULL;
+  return lw_report_frame_is_program (frame);
 }
 
 /* Any thread. Where the function's qualified name starts in @name, after
@@ -100,12 +118,19 @@ lw_report_frame_is_program (const LwFrame *frame)
   static const char *const modules[] = {
     "libstdc++.so", "libc++.so", "libc++abi.so", "libgcc_s.so",
     "libpython", "python3", "libmozjs", "libgjs.so", "libffi.so",
+    /* GObject Introspection's machinery: GJS calls C through it, PyGObject
+     * through its own extension modules. */
+    "libgirepository-", "_gi.", "_gi_cairo.",
   };
   static const char *const functions[] = {
     "std::", "__gnu_cxx::", "__cxxabiv1::", "_Py", "Py",
   };
   const char *base;
 
+  /* Code in an interpreted language is the program's, whatever its file
+   * is called ("python3_tools.py") or its function ("PyLoader.run"). */
+  if (frame->lang != NULL)
+    return TRUE;
   if (lw_report_frame_is_platform (frame))
     return FALSE;
   if (frame->module != NULL)
@@ -213,15 +238,30 @@ lw_report_short_name (const char *name)
 }
 
 /* Any thread. */
+const LwFrame *
+lw_report_program_frame (const LwFrame *frames,
+                         guint          n_frames)
+{
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
+
+  /* The frame the fingerprint starts from: in a Python lag that runs
+   * zlib's deflate(), the Python function, not deflate. */
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
+      return &frames[i];
+  return NULL;
+}
+
+/* Any thread. */
 char *
 lw_report_stack_label (const LwFrame *frames,
                        guint          n_frames)
 {
   g_autofree char *base = NULL;
+  const LwFrame *program = lw_report_program_frame (frames, n_frames);
 
-  for (guint i = 0; i < n_frames; i++)
-    if (frames[i].symbol != NULL && lw_report_frame_is_program (&frames[i]))
-      return lw_report_short_name (frames[i].symbol);
+  if (program != NULL)
+    return lw_report_short_name (program->symbol);
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].symbol != NULL)
       return lw_report_short_name (frames[i].symbol);
@@ -517,6 +557,8 @@ lw_json_ms (GString *out, double ms)
 static void
 lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
 {
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
+
   g_string_append_c (out, '[');
   for (guint i = 0; i < n_frames; i++)
     {
@@ -540,7 +582,11 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
           g_string_append (out, ",\"lang\":");
           lw_json_string (out, frame->lang);
         }
-      g_string_append_printf (out, ",\"inlined\":%s}", frame->inlined ? "true" : "false");
+      g_string_append_printf (out, ",\"inlined\":%s", frame->inlined ? "true" : "false");
+      /* The rule behind the summary's innermost program frame, so that a
+       * reader of the record names the same frame without its own copy. */
+      g_string_append_printf (out, ",\"is_program\":%s}",
+                              lw_report_frame_is_program_in (frame, interpreted) ? "true" : "false");
     }
   g_string_append_c (out, ']');
 }
@@ -1030,7 +1076,8 @@ lagwatch_report_get_frame_is_program (LagWatchReport *report,
                                       guint           index)
 {
   g_return_val_if_fail (report != NULL, FALSE);
-  return index < report->n_frames && lw_report_frame_is_program (&report->frames[index]);
+  return index < report->n_frames
+         && lw_report_frame_is_program_in (&report->frames[index], lw_report_has_language_frames (report));
 }
 
 double

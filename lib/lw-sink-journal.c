@@ -120,17 +120,6 @@ lw_journal_add_message (GPtrArray *fields, const char *text)
                                             text));
 }
 
-/* Any thread. The innermost frame of the program itself (not libc, GLib or
- * lagwatch) that has a name, or NULL. */
-static const LwFrame *
-lw_journal_code_frame (const LagWatchReport *report)
-{
-  for (guint i = 0; i < report->n_frames; i++)
-    if (report->frames[i].symbol != NULL && !lw_report_frame_is_platform (&report->frames[i]))
-      return &report->frames[i];
-  return NULL;
-}
-
 /* Any thread. A number with one decimal, locale-independent. */
 static char *
 lw_journal_ms (const char *name, double ms)
@@ -146,7 +135,9 @@ lw_journal_write (LwJournal *journal, LagWatchReport *report)
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *text = lw_report_to_text_full (report, 0);
   g_autofree char *json = lagwatch_report_to_json (report);
-  const LwFrame *code = lw_journal_code_frame (report);
+  /* The summary's innermost program frame: in a Python lag, the Python
+   * function and its .py file. */
+  const LwFrame *code = lw_report_program_frame (report->frames, report->n_frames);
 
   lw_journal_add_message (fields, text);
   lw_journal_add_kind (fields, report->event);

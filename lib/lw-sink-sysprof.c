@@ -31,24 +31,15 @@ lw_sysprof_mark_name (LagWatchReport *report)
   return g_strcmp0 (report->event, "hang") == 0 ? "hang" : "lag";
 }
 
-/* Reporting thread. The innermost named frame outside libc, GLib and
- * lagwatch, or NULL. */
-static const char *
-lw_sysprof_program_frame (LagWatchReport *report)
-{
-  for (guint i = 0; i < report->n_frames; i++)
-    if (report->frames[i].symbol != NULL && !lw_report_frame_is_platform (&report->frames[i]))
-      return report->frames[i].symbol;
-  return NULL;
-}
-
 /* Reporting thread. The mark's message: the source, the program frame and
  * the duration, "GSource \"name\": function (254.5 ms)" (the source or the
  * function may be missing). */
 static char *
 lw_sysprof_message (LagWatchReport *report)
 {
-  const char *frame = lw_sysprof_program_frame (report);
+  /* The summary's innermost program frame: a Python lag's Python function. */
+  const LwFrame *program = lw_report_program_frame (report->frames, report->n_frames);
+  const char *frame = program != NULL ? program->symbol : NULL;
 
   return g_strdup_printf ("%s%s%s%s%s%.1f ms%s",
                           report->source != NULL ? "GSource \"" : "",

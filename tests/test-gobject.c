@@ -150,6 +150,107 @@ test_report_on_the_creators_context (void)
   g_main_context_unref (f.reports_on);
 }
 
+/* The lag of /gobject/frame/fields: LAG_MS of CPU in a function the
+ * compiler inlines into its caller, a logical frame from debug info. */
+static inline __attribute__ ((always_inline)) void
+spin_inlined (int ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+static LAGGY gboolean
+spin_with_inlined_call (gpointer data)
+{
+  spin_inlined (LAG_MS);
+  __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
+  return G_SOURCE_REMOVE;
+}
+
+/* ::report: this test's thread. Keeps the report of the lag under test. */
+static void
+on_frame_report (LagWatchMonitor *monitor, LagWatchReport *report, gpointer data)
+{
+  LagWatchReport **found = data;
+
+  if (*found == NULL && harness_stack_has (report, "spin_with_inlined_call", NULL))
+    *found = lagwatch_report_ref (report);
+}
+
+/* A frame copied out for GObject Introspection carries what the C API
+ * says of it: language, inlined, the program's; here on a real report
+ * whose stack has an inlined call. */
+static void
+test_frame_fields (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(LagWatchMonitor) monitor = NULL;
+  LagWatchReport *report = NULL;
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+  GSource *source;
+  GSource *timeout;
+  int inlined = -1, caller = -1;
+
+  g_main_context_push_thread_default (context);
+  lagwatch_config_set_threshold_ms (config, 50);
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  monitor = lagwatch_monitor_new (context, config, &error);
+  g_assert_no_error (error);
+  g_signal_connect (monitor, "report", G_CALLBACK (on_frame_report), &report);
+  source = g_timeout_source_new (1);
+  g_source_set_callback (source, spin_with_inlined_call, NULL, NULL);
+  g_source_attach (source, context);
+  g_source_unref (source);
+  /* The deadline wakes the wait even when no report comes. */
+  timeout = g_timeout_source_new ((HARNESS_DEADLINE_US + G_USEC_PER_SEC) / 1000);
+  g_source_set_callback (timeout, wake_lag_thread, NULL, NULL);
+  g_source_attach (timeout, context);
+  while (report == NULL && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (timeout);
+  g_source_unref (timeout);
+  g_assert_nonnull (report);
+
+  for (guint i = 0; i < lagwatch_report_get_n_frames (report); i++)
+    {
+      g_autoptr(LagWatchFrame) frame = lagwatch_report_get_frame_info (report, i);
+
+      g_assert_cmpstr (frame->language, ==, lagwatch_report_get_frame_language (report, i));
+      g_assert_cmpint (frame->inlined, ==, lagwatch_report_get_frame_inlined (report, i));
+      g_assert_cmpint (frame->is_program, ==, lagwatch_report_get_frame_is_program (report, i));
+      if (g_strcmp0 (frame->symbol, "spin_inlined") == 0 && inlined < 0)
+        inlined = (int) i;
+      if (g_strcmp0 (frame->symbol, "spin_with_inlined_call") == 0 && caller < 0)
+        caller = (int) i;
+    }
+  g_assert_cmpint (inlined, >=, 0);
+  g_assert_cmpint (caller, ==, inlined + 1);
+  {
+    g_autoptr(LagWatchFrame) frame = lagwatch_report_get_frame_info (report, (guint) inlined);
+    g_autoptr(LagWatchFrame) outer = lagwatch_report_get_frame_info (report, (guint) caller);
+    LagWatchFrame *copy = g_boxed_copy (LAGWATCH_TYPE_FRAME, frame);
+
+    g_assert_cmpstr (frame->language, ==, "native");
+    g_assert_true (frame->inlined);
+    g_assert_true (frame->is_program);
+    g_assert_false (outer->inlined);
+    g_assert_true (outer->is_program);
+    g_assert_cmpuint (outer->ip, ==, frame->ip);
+    /* The copy owns its own strings. */
+    g_assert_cmpstr (copy->language, ==, "native");
+    g_assert_true (copy->language != frame->language);
+    g_assert_true (copy->inlined && copy->is_program);
+    g_boxed_free (LAGWATCH_TYPE_FRAME, copy);
+  }
+  lagwatch_report_unref (report);
+  lagwatch_monitor_detach (monitor);
+  g_main_context_pop_thread_default (context);
+}
+
 static void
 test_errors (void)
 {
@@ -194,6 +295,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/gobject/monitor/report-on-the-creators-context", test_report_on_the_creators_context);
+  g_test_add_func ("/gobject/frame/fields", test_frame_fields);
   g_test_add_func ("/gobject/monitor/errors", test_errors);
   g_test_add_func ("/gobject/monitor/disabled", test_disabled);
   return g_test_run ();

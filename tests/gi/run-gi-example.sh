@@ -3,14 +3,17 @@
 # GObject Introspection examples (examples/gi-example.py or .js) on a real
 # interpreter against the build's typelib and library, and checks (TAP) that
 # it got one report of its 300 ms freeze, with a stack, emitted on the thread
-# running the loop, and exited 0.
+# running the loop, and exited 0; and that each frame carries its language,
+# inlined flag and program flag (LagWatch.Frame's language, inlined,
+# is_program): the Python example's handler is a Python frame of the
+# program, and the innermost program frame.
 set -u
 interpreter=$1 example=$2 typelib_dir=$3 lib_dir=$4
 
-echo "1..3"
+echo "1..4"
 if ! command -v "$interpreter" > /dev/null; then
   echo "ok 1 # SKIP $interpreter is not installed (scripts/setup-and-test installs it)"
-  echo "ok 2 # SKIP"; echo "ok 3 # SKIP"
+  echo "ok 2 # SKIP"; echo "ok 3 # SKIP"; echo "ok 4 # SKIP"
   exit 0
 fi
 out=$(mktemp "${TMPDIR:-/tmp}/lagwatch-gi.XXXXXX")
@@ -38,4 +41,18 @@ if printf '%s\n' "$header" | grep -q "on the loop's thread: yes\$"; then
   echo "ok 3 - the report signal ran on the thread running the loop"
 else
   echo "not ok 3 - the report signal ran on the thread running the loop"
+fi
+# Every frame line ends with [LANGUAGE(, inlined)(, program)].
+frames=$(grep -E '^  #[0-9]+ ' "$out")
+untagged=$(printf '%s\n' "$frames" | grep -cvE ' \[(native|python|javascript)(, inlined)?(, program)?\]$')
+case "$example" in
+  *.py) want='^  #[0-9]+ +slow_handler \(.*gi-example\.py \+0x0\) \[python, program\]$'
+        where='innermost program frame: slow_handler' ;;
+  *) want=' \[(native|javascript)' where='innermost program frame: ' ;;
+esac
+if [ -n "$frames" ] && [ "$untagged" -eq 0 ] && printf '%s\n' "$frames" | grep -Eq "$want" \
+   && grep -q "^$where" "$out"; then
+  echo "ok 4 - each frame has its language, inlined and program flags; $(grep '^innermost program frame' "$out")"
+else
+  echo "not ok 4 - each frame has its language, inlined and program flags (want a frame matching '$want' and '$where'; $untagged frames without them)"
 fi

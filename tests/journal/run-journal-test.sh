@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-journal-test.sh LAGGER CATALOG LAUNCHER: the journal sink against a real
+# run-journal-test.sh LAGGER CATALOG LAUNCHER PYTHON_LAGGER: the journal sink against a real
 # systemd-journald, and the fleet path (systemd-journal-upload to
 # systemd-journal-remote over loopback HTTP). TAP on stdout.
 #
@@ -38,6 +38,7 @@ fi
 lagger=$1
 catalog=$2
 launcher=$3
+python_lagger=$4
 tmp=$(mktemp -d)
 journald_pid=""
 remote_pid=""
@@ -213,6 +214,30 @@ test_launcher() {
     --arg record "$record" || return 1
 }
 
+# CODE_FUNC, CODE_FILE and CODE_LINE name the summary's innermost program
+# frame: for a PyGObject handler that spends its time in zlib's deflate(),
+# the Python handler and its .py file, as the summary printed at exit.
+test_python_code_frame() {
+  /usr/bin/python3 -c 'import gi' 2> /dev/null || { echo "# SKIP /usr/bin/python3 has no gi"; return 0; }
+  env -u LAGWATCH_OUTPUT ${LW_ASAN_RUNTIME:+LD_PRELOAD=$LW_ASAN_RUNTIME} \
+    ${LW_ASAN_RUNTIME:+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0} LW_TEST_REPORT_FILE="$tmp/python.jsonl" \
+    "$launcher" --output "journal,json:$tmp/python.jsonl,stderr" -- /usr/bin/python3 "$python_lagger" zlib_handler \
+    2> "$tmp/python.err" || { echo "# the launcher failed"; sed 's/^/# /' "$tmp/python.err"; return 1; }
+  record=$(grep -m 1 '^{"event":"lag"' "$tmp/python.jsonl")
+  [ -n "$record" ] || { echo "# no JSON Lines record"; return 1; }
+  id=$(printf '%s' "$record" | jq -r .id)
+  fingerprint=$(printf '%s' "$record" | jq -r .fingerprint)
+  summary=$(sed -n "s/^ *[0-9]* *[0-9.]* *[0-9.]* *$fingerprint  //p" "$tmp/python.err")
+  wait_for 60 has_entries 1 MESSAGE_ID=$LAG_ID LAGWATCH_ID="$id" || { echo "# no lag entry"; return 1; }
+  entry=$(entries MESSAGE_ID=$LAG_ID LAGWATCH_ID="$id" | head -n 1)
+  echo "# summary: $summary; entry: $(printf '%s' "$entry" | jq -c '{CODE_FUNC, CODE_FILE, CODE_LINE}')"
+  expect "$entry" '.CODE_FUNC == "zlib_handler" and .CODE_FUNC == $summary' --arg summary "$summary" || return 1
+  expect "$entry" '
+    ($record | fromjson | [.stack[] | select(.lang == "python")][0]) as $f
+    | .CODE_FILE == $f.file and (.CODE_LINE | tonumber) == $f.line
+  ' --arg record "$record" || return 1
+}
+
 # journalctl -x explains a lag with the installed catalog.
 test_catalog() {
   cp "$catalog" /usr/lib/systemd/catalog/lagwatch.catalog
@@ -285,7 +310,7 @@ test_no_journal_falls_back() {
   falls_back none "no journal here"
 }
 
-echo "1..7"
+echo "1..8"
 if ! start_journald; then
   echo "Bail out! systemd-journald did not start: $(cat "$tmp/journald.log")"
   exit 1
@@ -293,6 +318,7 @@ fi
 run_test /journal/lag-entries test_lag_entries
 run_test /journal/hang-and-killed test_hang_and_killed
 run_test /journal/launcher test_launcher
+run_test /journal/python-code-frame test_python_code_frame
 run_test /journal/catalog test_catalog
 run_test /journal/upload-to-remote test_upload_to_remote
 run_test /journal/refused-falls-back test_refused_falls_back

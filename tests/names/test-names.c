@@ -447,7 +447,7 @@ test_inlined_outputs (void)
   g_assert_nonnull (strstr (text, "demo_window_frobnicate (inlined)"));
   g_assert_nonnull (strstr (text, "window.vala:42"));
   g_assert_nonnull (strstr (text, "_demo_window_frobnicate_gsource_func+0x15"));
-  g_assert_nonnull (strstr (json, "\"line\":42,\"inlined\":true}"));
+  g_assert_nonnull (strstr (json, "\"line\":42,\"inlined\":true,\"is_program\":true}"));
   g_assert_true (lagwatch_report_get_frame_inlined (report, 0));
   g_assert_false (lagwatch_report_get_frame_inlined (report, 1));
   g_assert_false (lagwatch_report_get_frame_inlined (report, 2));

@@ -1,12 +1,14 @@
 #!/bin/sh
-# run-sysprof-test.sh READ_SYSCAP LAG_EXAMPLE: lagwatch for Sysprof, read back
+# run-sysprof-test.sh READ_SYSCAP LAG_EXAMPLE LAUNCHER PYTHON_LAGGER: lagwatch for Sysprof, read back
 # with Sysprof's own reader (read-syscap, linked with libsysprof-capture), TAP.
 #
 # 1. LAGWATCH_OUTPUT=syscap:FILE: the capture holds the process, its maps
 #    (the program's among them), the build-ids as lagwatch metadata, one
 #    "lagwatch" mark per lag of the JSON Lines file beside it (same duration),
 #    and each lag's samples: as many as the record says, on its thread,
-#    within the lag's mark.
+#    within the lag's mark. A PyGObject lag's mark names its Python
+#    function, the summary's innermost program frame, not the C function
+#    it spends its time in (zlib's deflate()).
 # 2. Under sysprof-cli itself (Sysprof's recorder, which hands the program
 #    SYSPROF_CONTROL_FD): every lag is a mark of group "lagwatch" in the
 #    capture Sysprof wrote. Skipped when sysprof-cli is not installed.
@@ -15,6 +17,8 @@
 set -u
 read_syscap=$1
 lag_example=$2
+launcher=$3
+python_lagger=$4
 deadline_s=120
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lagwatch-sysprof-test.XXXXXX")
@@ -25,7 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "1..5"
+echo "1..6"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; }
@@ -105,9 +109,27 @@ else
   sed 's/^/# /' "$tmp/refused.err" | head
 fi
 
+# A Python lag's mark: "GSource "zlib_handler": zlib_handler (300.2 ms)".
+if /usr/bin/python3 -c 'import gi' 2> /dev/null; then
+  env -u LAGWATCH_OUTPUT ${LW_ASAN_RUNTIME:+LD_PRELOAD=$LW_ASAN_RUNTIME} \
+    ${LW_ASAN_RUNTIME:+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0} \
+    LW_TEST_REPORT_FILE="$tmp/python.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
+    "$launcher" --output "syscap:$tmp/python.syscap,json:$tmp/python.jsonl" -- \
+    /usr/bin/python3 "$python_lagger" zlib_handler > /dev/null 2> "$tmp/python.err"
+  message=$("$read_syscap" "$tmp/python.syscap" 2>/dev/null | awk '$1 == "mark" && $5 == "lagwatch"' \
+            | head -n 1 | cut -d' ' -f7-)
+  case "$message" in
+    *": zlib_handler ("*) ok "a Python lag's mark names its Python function: $message" ;;
+    *) fail "a Python lag's mark names its Python function (got: $message)"
+       sed 's/^/# /' "$tmp/python.err" | tail -n 20 ;;
+  esac
+else
+  ok "# SKIP /usr/bin/python3 has no gi (package python3-gi)"
+fi
+
 # 2. Under Sysprof's recorder.
 if ! command -v sysprof-cli > /dev/null; then
-  echo "ok 5 # SKIP sysprof-cli is not installed (Debian package sysprof)"
+  echo "ok 6 # SKIP sysprof-cli is not installed (Debian package sysprof)"
   exit 0
 fi
 LAGWATCH_OUTPUT="json:$tmp/recorded.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
