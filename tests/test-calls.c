@@ -230,6 +230,49 @@ test_tree_unnamed_folded (void)
   lagwatch_report_unref (s.report);
 }
 
+/* A stack with Python frames: the tree is the Python functions, and the
+ * C functions the innermost one called (zlib's deflate); never the
+ * interpreter's frames between them (_PyEval_EvalFrameDefault,
+ * _PyFunction_Vectorcall), as the summary and the fingerprint read it. */
+static void
+test_tree_interpreted (void)
+{
+  static const char *const stacks[] = { "caller _PyFunction_Vectorcall handler _PyEval_EvalFrameDefault deflate" };
+  static const int64_t times[] = { 0, 10 * MS, 20 * MS, 30 * MS };
+  static const guint which[] = { 0, 0, 0, 0 };
+  LwReportStack *stack;
+  Synthetic s;
+  const LwCall *caller, *handler;
+  LwCall *root;
+
+  synthetic_init (&s, stacks, 1, times, which, 4, 35 * MS);
+  stack = &s.report->sampled[0];
+  for (guint i = 0; i < stack->n_frames; i++)
+    {
+      LwFrame *frame = &stack->frames[i];
+
+      frame->ip = 0x10000 * (i + 1) + 4;  /* a function each */
+      if (g_str_has_prefix (frame->symbol, "_Py"))
+        frame->module = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
+      else if (g_str_equal (frame->symbol, "deflate"))
+        frame->module = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+      else if (g_str_equal (frame->symbol, "handler") || g_str_equal (frame->symbol, "caller"))
+        {
+          frame->module = "/app/app.py";
+          frame->lang = "python";
+        }
+    }
+  root = lw_call_tree_from_samples (s.report, 0, 0, 99 * MS);
+  assert_call (root, NULL, 0, 35, 1);
+  caller = root->children->pdata[0];
+  assert_call (caller, "caller", 0, 35, 1);
+  handler = CHILD (caller, 0);
+  assert_call (handler, "handler", 0, 35, 1);
+  assert_call (CHILD (handler, 0), "deflate", 0, 35, 0);
+  lw_call_free (root);
+  lagwatch_report_unref (s.report);
+}
+
 /* The known sequence, lagged for real. Each function records when it
  * began and ended (CLOCK_MONOTONIC, the clock of the report's start_ns). */
 typedef struct
@@ -447,6 +490,7 @@ main (int argc, char **argv)
   g_test_add_func ("/calls/tree/rule", test_tree_rule);
   g_test_add_func ("/calls/tree/call-sites", test_tree_call_sites);
   g_test_add_func ("/calls/tree/unnamed-folded", test_tree_unnamed_folded);
+  g_test_add_func ("/calls/tree/interpreted", test_tree_interpreted);
   g_test_add_func ("/calls/lag/known-sequence", test_lag_known_sequence);
   g_test_add_func ("/calls/lag/depth-setting", test_lag_depth_setting);
   g_test_add_func ("/calls/config/environment", test_config_environment);
