@@ -154,6 +154,8 @@ lw_journal_write (LwJournal *journal, LagWatchReport *report)
   g_ptr_array_add (fields, g_strdup_printf ("LAGWATCH_THRESHOLD_MS=%u", report->threshold_ms));
   if (report->source != NULL)
     g_ptr_array_add (fields, g_strconcat ("LAGWATCH_SOURCE=", report->source, NULL));
+  if (report->source_callback != NULL)
+    g_ptr_array_add (fields, g_strconcat ("LAGWATCH_SOURCE_CALLBACK=", report->source_callback, NULL));
   if (report->phase != NULL)
     g_ptr_array_add (fields, g_strconcat ("LAGWATCH_PHASE=", report->phase, NULL));
   if (report->cpu_ms >= 0)

@@ -31,24 +31,23 @@ lw_sysprof_mark_name (LagWatchReport *report)
   return g_strcmp0 (report->event, "hang") == 0 ? "hang" : "lag";
 }
 
-/* Reporting thread. The mark's message: the source, the program frame and
- * the duration, "GSource \"name\": function (254.5 ms)" (the source or the
- * function may be missing). */
+/* Reporting thread. The mark's message: the source (its name, else its
+ * callback), the program frame and the duration, "GSource \"name\":
+ * function (254.5 ms)" or "callback handler: function (254.5 ms)" (the
+ * source or the function may be missing). */
 static char *
 lw_sysprof_message (LagWatchReport *report)
 {
   /* The summary's innermost program frame: a Python lag's Python function. */
   const LwFrame *program = lw_report_program_frame (report->frames, report->n_frames);
   const char *frame = program != NULL ? program->symbol : NULL;
+  g_autofree char *source = report->source != NULL ? g_strdup_printf ("GSource \"%s\": ", report->source)
+                            : report->source_callback != NULL ? g_strdup_printf ("callback %s: ", report->source_callback)
+                            : g_strdup ("");
 
-  return g_strdup_printf ("%s%s%s%s%s%.1f ms%s",
-                          report->source != NULL ? "GSource \"" : "",
-                          report->source != NULL ? report->source : "",
-                          report->source != NULL ? "\": " : "",
-                          frame != NULL ? frame : "",
-                          report->source != NULL || frame != NULL ? " (" : "",
-                          report->duration_ms,
-                          report->source != NULL || frame != NULL ? ")" : "");
+  if (*source == '\0' && frame == NULL)
+    return g_strdup_printf ("%.1f ms", report->duration_ms);
+  return g_strdup_printf ("%s%s (%.1f ms)", source, frame != NULL ? frame : "", report->duration_ms);
 }
 
 void

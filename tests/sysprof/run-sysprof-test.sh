@@ -109,7 +109,7 @@ else
   sed 's/^/# /' "$tmp/refused.err" | head
 fi
 
-# A Python lag's mark: "GSource "zlib_handler": zlib_handler (300.2 ms)".
+# A Python lag's mark: "callback zlib_handler: zlib_handler (300.2 ms)".
 if /usr/bin/python3 -c 'import gi' 2> /dev/null; then
   env -u LAGWATCH_OUTPUT ${LW_ASAN_RUNTIME:+LD_PRELOAD=$LW_ASAN_RUNTIME} \
     ${LW_ASAN_RUNTIME:+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0} \
@@ -119,7 +119,7 @@ if /usr/bin/python3 -c 'import gi' 2> /dev/null; then
   message=$("$read_syscap" "$tmp/python.syscap" 2>/dev/null | awk '$1 == "mark" && $5 == "lagwatch"' \
             | head -n 1 | cut -d' ' -f7-)
   case "$message" in
-    *": zlib_handler ("*) ok "a Python lag's mark names its Python function: $message" ;;
+    "callback zlib_handler: zlib_handler ("*) ok "a Python lag's mark names its Python function: $message" ;;
     *) fail "a Python lag's mark names its Python function (got: $message)"
        sed 's/^/# /' "$tmp/python.err" | tail -n 20 ;;
   esac
