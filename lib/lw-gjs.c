@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ typedef void *(*LwGjsGetCurrent) (void);
 typedef void *(*LwGjsGetNative) (void *gjs_context);
 typedef void *(*LwGjsGetProfiler) (void *gjs_context);
 typedef void (*LwJsSetStack) (void *cx, void *stack);
-typedef void (*LwJsEnableStack) (void *cx, gboolean enabled);
+typedef void (*LwJsEnableStack) (void *cx, bool enabled);  /* C++ bool */
 
 typedef enum
 {
@@ -132,7 +133,7 @@ lw_gjs_try (void)
   lw_gjs_engine_lo = engine.start;
   lw_gjs_engine_hi = engine.end;
   lw_gjs_set_stack (cx, lw_gjs_stack);
-  lw_gjs_enable_stack (cx, TRUE);
+  lw_gjs_enable_stack (cx, true);
   atomic_store (&lw_gjs_ready, 1);
   return LW_GJS_ON;
 }
