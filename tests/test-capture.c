@@ -1,6 +1,7 @@
-/* test-capture.c: a capture request on a machine too loaded to run its thread
+/* test-capture.c: capture requests, as the watcher makes them
  *
- * A signal sent to a thread that is runnable but waits for a CPU stays
+ * /capture/waits-for-cpu: a request on a machine too loaded to run its
+ * thread. A signal sent to a thread that is runnable but waits for a CPU stays
  * queued until the thread gets one. Giving such a request up after the
  * usual timeout left its signal queued, and every later capture of the
  * same thread found it there and sent nothing ("an earlier signal is
@@ -10,12 +11,21 @@
  * The loaded machine is made on purpose: the target thread runs at
  * SCHED_IDLE on the same single CPU as the test's thread, which keeps that
  * CPU busy while it looks (a SCHED_IDLE thread gets a CPU that a normal
- * thread wants only about once a second). Each case runs in a subprocess.
+ * thread wants only about once a second).
+ *
+ * /capture/loop-status: the loop thread's /proc files, kept open. Before
+ * every signal the watcher reads the thread's syscall and status files.
+ * For the loop thread both stay open and are read again from offset 0
+ * (which regenerates them): what they say must still be the thread's
+ * state now, and follow the context to a new loop thread.
+ *
+ * Each case runs in a subprocess.
  */
 #include <errno.h>
 #include <glib.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +35,8 @@
 #include "lw-watcher.h"
 
 #define CHILD_TIMEOUT_US (90 * G_USEC_PER_SEC)
-/* How long the test sleeps at most for the thread to get a CPU. */
+/* How long the test waits at most for a thread to get a CPU (or a
+ * capture for its handler). */
 #define LONG_WAIT_NS     ((int64_t) 10 * 1000 * LW_NSEC_PER_MSEC)
 
 typedef struct
@@ -66,6 +77,38 @@ hold_cpu (int64_t ns)
     ;
 }
 
+/* A watch on a context of its own, paused: its capture slot is the
+ * test's, which takes captures as the watcher would. */
+typedef struct
+{
+  GMainContext  *context;
+  LagWatch      *watch;
+  LwSnapshot    *snap;
+} PausedWatch;
+
+/* Test thread, in a subprocess. */
+static void
+paused_watch_init (PausedWatch *w)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+
+  lagwatch_config_set_output (config, "none", NULL);
+  w->context = g_main_context_new ();
+  w->snap = lw_snapshot_new (64 * 1024);
+  w->watch = lagwatch_attach_with_config (w->context, config);
+  g_assert_nonnull (w->watch);
+  lagwatch_pause (w->watch);
+}
+
+/* Test thread. */
+static void
+paused_watch_clear (PausedWatch *w)
+{
+  lagwatch_detach (w->watch);
+  g_main_context_unref (w->context);
+  lw_snapshot_free (w->snap);
+}
+
 /* A signal out to a thread that waits for a CPU, past the give-up time:
  * the request stays PENDING (not TIMEOUT), and the stack comes as soon as
  * the thread runs. Asked to give up (give-up time 0), it is given up. */
@@ -74,14 +117,13 @@ test_waits_for_cpu (void)
 {
   if (g_test_subprocess ())
     {
-      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
-      GMainContext *context = g_main_context_new ();
-      LwSnapshot *snap = lw_snapshot_new (64 * 1024);
+      PausedWatch w;
+      LwSnapshot *snap;
+      LagWatch *watch;
       Starved starved = { 0 };
       cpu_set_t allowed;
       gboolean seen_waiting = FALSE;
       GThread *thread;
-      LagWatch *watch;
       gint64 deadline;
       int cpu = 0;
 
@@ -92,10 +134,9 @@ test_waits_for_cpu (void)
       CPU_SET (cpu, &starved.cpu);
       g_assert_cmpint (sched_setaffinity (0, sizeof starved.cpu, &starved.cpu), ==, 0);
 
-      lagwatch_config_set_output (config, "none", NULL);
-      watch = lagwatch_attach_with_config (context, config);
-      g_assert_nonnull (watch);
-      lagwatch_pause (watch);  /* its capture slot is ours */
+      paused_watch_init (&w);
+      watch = w.watch;
+      snap = w.snap;
 
       thread = g_thread_new ("starved", starved_spin, &starved);
       deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
@@ -108,9 +149,7 @@ test_waits_for_cpu (void)
         {
           g_test_skip_printf ("SCHED_IDLE refused: %s", g_strerror (atomic_load (&starved.refused)));
           g_thread_join (thread);
-          lagwatch_detach (watch);
-          g_main_context_unref (context);
-          lw_snapshot_free (snap);
+          paused_watch_clear (&w);
           return;
         }
 
@@ -163,9 +202,161 @@ test_waits_for_cpu (void)
 
       atomic_store (&starved.stop, 1);
       g_thread_join (thread);
-      lagwatch_detach (watch);
-      g_main_context_unref (context);
-      lw_snapshot_free (snap);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+enum { COMMAND_NONE, COMMAND_BLOCK, COMMAND_UNBLOCK };
+
+/* A loop thread: runs the context once (the watch adopts it), then spins,
+ * changing its own signal mask when told. */
+typedef struct
+{
+  GMainContext *context;
+  _Atomic int   tid;      /* set once adopted and spinning */
+  _Atomic int   command;  /* COMMAND_*, back to NONE once done */
+  _Atomic int   stop;
+} LoopThread;
+
+/* The loop thread. */
+static gpointer
+loop_thread_main (gpointer data)
+{
+  LoopThread *loop = data;
+
+  while (g_main_context_iteration (loop->context, FALSE))
+    ;
+  atomic_store (&loop->tid, gettid ());
+  while (!atomic_load (&loop->stop))
+    {
+      int command = atomic_load (&loop->command);
+
+      if (command != COMMAND_NONE)
+        {
+          sigset_t set;
+
+          sigemptyset (&set);
+          sigaddset (&set, lw_capture_get_signal ());
+          pthread_sigmask (command == COMMAND_BLOCK ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+          atomic_store (&loop->command, COMMAND_NONE);
+        }
+    }
+  return NULL;
+}
+
+/* Test thread. */
+static GThread *
+loop_thread_start (LoopThread *loop, GMainContext *context)
+{
+  GThread *thread;
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  loop->context = context;
+  thread = g_thread_new ("loop", loop_thread_main, loop);
+  while (atomic_load (&loop->tid) == 0)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (1000);
+    }
+  return thread;
+}
+
+/* Test thread. */
+static void
+loop_thread_tell (LoopThread *loop, int command)
+{
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  atomic_store (&loop->command, command);
+  while (atomic_load (&loop->command) != COMMAND_NONE)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (1000);
+    }
+}
+
+/* Test thread. One capture of the watch's loop thread, as the watcher
+ * takes one. */
+static LwCaptureResult
+capture_loop_thread (LagWatch *watch, LwSnapshot *snap)
+{
+  LwSlot *slot = watch->slot;
+
+  return lw_capture_take_thread (slot, atomic_load (&slot->loop_tid), 0, slot->loop_stack_lo,
+                                 slot->loop_stack_hi, snap, LONG_WAIT_NS);
+}
+
+/* Test thread. TRUE when the process has thread @tid's status file open. */
+static gboolean
+status_file_open (pid_t tid)
+{
+  g_autofree char *wanted = g_strdup_printf ("/proc/%d/task/%d/status", (int) getpid (), (int) tid);
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *entry;
+
+  g_assert_nonnull (dir);
+  while ((entry = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_build_filename ("/proc/self/fd", entry, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+
+      if (g_strcmp0 (target, wanted) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Captures of the loop thread keep its status file open, and read it
+ * again each time: a mask changed since shows at once (BLOCKED, then OK
+ * again). When another thread becomes the loop thread, its own file is
+ * read, and the first thread's is closed. */
+static void
+test_loop_status (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread first = { 0 }, second = { 0 };
+      PausedWatch w;
+      LwSnapshot *snap;
+      LagWatch *watch;
+      GMainContext *context;
+      GThread *thread;
+      pid_t first_tid;
+
+      paused_watch_init (&w);
+      watch = w.watch;
+      snap = w.snap;
+      context = w.context;
+
+      thread = loop_thread_start (&first, context);
+      first_tid = atomic_load (&first.tid);
+      g_assert_cmpint (atomic_load (&watch->slot->loop_tid), ==, first_tid);
+      g_assert_cmpint (capture_loop_thread (watch, snap), ==, LW_CAPTURE_OK);
+      g_assert_true (status_file_open (first_tid));
+
+      loop_thread_tell (&first, COMMAND_BLOCK);
+      g_assert_cmpint (capture_loop_thread (watch, snap), ==, LW_CAPTURE_BLOCKED);
+      loop_thread_tell (&first, COMMAND_UNBLOCK);
+      g_assert_cmpint (capture_loop_thread (watch, snap), ==, LW_CAPTURE_OK);
+      atomic_store (&first.stop, 1);
+      g_thread_join (thread);
+
+      /* A new loop thread, which blocks the signal from the start: its
+       * own file says so, not the first thread's. */
+      thread = loop_thread_start (&second, context);
+      g_assert_cmpint (atomic_load (&watch->slot->loop_tid), ==, atomic_load (&second.tid));
+      loop_thread_tell (&second, COMMAND_BLOCK);
+      g_assert_cmpint (capture_loop_thread (watch, snap), ==, LW_CAPTURE_BLOCKED);
+      g_assert_true (status_file_open (atomic_load (&second.tid)));
+      g_assert_false (status_file_open (first_tid));
+      loop_thread_tell (&second, COMMAND_UNBLOCK);
+      g_assert_cmpint (capture_loop_thread (watch, snap), ==, LW_CAPTURE_OK);
+      atomic_store (&second.stop, 1);
+      g_thread_join (thread);
+      paused_watch_clear (&w);
       return;
     }
   g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
@@ -178,6 +369,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
+  g_test_add_func ("/capture/loop-status", test_loop_status);
 
   return g_test_run ();
 }
