@@ -1,9 +1,12 @@
-/* test-exit.c: a lag the program exits in
+/* test-exit.c: a lag the program exits in, or right after
  *
  * A handler that freezes the loop and then calls exit() (a "Quit" that
  * saves for too long) never returns to the loop: the lag never ends. It is
  * reported at exit, as still running, like a lag in progress at detach,
- * instead of being lost with the process.
+ * instead of being lost with the process. A lag that ends (the loop is
+ * back in poll) right before the program quits its loop and returns from
+ * main() is reported whole: the watcher may not have looked again since
+ * it ended (it samples every 10 ms), and exit must not outrun it.
  *
  * Each test runs in a subprocess: it attaches with JSON output to a file,
  * and its handler spins until the watcher has followed the lag long enough
@@ -41,60 +44,103 @@ hang_written (void)
   return FALSE;
 }
 
-/* Loop thread: freezes the loop until the hang is on record, then exits
- * from inside the dispatch. */
+static GMainLoop *loop;
+
+/* Loop thread: the next iteration, after the lag ended in poll. */
 static gboolean
-freeze_then_exit (gpointer data)
+quit (gpointer data)
+{
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* Loop thread: freezes the loop until the hang is on record; then exits
+ * from inside the dispatch (@data set), or returns to the loop, which
+ * quits at its next iteration. */
+static gboolean
+freeze (gpointer data)
 {
   gint64 deadline = g_get_monotonic_time () + WAIT_US;
 
   while (!hang_written ())
     if (g_get_monotonic_time () > deadline)
       exit (3);
-  exit (0);
+  if (data != NULL)
+    exit (0);
+  g_idle_add (quit, NULL);
+  return G_SOURCE_REMOVE;
 }
 
+/* Subprocess: one frozen dispatch; returns once the loop quits (then the
+ * test program exits). */
 static void
-child_exit_in_lag (void)
+child_freeze (gboolean exit_inside)
 {
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
   g_autofree char *output = g_strdup_printf ("json:%s,stderr", json_path);
-  GMainLoop *loop = g_main_loop_new (NULL, FALSE);
 
+  loop = g_main_loop_new (NULL, FALSE);
   lagwatch_config_set_threshold_ms (config, 50);
   lagwatch_config_set_hang_ms (config, HANG_MS);
   g_assert_true (lagwatch_config_set_output (config, output, NULL));
   g_assert_nonnull (lagwatch_attach_with_config (NULL, config));
-  g_timeout_add (10, freeze_then_exit, NULL);
+  g_timeout_add (10, freeze, exit_inside ? GINT_TO_POINTER (1) : NULL);
   g_main_loop_run (loop);
 }
 
+/* The one lag record of the JSON file, which must hold each of @wanted
+ * (NULL-terminated). */
 static void
-test_exit_in_lag (void)
+assert_one_lag (const char *const *wanted)
 {
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
   guint lags = 0;
 
-  if (g_test_subprocess ())
-    {
-      child_exit_in_lag ();
-      return;
-    }
-  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_passed ();
-  g_test_trap_assert_stderr ("*lagwatch: lag still running at exit, after *");
   g_assert_true (g_file_get_contents (json_path, &text, NULL, NULL));
   lines = g_strsplit (text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     if (strstr (lines[i], "\"event\":\"lag\"") != NULL)
       {
         g_test_message ("%s", lines[i]);
-        g_assert_nonnull (strstr (lines[i], "\"complete\":false"));
-        g_assert_nonnull (strstr (lines[i], "\"stopped_by\":\"exit\""));
+        for (guint k = 0; wanted[k] != NULL; k++)
+          g_assert_nonnull (strstr (lines[i], wanted[k]));
         lags++;
       }
   g_assert_cmpuint (lags, ==, 1);
+}
+
+static void
+test_exit_in_lag (void)
+{
+  static const char *const wanted[] = { "\"complete\":false", "\"stopped_by\":\"exit\"", NULL };
+
+  if (g_test_subprocess ())
+    {
+      child_freeze (TRUE);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: lag still running at exit, after *");
+  assert_one_lag (wanted);
+}
+
+static void
+test_exit_after_lag (void)
+{
+  static const char *const wanted[] = { "\"complete\":true", NULL };
+
+  if (g_test_subprocess ())
+    {
+      child_freeze (FALSE);
+      return;
+    }
+  g_unlink (json_path);
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: lag of *");
+  assert_one_lag (wanted);
 }
 
 int
@@ -113,6 +159,7 @@ main (int argc, char **argv)
   else
     json_path = g_strdup (g_getenv ("LW_TEST_EXIT_JSON"));
   g_test_add_func ("/exit/lag-in-progress", test_exit_in_lag);
+  g_test_add_func ("/exit/lag-just-ended", test_exit_after_lag);
   status = g_test_run ();
   if (!g_test_subprocess ())
     g_unlink (json_path);
