@@ -1,14 +1,11 @@
 /* lw-dispatch.c: the probe that finds GLib's per-thread dispatch record */
 #include "lw-dispatch.h"
 
-#include "lw-modules.h"
-
 #include <limits.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "lw-modules.h"
 #include "lw-python.h"
 
 /* GLib's gmain.c (2.40 onwards): struct _GMainDispatch { gint depth; GSource *source; } */
@@ -17,15 +14,6 @@ typedef struct
   gint     depth;
   GSource *source;
 } LwGMainDispatch;
-
-gboolean
-lw_dispatch_peek (uintptr_t addr, void *buf, size_t len)
-{
-  struct iovec local = { buf, len };
-  struct iovec remote = { (void *) addr, len };
-
-  return syscall (SYS_process_vm_readv, getpid (), &local, 1UL, &remote, 1UL, 0UL) == (ssize_t) len;
-}
 
 /* GLib's gmain.c: the callback data of a source whose callback was set by
  * g_source_set_callback() (g_timeout_add, g_idle_add, and PyGObject's
@@ -54,7 +42,7 @@ lw_dispatch_probe (gpointer data)
       LwGMainDispatch record;
 
       if (value == NULL || ((uintptr_t) value & (sizeof (void *) - 1)) != 0
-          || !lw_dispatch_peek ((uintptr_t) value, &record, sizeof record))
+          || !lw_modules_read_memory ((uintptr_t) value, &record, sizeof record))
         continue;
       if (record.depth == depth && record.source == self)
         {
@@ -131,32 +119,19 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
 
   memset (info, 0, sizeof *info);
   if (record_addr == 0 || atomic_load (&slot->dispatch_tid) != atomic_load (&slot->loop_tid)
-      || !lw_dispatch_peek (record_addr, &record, sizeof record))
+      || !lw_modules_read_memory (record_addr, &record, sizeof record))
     return FALSE;
   if (record.depth <= 0 || record.source == NULL)
     return TRUE;
-  if (!lw_dispatch_peek ((uintptr_t) record.source, &source, sizeof source))
+  if (!lw_modules_read_memory ((uintptr_t) record.source, &source, sizeof source))
     return FALSE;
   info->dispatching = TRUE;
   info->priority = source.priority;
   if (source.name != NULL)
     {
-      /* Page by page up to the terminator: the string may end just before
-       * an unmapped page. */
-      gsize got = 0;
-
-      while (got < sizeof info->name - 1)
-        {
-          uintptr_t at = (uintptr_t) source.name + got;
-          gsize chunk = MIN (sizeof info->name - 1 - got, 4096 - (at & 4095));
-
-          if (!lw_dispatch_peek (at, info->name + got, chunk))
-            return FALSE;
-          if (memchr (info->name + got, '\0', chunk) != NULL)
-            break;
-          got += chunk;
-        }
-      info->name[sizeof info->name - 1] = '\0';
+      /* A name longer than the room is cut, not refused. */
+      if (!lw_modules_read_string ((uintptr_t) source.name, info->name, sizeof info->name, NULL))
+        return FALSE;
       info->named = TRUE;
     }
   else

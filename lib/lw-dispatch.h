@@ -61,10 +61,4 @@ gboolean lw_dispatch_describe_callback (uintptr_t  func,
                                         char      *name,
                                         gsize      size);
 
-/* Any thread, async-signal-safe. Copies @len bytes at @addr of this process
- * into @buf through the kernel: an unmapped address fails, never faults. */
-gboolean lw_dispatch_peek (uintptr_t addr,
-                           void     *buf,
-                           size_t    len);
-
 G_END_DECLS

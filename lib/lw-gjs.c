@@ -265,28 +265,6 @@ lw_gjs_parse_label (const char *text, char **name, char **file, guint *line)
   return TRUE;
 }
 
-/* Watcher thread. Copies the NUL-terminated string at @addr into @buf;
- * FALSE when it cannot be read or is longer than @size - 1. */
-static gboolean
-lw_gjs_read_string (uintptr_t addr, char *buf, gsize size)
-{
-  gsize have = 0;
-
-  while (have + 1 < size)
-    {
-      /* Never read across a page the string may not reach. */
-      gsize page_left = 4096 - ((addr + have) & 4095);
-      gsize chunk = MIN (page_left, size - 1 - have);
-
-      if (!lw_modules_read_memory (addr + have, buf + have, chunk))
-        return FALSE;
-      if (memchr (buf + have, '\0', chunk) != NULL)
-        return TRUE;
-      have += chunk;
-    }
-  return FALSE;
-}
-
 /* Watcher thread. TRUE when @ip is SpiderMonkey's: in libmozjs, or JIT
  * code (in no module). */
 static gboolean
@@ -327,6 +305,7 @@ lw_gjs_read_frames (LwJsRead *reads)
     {
       g_autofree char *name = NULL, *file = NULL;
       uintptr_t text = frames[i].dynamic_string;
+      gboolean whole;
       guint line;
 
       if (frames[i].flags_and_category & LW_JS_FRAME_IS_SP_MARKER)
@@ -341,7 +320,7 @@ lw_gjs_read_frames (LwJsRead *reads)
         continue;
       /* A frame that cannot be named ends the read: a stack may lack its
        * JavaScript frames, it never shows a wrong one. */
-      if (!lw_gjs_read_string (text, label, sizeof label)
+      if (!lw_modules_read_string (text, label, sizeof label, &whole) || !whole
           || !lw_gjs_parse_label (label, &name, &file, &line))
         return 0;
       reads[out].tag = lw_lang_frame_intern (LW_LANG_JS, name, file, line);

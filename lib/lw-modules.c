@@ -644,7 +644,8 @@ lw_modules_copy_memory (uintptr_t addr,
   if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
     {
       g_message ("process_vm_readv() on this process fails (%s); lagwatch reads no "
-                 "unwind tables, so stacks hold only their innermost frame",
+                 "unwind tables, source names or interpreter frames, so stacks hold only "
+                 "their innermost frame",
                  g_strerror (errno));
       g_once_init_leave (&refused, 1);
     }
@@ -658,6 +659,34 @@ lw_modules_read_memory (uintptr_t addr,
                         size_t    len)
 {
   return lw_modules_copy_memory (addr, buf, len) == (ssize_t) len;
+}
+
+/* Any thread, normal context. */
+gboolean
+lw_modules_read_string (uintptr_t addr, char *buf, gsize size, gboolean *whole)
+{
+  gsize got = 0;
+
+  g_return_val_if_fail (size > 0, FALSE);
+  buf[size - 1] = '\0';
+  while (got < size - 1)
+    {
+      uintptr_t at = addr + got;
+      gsize chunk = MIN (size - 1 - got, 4096 - (at & 4095));
+
+      if (!lw_modules_read_memory (at, buf + got, chunk))
+        return FALSE;
+      if (memchr (buf + got, '\0', chunk) != NULL)
+        {
+          if (whole != NULL)
+            *whole = TRUE;
+          return TRUE;
+        }
+      got += chunk;
+    }
+  if (whole != NULL)
+    *whole = FALSE;
+  return TRUE;
 }
 
 /* Any thread, normal context. */

@@ -71,6 +71,17 @@ gboolean lw_modules_read_memory         (uintptr_t  addr,
                                          void      *buf,
                                          size_t     len);
 
+/* Any thread, normal context. Copies the NUL-terminated string at @addr
+ * into @buf (@size bytes, at least 1), through lw_modules_read_memory()
+ * page by page, so that a string ending just before an unmapped page is
+ * read. @buf is always terminated: a string longer than @size - 1 bytes is
+ * cut there, and *@whole (when not NULL) says whether it was not. FALSE
+ * when the memory before the terminator (or the cut) cannot be read. */
+gboolean lw_modules_read_string         (uintptr_t  addr,
+                                         char      *buf,
+                                         gsize      size,
+                                         gboolean  *whole);
+
 /* A copy of a few bytes of module memory, refilled on a miss, so that a
  * parser reading a record a few bytes at a time makes one system call per
  * record rather than one per field. Zero-initialise it before use. */

@@ -4,10 +4,19 @@
  * "file:line:col" (anonymous) or "file" (a script's top level); GJS's
  * module files are often resource:// URIs, whose colons must not be taken
  * for the line's. Anything else is refused, never half-read.
+ *
+ * The descriptions are read from the engine's memory with
+ * lw_modules_read_string(): a string that ends just before an unmapped
+ * page is read whole, one that runs into it is refused, one longer than
+ * the room is cut and said to be.
  */
 #include <glib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "lw-gjs.h"
+#include "lw-modules.h"
 
 typedef struct
 {
@@ -55,10 +64,41 @@ test_parse_label (void)
     }
 }
 
+static void
+test_read_string (void)
+{
+  long page = sysconf (_SC_PAGESIZE);
+  char *map = mmap (NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *edge, buf[64];
+  gboolean whole = FALSE;
+
+  g_assert_true (map != MAP_FAILED);
+  g_assert_cmpint (mprotect (map + page, page, PROT_NONE), ==, 0);
+  /* "f (a.js:1:1)" and its terminator, the last bytes before the hole. */
+  edge = map + page - 13;
+  memcpy (edge, "f (a.js:1:1)", 13);
+  g_assert_true (lw_modules_read_string ((uintptr_t) edge, buf, sizeof buf, &whole));
+  g_assert_true (whole);
+  g_assert_cmpstr (buf, ==, "f (a.js:1:1)");
+
+  /* No terminator before the hole. */
+  edge[12] = 'x';
+  g_assert_false (lw_modules_read_string ((uintptr_t) edge, buf, sizeof buf, &whole));
+
+  /* Longer than the room: cut, and said to be. */
+  memset (map, 'y', 100);
+  map[100] = '\0';
+  g_assert_true (lw_modules_read_string ((uintptr_t) map, buf, 10, &whole));
+  g_assert_false (whole);
+  g_assert_cmpstr (buf, ==, "yyyyyyyyy");
+  munmap (map, 2 * page);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/gjs/parse-label", test_parse_label);
+  g_test_add_func ("/gjs/read-string", test_read_string);
   return g_test_run ();
 }
