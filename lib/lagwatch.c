@@ -116,16 +116,23 @@ lw_atfork_child (void)
   g_mutex_unlock (&lw_lock);
 }
 
+/* Any thread. TRUE when *@table (lw_watches or lw_inherited) holds @watch. */
+static gboolean
+lw_watch_listed (GHashTable *const *table, LagWatch *watch)
+{
+  gboolean listed;
+
+  g_mutex_lock (&lw_lock);
+  listed = *table != NULL && g_hash_table_contains (*table, watch);
+  g_mutex_unlock (&lw_lock);
+  return listed;
+}
+
 /* Any thread. TRUE for a watch of the parent, in a child of fork(). */
 static gboolean
 lw_watch_is_inherited (LagWatch *watch)
 {
-  gboolean inherited;
-
-  g_mutex_lock (&lw_lock);
-  inherited = lw_inherited != NULL && g_hash_table_contains (lw_inherited, watch);
-  g_mutex_unlock (&lw_lock);
-  return inherited;
+  return lw_watch_listed (&lw_inherited, watch);
 }
 
 /* Attaching thread. Reports the hangs earlier runs of this program were
@@ -362,12 +369,7 @@ lagwatch_detach (LagWatch *watch)
 static gboolean
 lw_watch_is_live (LagWatch *watch)
 {
-  gboolean live;
-
-  g_mutex_lock (&lw_lock);
-  live = lw_watches != NULL && g_hash_table_contains (lw_watches, watch);
-  g_mutex_unlock (&lw_lock);
-  return live;
+  return lw_watch_listed (&lw_watches, watch);
 }
 
 gboolean
