@@ -1,49 +1,100 @@
 # common.sh: sourced by the scripts in this folder. Installs what the build
-# and the tests need (Debian 12 package names) and configures a build dir.
+# and the tests need (on Debian 12, 13 and unstable) and configures a build dir.
 
 LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
-# Build: compilers, meson, the three libraries of the design card (+ libdw,
-# used from the symbolization work on, and zlib for debug files' CRC-32).
-# Tests: json-glib to read JSON Lines, binutils for nm/objcopy/readelf,
-# libc6-dbg for glibc's static functions.
-# The GTK 4 demo; its test and run-demo without a display: Xvfb, xauth,
-# xdotool, ImageMagick (screenshots), jq (JSON Lines). The launcher's test
-# runs gtk4-widget-factory (gtk-4-examples); the overhead benchmark counts
-# instructions with valgrind's callgrind. The fuzz targets (scripts/run-fuzz)
-# need clang and its runtimes (libFuzzer, ASan, UBSan). lagwatch-report runs on python3
-# (stdlib only) and names frames offline with eu-addr2line (elfutils); its
-# HTML is tested in headless chromium; it reads journal files (as
-# systemd-journal-remote writes them) with journalctl. The journal sink: libsystemd's
-# header (the library is dlopen()ed); its test runs systemd-journald,
-# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2).
-LW_PACKAGES="gcc g++ meson ninja-build pkg-config binutils
-  libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev
-  libjson-glib-dev libc6-dbg libiberty-dev rustc
-  libgtk-4-dev gir1.2-gtk-4.0 xvfb xauth xdotool imagemagick jq gtk-4-examples libgtk-4-1 valgrind
-  clang libclang-rt-14-dev
-  python3 elfutils chromium systemd-journal-remote libsysprof-4-dev sysprof
-  libsystemd-dev systemd iproute2
+# The demo alone (scripts/run-demo): the compilers, meson, the libraries of
+# the design card (+ libdw for file:line, zlib for debug files' CRC-32,
+# libsystemd's header for the journal sink), GTK 4, and to run it without a
+# display Xvfb, xauth, xdotool and ImageMagick (screenshots).
+LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
+  libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev libsystemd-dev
+  libgtk-4-dev xvfb xauth xdotool imagemagick"
+
+# The whole suite, beyond the demo's: json-glib to read JSON Lines, binutils
+# for nm/objcopy/readelf, libc6-dbg for glibc's static functions, rustc and
+# g++ for the name tests, gtk4-widget-factory (gtk-4-examples) for the
+# launcher's test, jq, valgrind's callgrind for the overhead benchmark, clang
+# and its runtimes for the fuzz targets (libFuzzer, ASan, UBSan),
+# lagwatch-report on python3 (stdlib only) naming frames offline with
+# eu-addr2line (elfutils), its HTML tested in headless chromium, journal files
+# read with journalctl; the journal sink's test runs systemd-journald,
+# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
+# GI bindings with python3-gi and gjs; Sysprof's capture library and reader.
+# The names that differ between releases come from lw_release_packages.
+LW_TEST_PACKAGES="g++ binutils libjson-glib-dev libc6-dbg libiberty-dev rustc
+  gir1.2-gtk-4.0 jq gtk-4-examples libgtk-4-1 valgrind clang
+  python3 elfutils chromium systemd-journal-remote sysprof systemd iproute2
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
-# lw_ensure_packages: installs the missing packages when root; otherwise
-# prints the apt-get line and stops.
-lw_ensure_packages() {
-  missing=""
-  for package in $LW_PACKAGES; do
-    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-      missing="$missing $package"
+# lw_codename: the Debian release this machine runs (sid calls itself by
+# the name of the next release, as its os-release does).
+lw_codename() {
+  (. /etc/os-release && echo "${VERSION_CODENAME:-unknown}")
+}
+
+# lw_release_packages: the packages whose names changed between releases,
+# read from apt's lists when they have them, else from the release's name.
+#  - clang's runtimes (libFuzzer, sanitizers) are versioned with clang:
+#    libclang-rt-14-dev on Debian 12, -19- on 13, clang's own version after.
+#  - Sysprof's capture library: libsysprof-4-dev on Debian 12,
+#    libsysprof-capture-4-dev from 13 on.
+lw_release_packages() {
+  clang=$(apt-cache depends clang 2> /dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  if [ -z "$clang" ]; then
+    case $(lw_codename) in
+      bookworm) clang=14 ;;
+      *) clang=19 ;;
+    esac
+  fi
+  if apt-cache show libsysprof-capture-4-dev > /dev/null 2>&1; then
+    sysprof=libsysprof-capture-4-dev
+  elif apt-cache show libsysprof-4-dev > /dev/null 2>&1; then
+    sysprof=libsysprof-4-dev
+  else
+    case $(lw_codename) in
+      bookworm) sysprof=libsysprof-4-dev ;;
+      *) sysprof=libsysprof-capture-4-dev ;;
+    esac
+  fi
+  echo "libclang-rt-$clang-dev $sysprof"
+}
+
+# lw_missing PACKAGES...: those not installed.
+lw_missing() {
+  for package in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed"; then
+      printf ' %s' "$package"
     fi
   done
+}
+
+# lw_ensure_packages [--demo]: installs the missing packages (the demo's
+# only, with --demo) when root; otherwise prints the commands that install
+# them and stops.
+lw_ensure_packages() {
+  scope=${1:-all}
+  # shellcheck disable=SC2086
+  if [ "$scope" = --demo ]; then
+    missing=$(lw_missing $LW_DEMO_PACKAGES)
+  else
+    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $(lw_release_packages))
+  fi
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
     echo "lagwatch needs these Debian packages:$missing"
-    echo "install them, then run this again:"
-    echo "  sudo apt-get install --no-install-recommends$missing"
+    echo "install them (as root, or with sudo), then run this again:"
+    echo "  sudo sh -c 'apt-get update && apt-get install --no-install-recommends$missing'"
     exit 1
   fi
   echo "installing:$missing"
   apt-get update -q
+  if [ "$scope" != --demo ]; then
+    # Now that apt's lists are fresh, the release's own names.
+    # shellcheck disable=SC2086
+    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $(lw_release_packages))
+  fi
+  # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 }
 
