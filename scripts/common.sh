@@ -5,11 +5,12 @@ LW_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 # The demo alone (scripts/run-demo): the compilers, meson, the libraries of
 # the design card (+ libdw for file:line, zlib for debug files' CRC-32,
-# libsystemd's header for the journal sink), GTK 4, and to run it without a
+# libsystemd's header for the journal sink, libiberty for Rust names), GTK 4
+# and json-glib, and to run it without a
 # display Xvfb, xauth, xdotool and ImageMagick (screenshots).
 LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
   libglib2.0-dev libunwind-dev libunwind8 libelf-dev libdw-dev zlib1g-dev libsystemd-dev
-  libgtk-4-dev xvfb xauth xdotool imagemagick"
+  libiberty-dev libjson-glib-dev libgtk-4-dev xvfb xauth xdotool imagemagick"
 
 # The whole suite, beyond the demo's: json-glib to read JSON Lines, binutils
 # for nm/objcopy/readelf, libc6-dbg for glibc's static functions, rustc and
@@ -22,7 +23,7 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
 # GI bindings with python3-gi and gjs; Sysprof's capture library and reader.
 # The names that differ between releases come from lw_release_packages.
-LW_TEST_PACKAGES="g++ binutils libjson-glib-dev libc6-dbg libiberty-dev rustc
+LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples libgtk-4-1 valgrind clang
   python3 elfutils chromium systemd-journal-remote sysprof systemd iproute2
   gobject-introspection libgirepository1.0-dev python3-gi gjs"

@@ -259,8 +259,12 @@ test_qsort_stack (void)
   comparator = frame_with_prefix (report, "compare_slowly");
 #if defined(__SANITIZE_ADDRESS__)
   /* AddressSanitizer replaces qsort_r with its own interceptor and
-   * comparator wrapper: glibc's sorting frames are not on this stack. */
+   * comparator wrapper: glibc's sorting frames are not on this stack. The
+   * interceptor is __interceptor_qsort up to gcc 13's runtime,
+   * ___interceptor_qsort from gcc 14's. */
   sort = frame_with_prefix (report, "__interceptor_qsort");
+  if (sort < 0)
+    sort = frame_with_prefix (report, "___interceptor_qsort");
 #else
   sort = frame_with_prefix (report, "qsort");
 #endif
