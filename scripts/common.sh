@@ -15,7 +15,8 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # The whole suite, beyond the demo's: json-glib to read JSON Lines, binutils
 # for nm/objcopy/readelf, libc6-dbg for glibc's static functions, rustc and
 # g++ for the name tests, gtk4-widget-factory (gtk-4-examples) for the
-# launcher's test, jq, valgrind's callgrind for the overhead benchmark, clang
+# launcher's test (from GTK 4.24 it aborts without GStreamer's playbin3:
+# gstreamer1.0-plugins-base), jq, valgrind's callgrind for the overhead benchmark, clang
 # and its runtimes for the fuzz targets (libFuzzer, ASan, UBSan),
 # lagwatch-report on python3 (stdlib only) naming frames offline with
 # eu-addr2line (elfutils), its HTML tested in headless chromium, journal files
@@ -24,7 +25,7 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # GI bindings with python3-gi and gjs; Sysprof's capture library and reader.
 # The names that differ between releases come from lw_release_packages.
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
-  gir1.2-gtk-4.0 jq gtk-4-examples libgtk-4-1 valgrind clang
+  gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
   python3 elfutils chromium systemd-journal-remote sysprof systemd iproute2
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
