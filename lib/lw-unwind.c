@@ -328,8 +328,10 @@ lw_unwinder_row (LwUnwinder *unwinder, uintptr_t pc)
 }
 
 /* Watcher thread. Steps @state to the caller's frame with @row, as
- * libunwind's DWARF step does, checks in the same order: the caller's stack
- * pointer is the CFA, a register without a rule keeps its value, an
+ * libgcc's unwinder and libunwind 1.8's DWARF step do, checks in the same
+ * order: the caller's stack pointer is the CFA unless the rules save it
+ * (glibc's context-switching code restores rsp from a ucontext: CFA = rdx,
+ * rsp at CFA+160), a register without a rule keeps its value, an
  * undefined return address marks the outermost frame, and so does an
  * undefined frame pointer (the x86-64 ABI's convention). A saved register
  * that cannot be read is only an error if it is the return address. */
@@ -354,8 +356,11 @@ lw_unwind_apply_row (const LwCfiRow *row, LwWalk *walk, LwRegState *state)
       else
         caller.valid |= 1u << r;
     }
-  caller.regs[LW_REG_RSP] = cfa;
-  caller.valid |= 1u << LW_REG_RSP;
+  if (row->saved[LW_REG_RSP] == LW_CFI_SAME || row->saved[LW_REG_RSP] == LW_CFI_UNDEFINED)
+    {
+      caller.regs[LW_REG_RSP] = cfa;
+      caller.valid |= 1u << LW_REG_RSP;
+    }
   if (!(caller.valid & (1u << LW_REG_RIP))
       || (caller.regs[LW_REG_RIP] == state->regs[LW_REG_RIP] && cfa == state->regs[LW_REG_RSP]))
     return LW_STEP_FAIL;  /* unreadable, or a frame that returns to itself */

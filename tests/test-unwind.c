@@ -193,7 +193,18 @@ print_stack (const char *label, const uintptr_t *ips, guint n, gboolean truncate
   GString *text = g_string_new (NULL);
 
   for (guint i = 0; i < n; i++)
-    g_string_append_printf (text, " %#" G_GINTPTR_MODIFIER "x", (guintptr) ips[i]);
+    {
+      LwModule *module = lw_modules_ref_module (ips[i]);
+
+      g_string_append_printf (text, " %#" G_GINTPTR_MODIFIER "x", (guintptr) ips[i]);
+      if (module != NULL)
+        {
+          g_string_append_printf (text, " (%s+%#" G_GINTPTR_MODIFIER "x)",
+                                  lw_module_get_path (module),
+                                  (guintptr) (ips[i] - lw_module_get_bias (module)));
+          lw_module_unref (module);
+        }
+    }
   g_test_message ("%s (%u frames%s):%s", label, n, truncated ? ", truncated" : "", text->str);
   g_string_free (text, TRUE);
 }
@@ -298,6 +309,105 @@ static const Target targets[] = {
   { "signal-handler", body_in_signal_handler, 10 },  /* handler frames, __restore_rt, below */
 };
 
+/* The return address that the CFI rules for @lookup_pc give for the frame
+ * of @snap's first pc, read from @snap's stack copy; 0 when they give
+ * none. */
+static uintptr_t
+caller_by_rules_at (const LwSnapshot *snap, uintptr_t lookup_pc)
+{
+  LwCfiRow row;
+  uint64_t cfa, slot;
+
+  if (lw_cfi_find_row (lookup_pc, &row) != LW_CFI_FOUND || row.cfa_reg >= LW_N_REGS
+      || !(snap->regs_valid & (1u << row.cfa_reg))
+      || row.saved[LW_REG_RIP] == LW_CFI_SAME || row.saved[LW_REG_RIP] == LW_CFI_UNDEFINED)
+    return 0;
+  cfa = snap->regs[row.cfa_reg] + (uint64_t) (int64_t) row.cfa_offset;
+  slot = cfa + (uint64_t) (int64_t) row.saved[LW_REG_RIP];
+  if (slot < snap->stack_base || slot + 8 > snap->stack_base + snap->stack_len || slot % 8 != 0)
+    return 0;
+  return (uintptr_t) ((const uint64_t *) (const void *) snap->stack)[(slot - snap->stack_base) / 8];
+}
+
+/* TRUE when a disagreement is libunwind's alone, and exactly this one:
+ * libunwind 1.8 (Debian 13 and later) looks the first, interrupted pc up
+ * as if it were a return address (pc - 1), so where the rules change at pc
+ * it unwinds with the previous instruction's. Shown, not assumed: our
+ * second frame is what the rules at pc give, libunwind's is what the rules
+ * at pc - 1 give, and the two rules differ. */
+static gboolean
+libunwind_read_pc_minus_one (LwUnwinder *ours, LwUnwinder *reference, const LwSnapshot *snap)
+{
+  uintptr_t a[2], b[2], pc = (uintptr_t) snap->regs[LW_REG_RIP];
+  gboolean truncated;
+
+  if (lw_unwinder_walk (ours, snap, a, 2, &truncated) < 2
+      || lw_unwinder_walk (reference, snap, b, 2, &truncated) < 2 || a[1] == b[1])
+    return FALSE;
+  return caller_by_rules_at (snap, pc) == a[1] && caller_by_rules_at (snap, pc - 1) == b[1];
+}
+
+/* Two functions with hand-written CFI. lw_test_switch_context's says what
+ * glibc's context-switching code says: the CFA is rdx (a ucontext), and
+ * the caller's rsp and return address are saved in it, at 160 and 168.
+ * lw_test_plain_frame's is an ordinary frame: CFA = rsp + 8. */
+extern const char lw_test_switch_context[], lw_test_plain_frame[];
+__asm__ (".text\n"
+         ".type lw_test_switch_context, @function\n"
+         "lw_test_switch_context:\n"
+         ".cfi_startproc\n"
+         ".cfi_def_cfa %rdx, 0\n"
+         ".cfi_offset %rsp, 160\n"
+         ".cfi_offset %rip, 168\n"
+         "nop\n"
+         "nop\n"
+         "ret\n"
+         ".cfi_endproc\n"
+         ".size lw_test_switch_context, .-lw_test_switch_context\n"
+         ".type lw_test_plain_frame, @function\n"
+         "lw_test_plain_frame:\n"
+         ".cfi_startproc\n"
+         "nop\n"
+         "nop\n"
+         "ret\n"
+         ".cfi_endproc\n"
+         ".size lw_test_plain_frame, .-lw_test_plain_frame\n");
+
+/* A caller's stack pointer that the CFI saves is restored from where it
+ * was saved, not taken for the CFA: the frame after a context switch is
+ * read from the switched-to stack. */
+static void
+test_saved_stack_pointer (void)
+{
+  LwSnapshot *snap = lw_snapshot_new (256 * sizeof (uint64_t));
+  LwUnwinder *ours = lw_unwinder_new ();
+  uint64_t *words = (uint64_t *) (void *) snap->stack;
+  uintptr_t base = (uintptr_t) snap->stack, ips[4];
+  gboolean truncated;
+  guint n;
+
+  snap->stack_base = base;
+  snap->stack_len = snap->stack_capacity;
+  memset (words, 0, snap->stack_capacity);
+  words[0] = 0xbad0;                                         /* the caller's frame, if rsp were the CFA */
+  words[160 / 8] = base + 100 * 8;                           /* the saved rsp */
+  words[168 / 8] = (uintptr_t) lw_test_plain_frame + 1;      /* the saved return address */
+  words[100] = 0x900d0;                                      /* the caller's frame on the switched-to stack */
+  for (guint r = 0; r < LW_N_REGS; r++)
+    snap->regs[r] = base + 50 * 8;
+  snap->regs[LW_REG_RDX] = base;
+  snap->regs[LW_REG_RIP] = (uintptr_t) lw_test_switch_context + 1;
+  snap->regs_valid = (1u << LW_N_REGS) - 1;
+
+  n = lw_unwinder_walk (ours, snap, ips, G_N_ELEMENTS (ips), &truncated);
+  g_assert_cmpuint (n, >=, 3);
+  g_assert_cmphex (ips[1], ==, (uintptr_t) lw_test_plain_frame + 1);
+  g_assert_cmphex (ips[2], ==, 0x900d0);
+
+  lw_unwinder_free (ours);
+  lw_snapshot_free (snap);
+}
+
 /* Synthetic stacks over every 29th address of the module holding @anchor. */
 static void
 test_synthetic (gconstpointer anchor)
@@ -313,7 +423,7 @@ test_synthetic (gconstpointer anchor)
   GRand *rand = g_rand_new_with_seed (20261121);
   uint64_t *words = (uint64_t *) (void *) snap->stack;
   uintptr_t base = (uintptr_t) snap->stack, start, end, step;
-  guint walks = 0, deep = 0, mismatches = 0;
+  guint walks = 0, deep = 0, mismatches = 0, libunwind_misread = 0;
 
   g_assert_nonnull (module);
   start = lw_module_get_start (module);
@@ -348,6 +458,15 @@ test_synthetic (gconstpointer anchor)
                                      : (1u << LW_N_REGS) - 1;
       if (!walks_agree (ours, reference, snap, 8, TRUE, &depth))
         {
+          if (libunwind_read_pc_minus_one (ours, reference, snap))
+            {
+              g_test_message ("  libunwind took the interrupted pc %#" G_GINTPTR_MODIFIER "x for a return "
+                              "address (its rules at pc - 1 give its caller): lagwatch follows the rules at pc",
+                              (guintptr) pc);
+              libunwind_misread++;
+              walks++;
+              continue;
+            }
           g_test_message ("walks from %#" G_GINTPTR_MODIFIER "x (module %s + %#" G_GINTPTR_MODIFIER "x) differ",
                           (guintptr) pc, lw_module_get_path (module), (guintptr) (pc - start));
           mismatches++;
@@ -355,8 +474,8 @@ test_synthetic (gconstpointer anchor)
       walks++;
       deep += depth >= 3;
     }
-  g_test_message ("%s: %u walks, %u of them 3 frames or more, %u differ",
-                  lw_module_get_path (module), walks, deep, mismatches);
+  g_test_message ("%s: %u walks, %u of them 3 frames or more, %u differ, %u by libunwind's pc - 1",
+                  lw_module_get_path (module), walks, deep, mismatches, libunwind_misread);
   g_assert_cmpuint (mismatches, ==, 0);
   g_assert_cmpuint (walks, >, 100);
   g_assert_cmpuint (deep, >, walks / 20);
@@ -514,6 +633,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/unwind/synthetic/libglib", (gconstpointer) g_main_context_iteration, test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/vdso", (gconstpointer) getauxval (AT_SYSINFO_EHDR), test_synthetic);
   g_test_add_data_func ("/unwind/synthetic/executable", (gconstpointer) test_synthetic, test_synthetic);
+  g_test_add_func ("/unwind/saved-stack-pointer", test_saved_stack_pointer);
   g_test_add_func ("/unwind/unmapped-module", test_unmapped_module);
   g_test_add_func ("/unwind/memory-read-refused", test_memory_read_refused);
   return g_test_run ();
