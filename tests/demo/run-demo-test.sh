@@ -10,7 +10,7 @@
 #   - the list was painted with that report's row in it (the demo's
 #     "list: N rows: ID ..." line, printed after the frame), and the window
 #     title, read from the X server, counts the same rows;
-#   - the report names the freeze's function, its duration is 400 ± 50 ms,
+#   - the report names the freeze's function, its duration is 400 to 800 ms,
 #     and the thread's state when caught is right (running, or sleeping in
 #     clock_nanosleep), both in the text and in the JSON Lines record with
 #     the same id (LAGWATCH_OUTPUT=json:, lagwatch's own sink). The CPU share
@@ -178,7 +178,7 @@ demo_exited() {
 }
 
 # check_freeze KEY SYMBOL SAYS JSON: presses KEY, then checks (see top) that
-# a report naming SYMBOL is in the list, lasted 400 ± 50 ms, says SAYS (an
+# a report naming SYMBOL is in the list, lasted 400 to 800 ms, says SAYS (an
 # extended regular expression) in its text, and its JSON record meets JSON.
 check_freeze() {
   key=$1 symbol=$2 says=$3 json=$4
@@ -191,16 +191,20 @@ check_freeze() {
 
   text=$(report_text "$id")
   duration=$(printf '%s\n' "$text" | sed -nE '1s/^lagwatch: lag of ([0-9.]+) ms.*/\1/p')
-  awk -v d="$duration" 'BEGIN { exit !(d >= 350 && d <= 450) }' \
+  # The freeze lasts 400 ms of wall time by its own clock, inside the lag:
+  # a lag is at least that long. What else its iteration does (painting
+  # the list) grows with the machine's load, so the upper bound is what
+  # tells a wrong duration: under 800 ms, never two freezes' worth.
+  awk -v d="$duration" 'BEGIN { exit !(d >= 399.9 && d < 800) }' \
     && printf '%s\n' "$text" | grep -Eq "$says" \
-    || fail "$key: text: 400 ± 50 ms (got ${duration:-none}), says /$says/"
+    || fail "$key: text: 400 to 800 ms (got ${duration:-none}), says /$says/"
   ok "$key: text: $duration ms, says /$says/"
 
-  lag_json "$id" ".duration_ms >= 350 and .duration_ms <= 450 and .complete
+  lag_json "$id" ".duration_ms >= 399.9 and .duration_ms < 800 and .complete
                   and any(.stack[]; .symbol == \"$symbol\") and $json" \
-    || fail "$key: JSON record $id: 400 ± 50 ms, complete, $symbol in the stack, $json
+    || fail "$key: JSON record $id: 400 to 800 ms, complete, $symbol in the stack, $json
 # $(lag_record "$id" 'del(.stack, .stacks)')"
-  ok "$key: JSON record $id: 400 ± 50 ms, complete, $symbol in the stack, $json"
+  ok "$key: JSON record $id: 400 to 800 ms, complete, $symbol in the stack, $json"
 }
 
 echo "1..23"
