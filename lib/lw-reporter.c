@@ -58,8 +58,10 @@ lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
       if (lw_lang_frame_resolve ((*frames)[i].ip, &(*frames)[i]))
         continue;
       lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
-      /* GLib's dispatch, in a static function no symbol names (GLib 2.84
-       * and later without debug files): known by its address. */
+      /* GLib's dispatch, in a static function no dynamic symbol names
+       * (every release; since 2.77 nothing exported is on the stack
+       * around it either): known by its address without GLib's debug
+       * file. */
       if ((*frames)[i].symbol == NULL && i > 0 && lw_call_tree_frame_is_dispatch (&(*frames)[i]))
         (*frames)[i].symbol = g_strdup ("g_main_dispatch");
     }

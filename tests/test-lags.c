@@ -264,7 +264,7 @@ test_qsort_stack (void)
 #else
   sort = frame_with_prefix (report, "qsort");
 #endif
-  /* GLib 2.84 and later dispatch in static functions: without GLib's
+  /* GLib 2.77 and later dispatch in static functions: without GLib's
    * debug file, lagwatch names the frame by its address. */
   dispatch = frame_with_prefix (report, "g_main_context_dispatch");
   if (dispatch < 0)
