@@ -1,4 +1,4 @@
-/* lw-hooks.c: the poll wrapper and the registry of watched contexts
+/* lw-hooks.c: the poll wrapper, the poll trackers and the registry of watched contexts
  *
  * GPollFunc has no user_data, so each slot gets its own trampoline: a copy of
  * the wrapper bound to one static slot. The registry lock (recursive: GLib
