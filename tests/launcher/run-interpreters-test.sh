@@ -137,4 +137,7 @@ if run c-dlsym-loop-named "$dlsym_loop" named; then
     echo "ok c-dlsym-loop-named: the source's own name wins"
   fi
 fi
+# A poll function of the program's own: GLib calls it (with milliseconds,
+# on every release), and it polls; lagwatch wraps it.
+run c-dlsym-loop-own-poll "$dlsym_loop" own-poll
 exit $status
