@@ -1,5 +1,6 @@
 /* lw-call-tree.c: a lag's call tree from its samples (lw-call-tree.h) */
 #include "lw-call-tree.h"
+#include "lw-dispatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,13 @@ static const char *const lw_dispatch_symbols[] = {
   "g_main_dispatch", "g_main_context_dispatch", "g_main_context_dispatch_unlocked",
 };
 
-static gboolean
-lw_call_tree_is_dispatch (const LwFrame *frame)
+gboolean
+lw_call_tree_frame_is_dispatch (const LwFrame *frame)
 {
+  uintptr_t call_site = lw_dispatch_get_call_site ();
+
+  if (call_site != 0 && frame->ip == call_site && frame->lang == NULL)
+    return TRUE;
   for (gsize i = 0; i < G_N_ELEMENTS (lw_dispatch_symbols); i++)
     if (g_strcmp0 (frame->symbol, lw_dispatch_symbols[i]) == 0)
       return TRUE;
@@ -51,7 +56,7 @@ lw_call_tree_path (const LwReportStack *stack, guint max_depth, LwPathStep *path
 
   /* Frames are innermost first: the innermost dispatch frame bounds them. */
   for (guint i = 0; i < stack->n_frames; i++)
-    if (lw_call_tree_is_dispatch (&stack->frames[i]))
+    if (lw_call_tree_frame_is_dispatch (&stack->frames[i]))
       {
         outer = i;
         break;

@@ -1,8 +1,9 @@
 /* lw-call-tree.h: a lag's call tree, from its samples in time order
  *
  * The rule. Each sample's stack is cut to its program part: the frames
- * inside the GLib dispatch frame (g_main_dispatch and its kin; the whole
- * stack when there is none), outermost first, with the platform's frames
+ * inside the GLib dispatch frame (g_main_dispatch and its kin, known by
+ * name or by address: lw_call_tree_frame_is_dispatch(); the whole stack
+ * when there is none), outermost first, with the platform's frames
  * (libc, GLib, lagwatch: lw_report_frame_is_platform()) and the frames no
  * symbol names (a library's internal functions) left out, so that their
  * time counts for the named function that called them. Depth 1 is
@@ -25,6 +26,12 @@
 #include "lw-report.h"
 
 G_BEGIN_DECLS
+
+/* Any thread. TRUE when @frame is GLib's dispatch of a source: by name
+ * (g_main_dispatch and its kin) where GLib's static functions have names,
+ * else by address: the return address into GLib's dispatch code that
+ * lagwatch's probe learned (lw_dispatch_get_call_site()). */
+gboolean lw_call_tree_frame_is_dispatch (const LwFrame *frame);
 
 /* Reporting thread, after the frames of @report->sampled are named. The
  * call tree of @report's timeline: a root standing for the lag (no name,

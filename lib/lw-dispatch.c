@@ -2,6 +2,7 @@
 #include "lw-dispatch.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,12 +27,42 @@ typedef struct
   GDestroyNotify notify;
 } LwGSourceCallback;
 
-/* Loop thread, inside the probe's own dispatch. */
+/* The return address of GLib's call of a source's dispatch function: the
+ * one call site (g_main_dispatch() in gmain.c, every release), learned by
+ * the probe; 0 until then. */
+static _Atomic uintptr_t lw_dispatch_call_site;
+
+/* Any thread. */
+uintptr_t
+lw_dispatch_get_call_site (void)
+{
+  return atomic_load_explicit (&lw_dispatch_call_site, memory_order_relaxed);
+}
+
+/* Loop thread, in GLib's prepare or check: the probe is ready at once,
+ * also in the check of the iteration it was attached in (from a poll
+ * function or a source's prepare): it then runs before that iteration's
+ * dispatches of lower priority. */
 static gboolean
-lw_dispatch_probe (gpointer data)
+lw_dispatch_probe_prepare (GSource *source, gint *timeout)
+{
+  *timeout = 0;
+  return TRUE;
+}
+
+static gboolean
+lw_dispatch_probe_check (GSource *source)
+{
+  return TRUE;
+}
+
+/* Loop thread: the probe's dispatch, called by GLib's dispatch code (not
+ * inlined, so its return address is GLib's). @data: the slot, given with
+ * g_source_set_callback() so that GLib's callback functions show too. */
+static G_GNUC_NO_INLINE gboolean
+lw_dispatch_probe (GSource *self, GSourceFunc callback, gpointer data)
 {
   LwSlot *slot = data;
-  GSource *self = g_main_current_source ();
   gint depth = g_main_depth ();
   uintptr_t found = 0;
   guint matches = 0;
@@ -53,6 +84,10 @@ lw_dispatch_probe (gpointer data)
   /* Set by g_source_set_callback(): GLib's own callback functions (static
    * in gmain.c), learned from the probe, which has such a callback. */
   atomic_store (&slot->callback_funcs, (uintptr_t) self->callback_funcs);
+  /* Where GLib's dispatch code called this function: the frame that bounds
+   * a callback's stack, whether or not GLib's static functions have names
+   * (lw_dispatch_get_call_site()). */
+  atomic_store (&lw_dispatch_call_site, (uintptr_t) __builtin_return_address (0));
   if (matches == 1)
     {
       atomic_store (&slot->dispatch_record, found);
@@ -63,14 +98,27 @@ lw_dispatch_probe (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Never called: the probe's dispatch does its work itself. */
+static gboolean
+lw_dispatch_probe_callback (gpointer data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+static GSourceFuncs lw_dispatch_probe_funcs = {
+  .prepare = lw_dispatch_probe_prepare,
+  .check = lw_dispatch_probe_check,
+  .dispatch = lw_dispatch_probe,
+};
+
 void
 lw_dispatch_schedule_probe (LwSlot *slot)
 {
-  GSource *probe = g_idle_source_new ();
+  GSource *probe = g_source_new (&lw_dispatch_probe_funcs, sizeof (GSource));
 
   g_source_set_name (probe, "lagwatch: dispatch probe");
   g_source_set_priority (probe, G_PRIORITY_HIGH);
-  g_source_set_callback (probe, lw_dispatch_probe, slot, NULL);
+  g_source_set_callback (probe, lw_dispatch_probe_callback, slot, NULL);
   g_source_attach (probe, slot->context);
   g_source_unref (probe);
   g_main_context_wakeup (slot->context);

@@ -19,6 +19,14 @@
 
 G_BEGIN_DECLS
 
+/* Any thread. The return address of GLib's call of a source's dispatch
+ * function (in g_main_dispatch()), learned by the first probe; 0 until
+ * then. A stack frame at this address is GLib's dispatch, named or not:
+ * GLib 2.77 and later reach it only through static functions
+ * (g_main_context_dispatch_unlocked(), g_main_dispatch()), which
+ * Debian's libglib names in no dynamic symbol. */
+uintptr_t lw_dispatch_get_call_site (void);
+
 /* Any thread, normal context. Attaches the probe to @slot's context and
  * wakes it; the probe runs at the loop's next dispatch. */
 void     lw_dispatch_schedule_probe (LwSlot *slot);

@@ -1,4 +1,4 @@
-/* lw-hooks.c: the poll wrapper and the registry of watched contexts
+/* lw-hooks.c: the poll wrapper, the poll trackers and the registry of watched contexts
  *
  * GPollFunc has no user_data, so each slot gets its own trampoline: a copy of
  * the wrapper bound to one static slot. The registry lock (recursive: GLib
@@ -204,14 +204,14 @@ lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_coun
                     __ATOMIC_RELAXED);
 }
 
-/* Loop thread. Everything rare about a poll: a new thread running the
- * context, a watcher following a lag, or one asking for a stamp. Reached by tail call, so the fast
- * path keeps its arguments in registers and spills nothing. */
-static G_GNUC_NO_INLINE gint
-lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboolean entered)
+/* Loop thread. Everything rare about a poll entry: a new thread running
+ * the context, a watcher following a lag, or one asking for a stamp.
+ * @entered: the fast path stored the entry already (and, with the latency
+ * profile, counted a short busy period). */
+static inline __attribute__ ((always_inline)) void
+lw_hooks_enter_slow (LwSlot *slot, GPollFD *fds, guint nfds, gboolean entered)
 {
   unsigned flags;
-  gint ret;
 
   if (!entered)
     {
@@ -227,6 +227,17 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
     lw_hooks_stamp_entry (slot);
   if (flags & LW_WAKE_ON_IDLE)
     lw_hooks_note_idle (slot);
+}
+
+/* Loop thread. The poll wrapper's rare case (lw_hooks_enter_slow()).
+ * Reached by tail call, so the fast path keeps its arguments in registers
+ * and spills nothing. */
+static G_GNUC_NO_INLINE gint
+lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboolean entered)
+{
+  gint ret;
+
+  lw_hooks_enter_slow (slot, fds, nfds, entered);
   ret = slot->prev_poll (fds, nfds, timeout);
   lw_hooks_leave_poll (slot);
   return ret;
@@ -282,6 +293,130 @@ static const GPollFunc lw_trampolines_stats[LW_MAX_SLOTS] = {
   lw_hooks_poll_stats_12, lw_hooks_poll_stats_13, lw_hooks_poll_stats_14, lw_hooks_poll_stats_15,
 };
 #endif
+
+/* The trackers: on GLib 2.81 and later, a context whose poll function is
+ * g_poll() is polled with ppoll() and the full timeout (microseconds, then
+ * nanoseconds); any other poll function gets the timeout rounded up to
+ * whole milliseconds (gmain.c, g_main_context_poll_unlocked(): `if
+ * (poll_func == g_poll)`). The wrapper would make a source due in 0.3 ms
+ * fire after 1 ms: lagwatch would change when sources fire. There, the
+ * poll function stays g_poll and two GSources stamp the same transitions.
+ *
+ * The entry: a prepare at priority 0, the priority of the context's wakeup
+ * fd. GLib prepares a source only while no source of a better (lower)
+ * priority is ready, and polls the wakeup fd under the same condition: this
+ * prepare runs exactly in the iterations that poll. A ready source of
+ * priority < 0 makes GLib skip the poll, and this prepare: the loop stays
+ * busy, its input starved, as with the wrapper.
+ *
+ * The exit: a check at G_MININT, the first check after the poll. GLib
+ * checks a source only while none of a better priority became ready in
+ * this check phase: a check at priority 0 would be skipped whenever a
+ * source of priority < 0 turns ready after the poll (an fd or a timeout
+ * at G_PRIORITY_HIGH), and its dispatch would go unwatched. An iteration
+ * that skipped the poll reaches this check with no entry before it: the
+ * busy period goes on.
+ *
+ * What they cannot see: the prepares after the entry (priority > 0, or 0
+ * and attached later) and the checks of sources attached before the exit
+ * count as poll time, not busy time. GLib walks each tracker in the
+ * prepare and the check of every iteration: more instructions than the
+ * wrapper (docs/performance.md), paid only where the wrapper would change
+ * the loop's timing. */
+typedef struct
+{
+  GSource source;
+  LwSlot *slot;
+} LwTracker;
+
+/* Loop thread, in the entry tracker's prepare off the fast path: the
+ * wrapper's slow entry, with the context's poll records asked from GLib
+ * (the poll function is not ours: no fds are handed to us). */
+static G_GNUC_NO_INLINE void
+lw_hooks_tracker_enter_slow (LwSlot *slot, gboolean entered)
+{
+  GPollFD fds[LW_STATS_POLL_FDS];
+  gint nfds = g_main_context_query (slot->context, G_MAXINT, NULL, fds, G_N_ELEMENTS (fds));
+
+  lw_hooks_enter_slow (slot, fds, (guint) CLAMP (nfds, 0, (gint) G_N_ELEMENTS (fds)), entered);
+}
+
+/* Loop thread, inside g_main_context_prepare(): the poll entry. */
+static gboolean
+lw_hooks_tracker_prepare (GSource *source, gint *timeout)
+{
+  LwSlot *slot = ((LwTracker *) source)->slot;
+
+  *timeout = -1;
+#if defined(__x86_64__)
+  if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ())
+      || (slot->stats_enabled && G_UNLIKELY (!lw_hooks_count_short_busy (slot))))
+#else
+  if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ()))
+#endif
+    {
+      lw_hooks_tracker_enter_slow (slot, FALSE);
+      return FALSE;
+    }
+  lw_hooks_store_enter (slot);
+  if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_ENTRY_FLAGS))
+    lw_hooks_tracker_enter_slow (slot, TRUE);
+  return FALSE;
+}
+
+/* Loop thread, inside g_main_context_check(): the poll exit, when there
+ * was an entry. A new thread's first check (the trackers attached while
+ * the loop polled, under the launcher) is a poll of no length: entered
+ * here. */
+static gboolean
+lw_hooks_tracker_check (GSource *source)
+{
+  LwSlot *slot = ((LwTracker *) source)->slot;
+
+  if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ()))
+    lw_hooks_tracker_enter_slow (slot, FALSE);
+  else if (atomic_load_explicit (&slot->seq, memory_order_relaxed) & 1)
+    return FALSE;
+  lw_hooks_leave_poll (slot);
+  return FALSE;
+}
+
+static gboolean
+lw_hooks_tracker_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;  /* never ready, never dispatched */
+}
+
+static GSourceFuncs lw_tracker_entry_funcs = {
+  .prepare = lw_hooks_tracker_prepare,
+  .dispatch = lw_hooks_tracker_dispatch,
+};
+
+static GSourceFuncs lw_tracker_exit_funcs = {
+  .check = lw_hooks_tracker_check,
+  .dispatch = lw_hooks_tracker_dispatch,
+};
+
+/* Any thread. A tracker of @slot's context (see LwTracker), attached. */
+static GSource *
+lw_hooks_tracker_new (LwSlot *slot, GSourceFuncs *funcs, gint priority, const char *name)
+{
+  GSource *source = g_source_new (funcs, sizeof (LwTracker));
+
+  ((LwTracker *) source)->slot = slot;
+  g_source_set_priority (source, priority);
+  g_source_set_name (source, name);
+  g_source_attach (source, slot->context);
+  return source;
+}
+
+/* Any thread. TRUE when GLib polls @poll_func's context with the full
+ * timeout, which a wrapper would round to milliseconds (see LwTracker). */
+static gboolean
+lw_hooks_polls_precisely (GPollFunc poll_func)
+{
+  return poll_func == g_poll && glib_check_version (2, 81, 0) == NULL;
+}
 
 LwSlot *
 lw_hooks_get_slot (unsigned index)
@@ -366,7 +501,15 @@ lw_hooks_attach_full (GMainContext *context,
   slot->in_use = TRUE;
   slot->context = g_main_context_ref (context);
   slot->prev_poll = g_main_context_get_poll_func (context);
-  g_main_context_set_poll_func (context, slot->trampoline);
+  if (lw_hooks_polls_precisely (slot->prev_poll))
+    {
+      slot->tracker_entry = lw_hooks_tracker_new (slot, &lw_tracker_entry_funcs, G_PRIORITY_DEFAULT,
+                                                  "lagwatch: poll entry");
+      slot->tracker_exit = lw_hooks_tracker_new (slot, &lw_tracker_exit_funcs, G_MININT,
+                                                 "lagwatch: poll exit");
+    }
+  else
+    g_main_context_set_poll_func (context, slot->trampoline);
   g_mutex_unlock (&lw_registry_lock);
   return slot;
 }
@@ -379,7 +522,14 @@ lw_hooks_detach (LwSlot *slot)
 
   g_mutex_lock (&lw_registry_lock);
   context = g_steal_pointer (&slot->context);
-  if (g_main_context_get_poll_func (context) == slot->trampoline)
+  if (slot->tracker_entry != NULL)
+    {
+      g_source_destroy (slot->tracker_entry);
+      g_source_destroy (slot->tracker_exit);
+      g_clear_pointer (&slot->tracker_entry, g_source_unref);
+      g_clear_pointer (&slot->tracker_exit, g_source_unref);
+    }
+  else if (g_main_context_get_poll_func (context) == slot->trampoline)
     g_main_context_set_poll_func (context, slot->prev_poll);
   else
     {

@@ -7,6 +7,13 @@
  * sits in poll is idle, not a lag. A loop that iterates without polling (a
  * ready source of priority < 0) stays busy: its input is starved.
  *
+ * On GLib 2.81 and later, a context whose poll function is g_poll is polled
+ * with ppoll() and the exact timeout, and any other poll function gets the
+ * timeout rounded up to milliseconds: there the poll function is left alone
+ * and two never-ready sources stamp the same transitions (the entry in a
+ * prepare at priority 0, the exit in a check at G_MININT; lw-hooks.c says
+ * why), so that no source fires later than it would without lagwatch.
+ *
  * The slot holds a reference on the context until detach: a context the
  * program drops while watched is finalized at detach, never under our feet.
  * (A never-ready GSource could watch for finalization instead, but GLib walks
@@ -21,8 +28,9 @@
 
 G_BEGIN_DECLS
 
-/* Any thread. Wraps @context's poll function in a free slot and returns it,
- * or NULL with @error set (already watched, no free slot). */
+/* Any thread. Takes a free slot for @context and hooks it (wraps its poll
+ * function, or attaches the two sources) and returns it, or NULL with
+ * @error set (already watched, no free slot). */
 LwSlot *lw_hooks_attach   (GMainContext     *context,
                            GError          **error);
 
@@ -34,7 +42,8 @@ LwSlot *lw_hooks_attach_full (GMainContext  *context,
 
 /* Any thread, also the loop thread and while a poll is in progress.
  * Restores the poll function (unless someone wrapped ours since: then the
- * slot stays installed as a pass-through) and releases the slot. */
+ * slot stays installed as a pass-through) or destroys the two sources, and
+ * releases the slot. */
 void    lw_hooks_detach   (LwSlot           *slot);
 
 /* Async-signal-safe. The slot at @index, or NULL when out of range. */

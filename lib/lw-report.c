@@ -812,6 +812,10 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
 
           if (frame->inlined)
             g_string_append_printf (out, "%s (inlined)", name);
+          else if (i > 0 && frame->symbol_offset == 0)
+            /* A return address is never a function's start: a frame
+             * named by its address alone (GLib's dispatch), offset unknown. */
+            g_string_append (out, name);
           else
             g_string_append_printf (out, "%s+0x%" PRIxPTR, name, frame->symbol_offset);
         }

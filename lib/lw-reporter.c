@@ -58,6 +58,12 @@ lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
       if (lw_lang_frame_resolve ((*frames)[i].ip, &(*frames)[i]))
         continue;
       lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
+      /* GLib's dispatch, in a static function no dynamic symbol names
+       * (every release; since 2.77 nothing exported is on the stack
+       * around it either): known by its address without GLib's debug
+       * file. */
+      if ((*frames)[i].symbol == NULL && i > 0 && lw_call_tree_frame_is_dispatch (&(*frames)[i]))
+        (*frames)[i].symbol = g_strdup ("g_main_dispatch");
     }
   lw_perfmap_name_frames (*frames, *n_frames);
   if (lines)
@@ -74,6 +80,17 @@ lw_reporter_find_frame (const LwFrame *frames, guint n, const char *symbol)
   return -1;
 }
 
+/* The innermost frame of @frames that is GLib's dispatch of a source
+ * (lw_call_tree_frame_is_dispatch()), or -1. */
+static int
+lw_reporter_find_dispatch (const LwFrame *frames, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    if (lw_call_tree_frame_is_dispatch (&frames[i]))
+      return (int) i;
+  return -1;
+}
+
 /* Reporting thread. Which part of the loop held the thread: the sentinel's
  * count, GLib's dispatch record, else the innermost loop function on the
  * stack. */
@@ -86,7 +103,7 @@ lw_reporter_phase (const LagWatchReport *report)
     return "starved";
   if (report->dispatching)
     return "dispatch";
-  dispatch = lw_reporter_find_frame (report->frames, report->n_frames, "g_main_context_dispatch");
+  dispatch = lw_reporter_find_dispatch (report->frames, report->n_frames);
   prepare = lw_reporter_find_frame (report->frames, report->n_frames, "g_main_context_prepare");
   check = lw_reporter_find_frame (report->frames, report->n_frames, "g_main_context_check");
   if (prepare >= 0 && (dispatch < 0 || prepare < dispatch) && (check < 0 || prepare < check))
@@ -118,7 +135,7 @@ lw_reporter_name_source_callback (LagWatchReport *report)
  * own (a trampoline an interpreter generated, as GJS's are) is named by
  * the function of an interpreted language that the dispatch ran: on the
  * report's stack, the outermost such frame inside the innermost
- * g_main_context_dispatch. */
+ * dispatch frame. */
 static void
 lw_reporter_name_source_by_language (LagWatchReport *report)
 {
@@ -127,7 +144,7 @@ lw_reporter_name_source_by_language (LagWatchReport *report)
   if (report->source != NULL || report->source_callback != NULL
       || g_strcmp0 (report->phase, "dispatch") != 0)
     return;
-  dispatch = lw_reporter_find_frame (report->frames, report->n_frames, "g_main_context_dispatch");
+  dispatch = lw_reporter_find_dispatch (report->frames, report->n_frames);
   for (int i = dispatch - 1; i >= 0; i--)
     if (report->frames[i].lang != NULL && report->frames[i].symbol != NULL)
       {

@@ -78,6 +78,10 @@ struct _LwSlot
   GMainContext     *context;       /* a reference, held until detach */
   unsigned          index;
   GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
+  /* Or, where GLib polls g_poll's contexts with ppoll(), the sources that
+   * stamp the poll's entry and exit instead (lw-hooks.c); NULL otherwise. */
+  GSource          *tracker_entry;
+  GSource          *tracker_exit;
 
   /* GLib's per-thread dispatch record ({ depth, current source }) of the
    * loop thread, found by lw-dispatch's probe; 0 until then. */

@@ -5,7 +5,9 @@
  * never restarted, whatever SA_RESTART says). Lags inside dlopen (a
  * constructor that spins) and inside heavy malloc/free traffic are reported
  * without deadlock, many times over. A thread that blocks lagwatch's
- * signal gets a clear warning, and lagwatch does not hang.
+ * signal gets a clear warning, and lagwatch does not hang. A source fires
+ * when it would without lagwatch: lagwatch does not round GLib's poll
+ * timeout.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -311,6 +313,117 @@ test_signal_blocked (void)
   g_test_trap_assert_stderr ("*blocks signal*lags are reported without a stack while it runs*");
 }
 
+/* Sources fire when they would without lagwatch. A source whose ready time
+ * is 0.3 ms ahead is dispatched, on a context lagwatch watches and on one
+ * it does not, one after the other on the same thread, many times: load
+ * delays both alike. What is compared is how late each fires: a poll
+ * timeout rounded up to whole milliseconds (GLib 2.81 and later poll with
+ * the exact timeout while the poll function is g_poll) makes every
+ * dispatch of the watched context at least 0.7 ms late. Load only adds
+ * delay, to either side, and mostly to the slow half: the 10th and 25th
+ * percentiles of each side are compared, and a round that shows both
+ * shifted is measured again: a systematic shift shows in every round,
+ * a burst of load in few. */
+#define READY_AHEAD_US     300
+#define READY_SAMPLES      200
+#define READY_ROUNDS       3
+#define READY_MAX_SHIFT_US 350
+
+typedef struct
+{
+  GSource source;
+  gint64  late_us;  /* -1 until dispatched */
+} ReadySource;
+
+static gboolean
+ready_source_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  ReadySource *ready = (ReadySource *) source;
+
+  ready->late_us = g_get_monotonic_time () - g_source_get_ready_time (source);
+  g_source_set_ready_time (source, -1);
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs ready_source_funcs = { .dispatch = ready_source_dispatch };
+
+/* How late @source fired, READY_AHEAD_US after now. */
+static gint64
+ready_time_lateness (GMainContext *context, ReadySource *source)
+{
+  source->late_us = -1;
+  g_source_set_ready_time (&source->source, g_get_monotonic_time () + READY_AHEAD_US);
+  while (source->late_us < 0)
+    g_main_context_iteration (context, TRUE);
+  return source->late_us;
+}
+
+static int
+compare_gint64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* One round: TRUE when the watched context's sources fired later than
+ * the bare one's at both low percentiles, by more than READY_MAX_SHIFT_US. */
+static gboolean
+ready_time_round_shifted (GMainContext *contexts[2], GSource *sources[2])
+{
+  gint64 late[2][READY_SAMPLES];
+
+  for (guint i = 0; i < READY_SAMPLES; i++)
+    for (guint c = 0; c < 2; c++)
+      late[c][i] = ready_time_lateness (contexts[c], (ReadySource *) sources[c]);
+  for (guint c = 0; c < 2; c++)
+    {
+      qsort (late[c], READY_SAMPLES, sizeof late[c][0], compare_gint64);
+      g_test_message ("%s: late by %" G_GINT64_FORMAT " us (10th percentile), %" G_GINT64_FORMAT
+                      " us (25th), %" G_GINT64_FORMAT " us (median)",
+                      c == 0 ? "without lagwatch" : "with lagwatch   ", late[c][READY_SAMPLES / 10],
+                      late[c][READY_SAMPLES / 4], late[c][READY_SAMPLES / 2]);
+    }
+  return late[1][READY_SAMPLES / 10] - late[0][READY_SAMPLES / 10] > READY_MAX_SHIFT_US
+         && late[1][READY_SAMPLES / 4] - late[0][READY_SAMPLES / 4] > READY_MAX_SHIFT_US;
+}
+
+static void
+test_ready_time (void)
+{
+  g_autoptr(GMainContext) bare = g_main_context_new ();
+  g_autoptr(GMainContext) watched = g_main_context_new ();
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *contexts[2] = { bare, watched };
+  GSource *sources[2];
+  guint shifted = 0;
+  LagWatch *watch;
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 10000));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  watch = lagwatch_attach_full (watched, config, NULL);
+  g_assert_nonnull (watch);
+  for (guint c = 0; c < 2; c++)
+    {
+      sources[c] = g_source_new (&ready_source_funcs, sizeof (ReadySource));
+      g_source_attach (sources[c], contexts[c]);
+    }
+  /* Warm up: the first iterations of the watched context run lagwatch's
+   * own one-time work (the dispatch probe, the thread's adoption). */
+  for (guint i = 0; i < 20; i++)
+    for (guint c = 0; c < 2; c++)
+      ready_time_lateness (contexts[c], (ReadySource *) sources[c]);
+  while (shifted < READY_ROUNDS && ready_time_round_shifted (contexts, sources))
+    shifted++;
+  g_assert_cmpuint (shifted, <, READY_ROUNDS);
+  for (guint c = 0; c < 2; c++)
+    {
+      g_source_destroy (sources[c]);
+      g_source_unref (sources[c]);
+    }
+  lagwatch_detach (watch);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -325,5 +438,6 @@ main (int argc, char **argv)
   g_test_add_func ("/side-effects/lag-in-dlopen", test_lag_in_dlopen);
   g_test_add_func ("/side-effects/lag-in-malloc", test_lag_in_malloc);
   g_test_add_func ("/side-effects/signal-blocked", test_signal_blocked);
+  g_test_add_func ("/side-effects/ready-time", test_ready_time);
   return g_test_run ();
 }

@@ -8,16 +8,22 @@
  * it. Those two are not enough: GObject Introspection (PyGObject, GJS) and a
  * dlsym()'d address call GLib's own functions, never ours, and GLib's calls
  * within itself do not go through its PLT either. One call always does:
- * GLib's g_poll() calls libc's poll() through the PLT, once per iteration of
- * any context. So poll() is interposed too: a poll made from GLib's own code
- * by the thread that owns the default context is an iteration of that
- * context, however the loop was entered. A program that never runs a GLib loop, and any program the watched one
+ * the poll of every iteration of any context, through the PLT into libc.
+ * Which call depends on the release: GLib before 2.81 polls through
+ * g_poll(), which calls poll(); 2.81 and later call ppoll() directly, with
+ * the full timeout, while the context's poll function is g_poll, and the
+ * context's poll function (rounded to milliseconds) otherwise. So poll()
+ * and ppoll() are interposed: a poll made from GLib's own code (or from a
+ * program's poll function GLib called) by the thread that owns the default
+ * context is an iteration of that context, however the loop was entered.
+ * A program that never runs a GLib loop, and any program the watched one
  * starts (it inherits LD_PRELOAD but not the process id the launcher named),
  * are left alone; so are setuid/setgid programs (said in one line).
  */
 #include <dlfcn.h>
 #include <link.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -30,6 +36,8 @@
 typedef gboolean (*LwIterationFunc) (GMainContext *context, gboolean may_block);
 typedef void (*LwLoopRunFunc) (GMainLoop *loop);
 typedef int (*LwPollFunc) (struct pollfd *fds, nfds_t n_fds, int timeout);
+typedef int (*LwPpollFunc) (struct pollfd *fds, nfds_t n_fds, const struct timespec *timeout,
+                            const sigset_t *sigmask);
 
 /* Loop thread (the first to iterate the default context), normal context. */
 static gpointer
@@ -132,15 +140,17 @@ lw_preload_called_from_glib (const LwCodeRange *glib, uintptr_t caller)
   return FALSE;
 }
 
-/* Any thread, inside poll(). A poll from GLib's code by the owner of the
- * default context: GLib's main loop iterating it (g_poll, the default
- * poll function, ends in this poll). g_main_context_default() is only
- * asked then: a program that uses GLib without a loop gets no default
- * context from here unless GLib itself polls. Returns the poll function
- * this poll goes on with: once lagwatch attached, the context's new one
- * (lagwatch's wrapper, which calls g_poll and so this poll again), so
- * that the poll under way already ends a watched idle period: the first
- * poll may be the one that waits for the source that freezes the loop. */
+/* Any thread, inside poll() or ppoll(). A poll from GLib's code by the
+ * owner of the default context: GLib's main loop iterating it.
+ * g_main_context_default() is only asked then: a program that uses GLib
+ * without a loop gets no default context from here unless GLib itself
+ * polls. Returns the context's poll function once lagwatch attached: if
+ * that is lagwatch's wrapper (which calls the previous one, so this poll
+ * again), poll() goes on through it, so that the poll under way already
+ * ends a watched idle period: the first poll may be the one that waits
+ * for the source that freezes the loop. Where lagwatch tracks the loop
+ * with a source instead (lw-hooks.c), the poll function is still g_poll
+ * and the source's check, right after this poll, ends that period. */
 static GPollFunc
 lw_preload_check_poll (uintptr_t caller)
 {
@@ -172,6 +182,21 @@ poll (struct pollfd *fds, nfds_t n_fds, int timeout)
         return attached ((GPollFD *) fds, n_fds, timeout);
     }
   return real (fds, n_fds, timeout);
+}
+
+/* Any thread. After lagwatch is attached (or declined): one load. GLib
+ * 2.81 and later poll with ppoll() while the poll function is g_poll: the
+ * timeout is not touched, only the attach is looked for. */
+LW_PRELOAD_API int
+ppoll (struct pollfd *fds, nfds_t n_fds, const struct timespec *timeout, const sigset_t *sigmask)
+{
+  static LwPpollFunc real;
+
+  if (G_UNLIKELY (real == NULL))
+    real = (LwPpollFunc) dlsym (RTLD_NEXT, "ppoll");
+  if (G_UNLIKELY (lw_preload_once.status != G_ONCE_STATUS_READY))
+    lw_preload_check_poll ((uintptr_t) __builtin_return_address (0));
+  return real (fds, n_fds, timeout, sigmask);
 }
 
 LW_PRELOAD_API gboolean

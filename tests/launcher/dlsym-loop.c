@@ -2,12 +2,14 @@
  * up itself, as GObject Introspection does: dlsym() on libglib's handle,
  * never the PLT entry the launcher's preload library interposes. Its
  * timeout callback (added by g_timeout_add, unnamed unless the first
- * argument is "named") spins 300 ms; the loop
+ * argument is "named") spins 300 ms (with "own-poll", the default
+ * context polls through a poll function of the program's); the loop
  * quits once the report is written (LW_TEST_REPORT_FILE non-empty), or
  * after 30 s: a lag that ends just before exit may not be reported yet. */
 #include <dlfcn.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <poll.h>
 #include <stdio.h>
 
 #define LAGGY __attribute__ ((noipa))
@@ -49,6 +51,14 @@ freeze_busy (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A poll function of the program's own (first argument "own-poll"): GLib
+ * calls it instead of polling itself, and it polls with poll(). */
+static gint
+own_poll (GPollFD *fds, guint n_fds, gint timeout)
+{
+  return poll ((struct pollfd *) fds, n_fds, timeout);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -65,6 +75,8 @@ main (int argc, char **argv)
   id = g_timeout_add (200, freeze_busy, NULL);
   if (argc > 1 && g_str_equal (argv[1], "named"))
     g_source_set_name_by_id (id, "dlsym-loop: named freeze");
+  if (argc > 1 && g_str_equal (argv[1], "own-poll"))
+    g_main_context_set_poll_func (NULL, own_poll);
   run (loop);
   g_main_loop_unref (loop);
   return 0;
