@@ -42,18 +42,18 @@ echo "ok bad invocations"
 # 3. gtk4-widget-factory, unmodified, in Xvfb.
 factory=$(command -v gtk4-widget-factory)
 [ -n "$factory" ] || { echo "FAIL gtk4-widget-factory not installed (package gtk-4-examples)"; exit 1; }
-display=""
-for n in $(seq 90 130); do
-  [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ] && continue
-  display=":$n"; break
-done
-Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp > "$tmp/xvfb.log" 2>&1 &
+# Xvfb picks a free display itself and writes its number once it accepts
+# connections: a number chosen here could be taken by another test's
+# server in between.
+Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3> "$tmp/display" > "$tmp/xvfb.log" 2>&1 &
 xvfb_pid=$!
-deadline=$(( $(date +%s) + 20 ))
-until [ -e "/tmp/.X11-unix/X${display#:}" ]; do
-  [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL Xvfb did not start"; cat "$tmp/xvfb.log"; exit 1; }
+deadline=$(( $(date +%s) + 60 ))
+until [ -s "$tmp/display" ]; do
+  kill -0 "$xvfb_pid" 2> /dev/null || { echo "FAIL Xvfb exited"; cat "$tmp/xvfb.log"; exit 1; }
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL Xvfb did not start in 60 s"; cat "$tmp/xvfb.log"; exit 1; }
   sleep 0.05
 done
+display=:$(cat "$tmp/display")
 
 json="$tmp/lags.jsonl"
 LD_PRELOAD="$user_preload$slowlib" LW_TEST_SLOW_MS=300 DISPLAY="$display" GDK_BACKEND=x11 \
