@@ -35,6 +35,11 @@ lw_codename() {
   (. /etc/os-release && echo "${VERSION_CODENAME:-unknown}")
 }
 
+# lw_has_candidate PACKAGE: apt's lists hold a version of PACKAGE itself.
+lw_has_candidate() {
+  apt-cache policy "$1" 2> /dev/null | grep -q 'Candidate: [^(]'
+}
+
 # lw_release_packages: the packages whose names changed between releases,
 # read from apt's lists when they have them, else from the release's name.
 #  - clang's runtimes (libFuzzer, sanitizers) are versioned with clang:
@@ -49,9 +54,11 @@ lw_release_packages() {
       *) clang=19 ;;
     esac
   fi
-  if apt-cache show libsysprof-capture-4-dev > /dev/null 2>&1; then
+  # A real package, not a name another provides (Debian 12's
+  # libsysprof-4-dev provides libsysprof-capture-4-dev).
+  if lw_has_candidate libsysprof-capture-4-dev; then
     sysprof=libsysprof-capture-4-dev
-  elif apt-cache show libsysprof-4-dev > /dev/null 2>&1; then
+  elif lw_has_candidate libsysprof-4-dev; then
     sysprof=libsysprof-4-dev
   else
     case $(lw_codename) in
