@@ -268,9 +268,15 @@ lw_gjs_find_engine (LwJsEngine *engine, char **why)
     {
       g_autofree char *library = lw_gjs_library_name (any);
 
+      GString *known = g_string_new (NULL);
+
+      for (guint i = 0; i < G_N_ELEMENTS (lw_js_releases); i++)
+        g_string_append_printf (known, "%s%s", i == 0 ? "" : i + 1 < G_N_ELEMENTS (lw_js_releases) ? ", " : " and ",
+                                lw_js_releases[i].node + strlen ("mozjs_"));
       *why = g_strdup_printf ("this GJS runs on a SpiderMonkey (%s) whose profiling stack lagwatch "
-                              "does not know (it reads SpiderMonkey 102, 115, 128 and 140): its "
-                              "JavaScript functions are not named in reports", library);
+                              "does not know (it reads SpiderMonkey %s): its JavaScript functions are "
+                              "not named in reports", library, known->str);
+      g_string_free (known, TRUE);
     }
   return FALSE;
 }

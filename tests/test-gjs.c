@@ -183,6 +183,7 @@ test_layout_probe (void)
   LwJsLayout moved;
   g_autofree char *why = NULL;
 
+  g_assert_nonnull (layout);
   /* An engine laid out as known: accepted, its frames freed. */
   fake_frame_size = 40;
   fake_flags = 36;
@@ -234,6 +235,7 @@ test_decode (void)
   guint8 raw[4 * 40];
   LwJsEntry entries[4];
 
+  g_assert_nonnull (layout);
   put_frame (raw, 0, 0x7ffd0000, (0x2u << 16) | (1u << 1));            /* marker */
   put_frame (raw + 40, 0x1000, 0x5000, (0x7u << 16) | (1u << 2));     /* JS */
   put_frame (raw + 80, 0x2000, 0x7ffc0000, (0x9u << 16) | 1u | (1u << 7)); /* label, RELEVANT_FOR_JS */
