@@ -62,6 +62,11 @@ typedef void *(*LwGjsGetCurrent) (void);
 typedef void *(*LwGjsGetNative) (void *gjs_context);
 typedef void *(*LwGjsGetProfiler) (void *gjs_context);
 
+/* js::SetContextProfilingStack(JSContext *, ProfilingStack *),
+ * js::EnableContextProfilingStack(JSContext *, bool),
+ * ProfilingStack::pushLabelFrame(const char *, const char *, void *,
+ * JS::ProfilingCategoryPair, uint32_t), ProfilingStack::pop() and
+ * ProfilingStack::~ProfilingStack(): exported by every release read. */
 #define LW_JS_SET_STACK   "_ZN2js24SetContextProfilingStackEP9JSContextP14ProfilingStack"
 #define LW_JS_ENABLE      "_ZN2js27EnableContextProfilingStackEP9JSContextb"
 #define LW_JS_PUSH_LABEL  "_ZN14ProfilingStack14pushLabelFrameEPKcS1_PvN2JS21ProfilingCategoryPairEj"
