@@ -467,16 +467,42 @@ lw_gjs_parse_label (const char *text, char **name, char **file, guint *line)
   return TRUE;
 }
 
-/* Watcher thread. TRUE when @ip is SpiderMonkey's: in libmozjs, or JIT
- * code (in no module). */
-static gboolean
-lw_gjs_is_engine (uintptr_t ip)
+/* Watcher thread. What the native frame at @ip is to the engine. */
+static LwJsNativeKind
+lw_gjs_native_kind (uintptr_t ip)
 {
   LwUnwindTable table;
 
   if (ip >= lw_gjs_engine_lo && ip < lw_gjs_engine_hi)
+    return LW_JS_NATIVE_ENGINE;
+  if (!lw_lang_frame_is (ip) && !lw_modules_find_unwind_table (ip, &table))
+    return LW_JS_NATIVE_JIT;
+  return LW_JS_NATIVE_OTHER;
+}
+
+gboolean
+lw_gjs_read_fits (const guint8 *kinds, const uintptr_t *sps, guint n_ips, int entry_frame,
+                  uintptr_t innermost_entry_sp)
+{
+  gboolean left_engine = FALSE;
+
+  /* An entry deeper than the innermost captured frame was made after the
+   * capture. */
+  if (sps != NULL && sps[0] != 0 && innermost_entry_sp != 0 && innermost_entry_sp < sps[0])
+    return FALSE;
+  if (entry_frame < 0 || (guint) entry_frame >= n_ips)
     return TRUE;
-  return !lw_lang_frame_is (ip) && !lw_modules_find_unwind_table (ip, &table);
+  /* Inward of the innermost entry read: the engine running it, maybe a
+   * call out of it into C; JavaScript run again past that C was entered
+   * anew, and that entry is gone from the stack read. */
+  for (int k = entry_frame - 1; k >= 0; k--)
+    {
+      if (kinds[k] == LW_JS_NATIVE_OTHER)
+        left_engine = TRUE;
+      else if (kinds[k] == LW_JS_NATIVE_JIT && left_engine)
+        return FALSE;
+    }
+  return TRUE;
 }
 
 /* One frame read from the profiling stack: a JavaScript function's tag,
@@ -609,15 +635,21 @@ lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guin
 {
   LwJsRead reads[LW_GJS_MAX_FRAMES];
   uintptr_t out[LW_GJS_MAX_FRAMES + LW_MAX_FRAMES_LIMIT];
+  guint8 kinds[LW_MAX_FRAMES_LIMIT];
   int at[LW_GJS_MAX_FRAMES];  /* per read: the native frame it goes in front of */
-  guint n_reads, n_out = 0, innermost = 0;
+  guint n_reads, n_out = 0, innermost = n_ips;
+  uintptr_t entry_sp = 0;
   int entry = -1;
 
   if (!atomic_load (&lw_gjs_ready) || tid != lw_gjs_tid || n_ips == 0 || n_ips > LW_MAX_FRAMES_LIMIT)
     return n_ips;
   /* The innermost engine frame: where frames of no known entry go. */
-  while (innermost < n_ips && !lw_gjs_is_engine (ips[innermost]))
-    innermost++;
+  for (guint k = 0; k < n_ips; k++)
+    {
+      kinds[k] = lw_gjs_native_kind (ips[k]);
+      if (kinds[k] != LW_JS_NATIVE_OTHER && innermost == n_ips)
+        innermost = k;
+    }
   if (innermost == n_ips || (n_reads = lw_gjs_read_frames (reads)) == 0)
     return n_ips;
   /* Each JavaScript frame goes in front of the native frame that entered
@@ -626,9 +658,17 @@ lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guin
   for (guint i = 0; i < n_reads; i++)
     {
       if (reads[i].tag == 0)
-        entry = sps != NULL ? lw_gjs_frame_of (sps, n_ips, reads[i].entry_sp) : -1;
+        {
+          entry_sp = reads[i].entry_sp;
+          entry = sps != NULL ? lw_gjs_frame_of (sps, n_ips, entry_sp) : -1;
+        }
       at[i] = entry >= 0 ? entry : (int) innermost;
     }
+  /* The stack is read after the capture, while the thread runs on: a
+   * function that returned (or was entered) meanwhile makes a read of
+   * another stack than the one captured, which is not merged. */
+  if (!lw_gjs_read_fits (kinds, sps, n_ips, entry, entry_sp))
+    return n_ips;
 
   /* Native frames innermost first; before frame k, the JavaScript frames
    * that go there, innermost (last read) first. */

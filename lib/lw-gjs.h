@@ -185,4 +185,28 @@ gboolean lw_gjs_decode_frames (const LwJsLayout *layout,
                                guint             n,
                                LwJsEntry        *entries);
 
+/* What a native frame is to the engine. */
+typedef enum
+{
+  LW_JS_NATIVE_OTHER,   /* C outside the engine (GJS, GLib, libffi...) */
+  LW_JS_NATIVE_ENGINE,  /* libmozjs */
+  LW_JS_NATIVE_JIT,     /* code the engine generated: JavaScript running */
+} LwJsNativeKind;
+
+/* Watcher thread (any thread: no memory but the arguments is read). The
+ * profiling stack is read after the native stack was captured, while the
+ * thread runs on. FALSE when the read cannot be the captured stack's: its
+ * innermost entry into the engine (the native frame @entry_frame of
+ * @n_ips, -1 when not on the walked stack, whose marker holds
+ * @innermost_entry_sp) lies deeper than the captured stack (@sps[0]), or
+ * the captured stack runs generated code again past a call out of the
+ * engine inward of it (@kinds, an LwJsNativeKind per frame, innermost
+ * first): an entry made after it, gone from the read (the function
+ * returned meanwhile). */
+gboolean lw_gjs_read_fits (const guint8    *kinds,
+                           const uintptr_t *sps,
+                           guint            n_ips,
+                           int              entry_frame,
+                           uintptr_t        innermost_entry_sp);
+
 G_END_DECLS

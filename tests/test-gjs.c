@@ -17,6 +17,9 @@
  * (fakes below), and passes on the SpiderMonkey the installed GJS runs on
  * (102 on Debian 12, 128 on Debian 13, 140 on sid). Frames copied from the
  * stack decode by their kind bits; a frame of no kind or of two is refused.
+ * The stack is read after the native stack was captured: a read that
+ * cannot be the captured stack's (an entry gone, or one deeper) is not
+ * merged.
  */
 #include <dlfcn.h>
 #include <glib.h>
@@ -258,6 +261,38 @@ test_decode (void)
   g_assert_false (lw_gjs_decode_frames (layout, raw, sizeof raw, 4, entries));
 }
 
+/* A stack read after the capture, checked against the captured stack.
+ * The captured stack, innermost first: GJS's C (a call out of JavaScript),
+ * the JIT code of a handler, the engine, the handler's entry (frame 5),
+ * GLib's dispatch, JIT code of the script's top level, the engine, the
+ * script's entry (frame 9). */
+static void
+test_read_fits (void)
+{
+  const guint8 kinds[] = {
+    LW_JS_NATIVE_OTHER, LW_JS_NATIVE_JIT, LW_JS_NATIVE_JIT, LW_JS_NATIVE_ENGINE, LW_JS_NATIVE_ENGINE,
+    LW_JS_NATIVE_ENGINE, LW_JS_NATIVE_OTHER, LW_JS_NATIVE_OTHER, LW_JS_NATIVE_JIT, LW_JS_NATIVE_ENGINE,
+    LW_JS_NATIVE_OTHER,
+  };
+  uintptr_t sps[G_N_ELEMENTS (kinds)];
+  guint n = G_N_ELEMENTS (kinds);
+
+  for (guint k = 0; k < n; k++)
+    sps[k] = 0x7ffd0000 + 0x100 * k;
+  /* The handler's entry is the innermost one read: the stack captured. */
+  g_assert_true (lw_gjs_read_fits (kinds, sps, n, 5, sps[5] + 8));
+  /* Only the script's entry read: the handler returned after the capture,
+   * its JIT code inward of a call out of the engine has no entry. */
+  g_assert_false (lw_gjs_read_fits (kinds, sps, n, 9, sps[9] + 8));
+  /* An entry deeper than the captured stack: made after the capture. */
+  g_assert_false (lw_gjs_read_fits (kinds, sps, n, -1, sps[0] - 64));
+  /* An entry not on the walked stack, no stack pointers: nothing to tell. */
+  g_assert_true (lw_gjs_read_fits (kinds, sps, n, -1, sps[n - 1] + 0x1000));
+  g_assert_true (lw_gjs_read_fits (kinds, NULL, n, -1, 0x1000));
+  /* Generated code run from the engine itself, without a call out: fits. */
+  g_assert_true (lw_gjs_read_fits (kinds + 1, sps + 1, n - 1, 4, sps[5] + 8));
+}
+
 static int
 find_mozjs (struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -308,6 +343,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gjs/layout/known", test_layout_known);
   g_test_add_func ("/gjs/layout/probe", test_layout_probe);
   g_test_add_func ("/gjs/decode", test_decode);
+  g_test_add_func ("/gjs/read-fits", test_read_fits);
   g_test_add_func ("/gjs/engine/installed", test_engine_installed);
   return g_test_run ();
 }
