@@ -4,7 +4,6 @@
 
 #include <dlfcn.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,39 +12,47 @@
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
 
-/* SpiderMonkey 102's js::ProfilingStackFrame (js/ProfilingStack.h): six
- * atomics, 40 bytes. Another version is another layout: the symbols are
- * looked up under the version node "mozjs_102" so that no other engine is
- * read with this one. */
-typedef struct
+/* js::ProfilingStackFrame and js::ProfilingStack, as SpiderMonkey 102,
+ * 115, 128 and 140 lay them out (js/ProfilingStack.h, the same in each):
+ * a frame is six atomics, 40 bytes {label_, dynamicString_, spOrScript,
+ * realmID_, pcOffsetIfJS_, flagsAndCategoryPair_}; the stack is {uint32_t
+ * capacity; Atomic<Frame *> frames; Atomic<uint32_t> stackPointer}. The
+ * engine grows the array with ensureCapacitySlow() (a new array, the old
+ * one freed), hence the reads through the kernel. */
+static const LwJsLayout lw_js_layout_40 = {
+  .frame_size = 40,
+  .label = 0,
+  .dynamic_string = 8,
+  .sp_or_script = 16,
+  .flags = 36,
+  .capacity = 0,
+  .frames = 8,
+  .stack_pointer = 16,
+};
+
+/* The releases lagwatch reads, by the version node of their symbols
+ * (SpiderMonkey's build names it after the library, mozjs-NNN). A release
+ * not listed is another layout, or may be: it is not read. */
+static const struct
 {
-  uintptr_t label;
-  uintptr_t dynamic_string;
-  uintptr_t sp_or_script;
-  uint64_t  realm_id;
-  int32_t   pc_offset;
-  uint32_t  flags_and_category;
-} LwJsFrame;
+  const char       *node;
+  const LwJsLayout *layout;
+} lw_js_releases[] = {
+  { "mozjs_102", &lw_js_layout_40 },
+  { "mozjs_115", &lw_js_layout_40 },
+  { "mozjs_128", &lw_js_layout_40 },
+  { "mozjs_140", &lw_js_layout_40 },
+};
 
-G_STATIC_ASSERT (sizeof (LwJsFrame) == 40);
-
-/* ProfilingStackFrame::Flags::IS_JS_FRAME: a JavaScript function (the
- * others are the engine's labels and stack-pointer markers). */
-#define LW_JS_FRAME_IS_JS (1u << 2)
-/* ...::IS_SP_MARKER_FRAME: where native code entered the engine; its
- * stack address is the native stack pointer there. */
+/* ProfilingStackFrame::Flags: the kind of a frame, one bit of the three
+ * (label, stack-pointer marker, JavaScript function); the rest are
+ * attributes lagwatch does not need. */
+#define LW_JS_FRAME_IS_LABEL     (1u << 0)
 #define LW_JS_FRAME_IS_SP_MARKER (1u << 1)
-
-/* SpiderMonkey 102's ProfilingStack: {uint32_t capacity; Atomic<Frame *>
- * frames; Atomic<uint32_t> stackPointer}. The engine grows the array with
- * ensureCapacitySlow() (a new array, the old one freed), hence the reads
- * through the kernel. Never freed: the context keeps a pointer to it. */
-typedef struct
-{
-  uint32_t           capacity;
-  _Atomic uintptr_t  frames;
-  _Atomic uint32_t   stack_pointer;
-} LwJsStack;
+#define LW_JS_FRAME_IS_JS        (1u << 2)
+#define LW_JS_FRAME_KIND_MASK    (LW_JS_FRAME_IS_LABEL | LW_JS_FRAME_IS_SP_MARKER | LW_JS_FRAME_IS_JS)
+/* The category pair sits above the 16 bits of flags. */
+#define LW_JS_CATEGORY_SHIFT 16
 
 /* Bounds: the innermost frames read per sample, and a label's length. */
 #define LW_GJS_MAX_FRAMES 64
@@ -54,8 +61,17 @@ typedef struct
 typedef void *(*LwGjsGetCurrent) (void);
 typedef void *(*LwGjsGetNative) (void *gjs_context);
 typedef void *(*LwGjsGetProfiler) (void *gjs_context);
-typedef void (*LwJsSetStack) (void *cx, void *stack);
-typedef void (*LwJsEnableStack) (void *cx, bool enabled);  /* C++ bool */
+
+/* js::SetContextProfilingStack(JSContext *, ProfilingStack *),
+ * js::EnableContextProfilingStack(JSContext *, bool),
+ * ProfilingStack::pushLabelFrame(const char *, const char *, void *,
+ * JS::ProfilingCategoryPair, uint32_t), ProfilingStack::pop() and
+ * ProfilingStack::~ProfilingStack(): exported by every release read. */
+#define LW_JS_SET_STACK   "_ZN2js24SetContextProfilingStackEP9JSContextP14ProfilingStack"
+#define LW_JS_ENABLE      "_ZN2js27EnableContextProfilingStackEP9JSContextb"
+#define LW_JS_PUSH_LABEL  "_ZN14ProfilingStack14pushLabelFrameEPKcS1_PvN2JS21ProfilingCategoryPairEj"
+#define LW_JS_POP         "_ZN14ProfilingStack3popEv"
+#define LW_JS_DESTROY     "_ZN14ProfilingStackD1Ev"
 
 typedef enum
 {
@@ -74,33 +90,218 @@ static gboolean lw_gjs_looked;                 /* HOLDS: lw_gjs_lock; the symbol
 static LwGjsGetCurrent lw_gjs_get_current;     /* HOLDS: lw_gjs_lock */
 static LwGjsGetNative lw_gjs_get_native;
 static LwGjsGetProfiler lw_gjs_get_profiler;
-static LwJsSetStack lw_gjs_set_stack;
-static LwJsEnableStack lw_gjs_enable_stack;
-static LwJsStack *lw_gjs_stack;    /* set once before lw_gjs_ready */
+static LwJsEngine lw_gjs_engine;
+static guint8 *lw_gjs_stack;       /* LW_JS_STACK_SIZE bytes; never freed: the context keeps a pointer to it; set once before lw_gjs_ready */
+static const LwJsLayout *lw_gjs_layout; /* set once before lw_gjs_ready */
 static pid_t lw_gjs_tid;           /* the JavaScript thread; set once before lw_gjs_ready */
 static uintptr_t lw_gjs_engine_lo; /* libmozjs's mapped range; set once before lw_gjs_ready */
 static uintptr_t lw_gjs_engine_hi;
 static atomic_int lw_gjs_ready;
 
+const LwJsLayout *
+lw_gjs_layout_for (const char *node)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (lw_js_releases); i++)
+    if (g_strcmp0 (lw_js_releases[i].node, node) == 0)
+      return lw_js_releases[i].layout;
+  return NULL;
+}
+
+/* Any thread, async-signal-safe. The pointer-sized field at @offset of
+ * @base (copied memory: no alignment assumed). */
+static uintptr_t
+lw_js_pointer_at (const guint8 *base, guint offset)
+{
+  uintptr_t value;
+
+  memcpy (&value, base + offset, sizeof value);
+  return value;
+}
+
+/* Any thread, async-signal-safe. The uint32_t at @offset of @base. */
+static uint32_t
+lw_js_u32_at (const guint8 *base, guint offset)
+{
+  uint32_t value;
+
+  memcpy (&value, base + offset, sizeof value);
+  return value;
+}
+
+/* Any thread. TRUE when every field of @layout fits its frame or stack. */
+static gboolean
+lw_js_layout_fits (const LwJsLayout *layout)
+{
+  guint size = layout->frame_size;
+
+  return size >= 8 && size <= LW_JS_MAX_FRAME_SIZE && size % 8 == 0
+         && layout->label + 8 <= size && layout->dynamic_string + 8 <= size
+         && layout->sp_or_script + 8 <= size && layout->flags + 4 <= size
+         && layout->capacity + 4 <= LW_JS_STACK_SIZE && layout->frames + 8 <= LW_JS_STACK_SIZE
+         && layout->stack_pointer + 4 <= LW_JS_STACK_SIZE
+         && layout->frames % 8 == 0 && layout->capacity % 4 == 0 && layout->stack_pointer % 4 == 0;
+}
+
+/* Any thread but the watcher, normal context. Checks that the frame at
+ * @frame holds what pushLabelFrame (@label, @dynamic_string, @sp,
+ * @category, no flags) wrote, where @layout says; else says what not. */
+static gboolean
+lw_js_probe_frame (const LwJsLayout *layout, const guint8 *frame, const char *label,
+                   const char *dynamic_string, uintptr_t sp, uint32_t category, GString *why)
+{
+  uint32_t flags = (category << LW_JS_CATEGORY_SHIFT) | LW_JS_FRAME_IS_LABEL;
+
+  if (lw_js_pointer_at (frame, layout->label) != (uintptr_t) label)
+    g_string_append_printf (why, "the label is not at %u", layout->label);
+  else if (lw_js_pointer_at (frame, layout->dynamic_string) != (uintptr_t) dynamic_string)
+    g_string_append_printf (why, "the description is not at %u", layout->dynamic_string);
+  else if (lw_js_pointer_at (frame, layout->sp_or_script) != sp)
+    g_string_append_printf (why, "the stack address is not at %u", layout->sp_or_script);
+  else if (lw_js_u32_at (frame, layout->flags) != flags)
+    g_string_append_printf (why, "the flags at %u are 0x%x, not 0x%x", layout->flags,
+                            lw_js_u32_at (frame, layout->flags), flags);
+  else
+    return TRUE;
+  return FALSE;
+}
+
+gboolean
+lw_gjs_check_layout (const LwJsLayout *layout, LwJsPushLabel push, LwJsPop pop, LwJsDestroy destroy,
+                     char **why)
+{
+  static const char label[] = "lagwatch", first[] = "lagwatch: probe 1", second[] = "lagwatch: probe 2";
+  /* Leaked when the check fails: memory the engine may have written into
+   * in its own way is not handed back to it. */
+  guint8 *stack = g_malloc0 (LW_JS_STACK_SIZE);
+  uintptr_t frames;
+  GString *problem = g_string_new (NULL);
+
+  *why = NULL;
+  if (!lw_js_layout_fits (layout))
+    g_string_append (problem, "its fields do not fit their frame");
+  else
+    {
+      push (stack, label, first, (void *) stack, 3, 0);
+      push (stack, label, second, (void *) (stack + 8), 5, 0);
+      frames = lw_js_pointer_at (stack, layout->frames);
+      /* The first push grows the empty stack to 4096 bytes' worth of
+       * frames (ensureCapacitySlow()): the frame size, checked. */
+      if (lw_js_u32_at (stack, layout->stack_pointer) != 2)
+        g_string_append_printf (problem, "the stack pointer at %u is %u after two pushes, not 2",
+                                layout->stack_pointer, lw_js_u32_at (stack, layout->stack_pointer));
+      else if (lw_js_u32_at (stack, layout->capacity) != 4096 / layout->frame_size)
+        g_string_append_printf (problem, "the capacity at %u is %u, not %u frames of %u bytes",
+                                layout->capacity, lw_js_u32_at (stack, layout->capacity),
+                                4096 / layout->frame_size, layout->frame_size);
+      else if (frames == 0 || frames % 8 != 0)
+        g_string_append_printf (problem, "no frames at %u", layout->frames);
+      else if (lw_js_probe_frame (layout, (const guint8 *) frames, label, first, (uintptr_t) stack, 3,
+                                  problem)
+               && lw_js_probe_frame (layout, (const guint8 *) frames + layout->frame_size, label, second,
+                                     (uintptr_t) (stack + 8), 5, problem))
+        {
+          pop (stack);
+          pop (stack);
+          if (lw_js_u32_at (stack, layout->stack_pointer) != 0)
+            g_string_append (problem, "two pops leave frames on the stack");
+        }
+    }
+  if (problem->len > 0)
+    {
+      *why = g_string_free (problem, FALSE);
+      return FALSE;
+    }
+  g_string_free (problem, TRUE);
+  destroy (stack);
+  g_free (stack);
+  return TRUE;
+}
+
+/* Any thread but the watcher, normal context. The file name of the
+ * library holding @addr, for messages. */
+static char *
+lw_gjs_library_name (void *addr)
+{
+  LwModule *module = lw_modules_ref_module ((uintptr_t) addr);
+  char *name = module != NULL ? g_path_get_basename (lw_module_get_path (module)) : g_strdup ("libmozjs");
+
+  if (module != NULL)
+    lw_module_unref (module);
+  return name;
+}
+
+gboolean
+lw_gjs_find_engine (LwJsEngine *engine, char **why)
+{
+  void *any;
+
+  *why = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (lw_js_releases); i++)
+    {
+      const char *node = lw_js_releases[i].node;
+      LwJsSetStack set_stack = (LwJsSetStack) dlvsym (RTLD_DEFAULT, LW_JS_SET_STACK, node);
+      LwJsEnableStack enable_stack = (LwJsEnableStack) dlvsym (RTLD_DEFAULT, LW_JS_ENABLE, node);
+      LwJsPushLabel push = (LwJsPushLabel) dlvsym (RTLD_DEFAULT, LW_JS_PUSH_LABEL, node);
+      LwJsPop pop = (LwJsPop) dlvsym (RTLD_DEFAULT, LW_JS_POP, node);
+      LwJsDestroy destroy = (LwJsDestroy) dlvsym (RTLD_DEFAULT, LW_JS_DESTROY, node);
+      g_autofree char *problem = NULL;
+
+      if (set_stack == NULL)
+        continue;
+      if (enable_stack == NULL || push == NULL || pop == NULL || destroy == NULL)
+        {
+          *why = g_strdup_printf ("this GJS's SpiderMonkey (%s) does not export the profiling stack's "
+                                  "functions lagwatch needs: its JavaScript functions are not named in "
+                                  "reports", node);
+          return FALSE;
+        }
+      if (!lw_gjs_check_layout (lw_js_releases[i].layout, push, pop, destroy, &problem))
+        {
+          *why = g_strdup_printf ("this GJS's SpiderMonkey (%s) does not lay out its profiling stack as "
+                                  "lagwatch reads it (%s): its JavaScript functions are not named in "
+                                  "reports", node, problem);
+          return FALSE;
+        }
+      *engine = (LwJsEngine) { node, lw_js_releases[i].layout, set_stack, enable_stack };
+      return TRUE;
+    }
+  any = dlsym (RTLD_DEFAULT, LW_JS_SET_STACK);
+  if (any == NULL)
+    *why = g_strdup ("this GJS's SpiderMonkey does not export js::SetContextProfilingStack: its "
+                     "JavaScript functions are not named in reports");
+  else
+    {
+      g_autofree char *library = lw_gjs_library_name (any);
+
+      GString *known = g_string_new (NULL);
+
+      for (guint i = 0; i < G_N_ELEMENTS (lw_js_releases); i++)
+        g_string_append_printf (known, "%s%s", i == 0 ? "" : i + 1 < G_N_ELEMENTS (lw_js_releases) ? ", " : " and ",
+                                lw_js_releases[i].node + strlen ("mozjs_"));
+      *why = g_strdup_printf ("this GJS runs on a SpiderMonkey (%s) whose profiling stack lagwatch "
+                              "does not know (it reads SpiderMonkey %s): its JavaScript functions are "
+                              "not named in reports", library, known->str);
+      g_string_free (known, TRUE);
+    }
+  return FALSE;
+}
+
 /* Any thread but the watcher, normal context, lw_gjs_lock held: dlsym()
- * takes the loader's lock. Finds GJS and SpiderMonkey 102, once. */
+ * takes the loader's lock. Finds GJS and a SpiderMonkey it can read, once. */
 static LwGjsState
 lw_gjs_look (void)
 {
+  g_autofree char *why = NULL;
+
   lw_gjs_looked = TRUE;
   lw_gjs_get_current = (LwGjsGetCurrent) dlsym (RTLD_DEFAULT, "gjs_context_get_current");
   lw_gjs_get_native = (LwGjsGetNative) dlsym (RTLD_DEFAULT, "gjs_context_get_native_context");
   lw_gjs_get_profiler = (LwGjsGetProfiler) dlsym (RTLD_DEFAULT, "gjs_context_get_profiler");
   if (lw_gjs_get_current == NULL || lw_gjs_get_native == NULL)
     return LW_GJS_NOTHING;  /* not a GJS program */
-  lw_gjs_set_stack = (LwJsSetStack) dlvsym (RTLD_DEFAULT, "_ZN2js24SetContextProfilingStackEP9JSContextP14ProfilingStack",
-                                            "mozjs_102");
-  lw_gjs_enable_stack = (LwJsEnableStack) dlvsym (RTLD_DEFAULT, "_ZN2js27EnableContextProfilingStackEP9JSContextb",
-                                                  "mozjs_102");
-  if (lw_gjs_set_stack == NULL || lw_gjs_enable_stack == NULL)
+  if (!lw_gjs_find_engine (&lw_gjs_engine, &why))
     {
-      g_message ("this GJS runs on a SpiderMonkey other than 102: its JavaScript functions are not "
-                 "named in reports");
+      g_message ("%s", why);
       return LW_GJS_NOTHING;
     }
   return LW_GJS_LATER;
@@ -126,14 +327,15 @@ lw_gjs_try (void)
                  "named in reports");
       return LW_GJS_NOTHING;
     }
-  if (!lw_modules_find_unwind_table ((uintptr_t) lw_gjs_set_stack, &engine))
+  if (!lw_modules_find_unwind_table ((uintptr_t) lw_gjs_engine.set_stack, &engine))
     return LW_GJS_NOTHING;
-  lw_gjs_stack = g_new0 (LwJsStack, 1);
+  lw_gjs_stack = g_malloc0 (LW_JS_STACK_SIZE);
+  lw_gjs_layout = lw_gjs_engine.layout;
   lw_gjs_tid = getpid ();
   lw_gjs_engine_lo = engine.start;
   lw_gjs_engine_hi = engine.end;
-  lw_gjs_set_stack (cx, lw_gjs_stack);
-  lw_gjs_enable_stack (cx, true);
+  lw_gjs_engine.set_stack (cx, lw_gjs_stack);
+  lw_gjs_engine.enable_stack (cx, true);
   atomic_store (&lw_gjs_ready, 1);
   return LW_GJS_ON;
 }
@@ -265,16 +467,42 @@ lw_gjs_parse_label (const char *text, char **name, char **file, guint *line)
   return TRUE;
 }
 
-/* Watcher thread. TRUE when @ip is SpiderMonkey's: in libmozjs, or JIT
- * code (in no module). */
-static gboolean
-lw_gjs_is_engine (uintptr_t ip)
+/* Watcher thread. What the native frame at @ip is to the engine. */
+static LwJsNativeKind
+lw_gjs_native_kind (uintptr_t ip)
 {
   LwUnwindTable table;
 
   if (ip >= lw_gjs_engine_lo && ip < lw_gjs_engine_hi)
+    return LW_JS_NATIVE_ENGINE;
+  if (!lw_lang_frame_is (ip) && !lw_modules_find_unwind_table (ip, &table))
+    return LW_JS_NATIVE_JIT;
+  return LW_JS_NATIVE_OTHER;
+}
+
+gboolean
+lw_gjs_read_fits (const guint8 *kinds, const uintptr_t *sps, guint n_ips, int entry_frame,
+                  uintptr_t innermost_entry_sp)
+{
+  gboolean left_engine = FALSE;
+
+  /* An entry deeper than the innermost captured frame was made after the
+   * capture. */
+  if (sps != NULL && sps[0] != 0 && innermost_entry_sp != 0 && innermost_entry_sp < sps[0])
+    return FALSE;
+  if (entry_frame < 0 || (guint) entry_frame >= n_ips)
     return TRUE;
-  return !lw_lang_frame_is (ip) && !lw_modules_find_unwind_table (ip, &table);
+  /* Inward of the innermost entry read: the engine running it, maybe a
+   * call out of it into C; JavaScript run again past that C was entered
+   * anew, and that entry is gone from the stack read. */
+  for (int k = entry_frame - 1; k >= 0; k--)
+    {
+      if (kinds[k] == LW_JS_NATIVE_OTHER)
+        left_engine = TRUE;
+      else if (kinds[k] == LW_JS_NATIVE_JIT && left_engine)
+        return FALSE;
+    }
+  return TRUE;
 }
 
 /* One frame read from the profiling stack: a JavaScript function's tag,
@@ -286,41 +514,89 @@ typedef struct
   uintptr_t entry_sp;
 } LwJsRead;
 
+gboolean
+lw_gjs_decode_frames (const LwJsLayout *layout, const guint8 *raw, gsize raw_len, guint n,
+                      LwJsEntry *entries)
+{
+  if (n > raw_len / layout->frame_size)
+    return FALSE;
+  for (guint i = 0; i < n; i++)
+    {
+      const guint8 *frame = raw + (gsize) i * layout->frame_size;
+
+      switch (lw_js_u32_at (frame, layout->flags) & LW_JS_FRAME_KIND_MASK)
+        {
+        case LW_JS_FRAME_IS_LABEL:
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_LABEL, 0 };
+          break;
+        case LW_JS_FRAME_IS_SP_MARKER:
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_MARKER, lw_js_pointer_at (frame, layout->sp_or_script) };
+          break;
+        case LW_JS_FRAME_IS_JS:
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_FUNCTION, lw_js_pointer_at (frame, layout->dynamic_string) };
+          break;
+        default:
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* Watcher thread. The uint32_t field at @offset of the profiling stack. */
+static uint32_t
+lw_gjs_stack_u32 (guint offset)
+{
+  return __atomic_load_n ((uint32_t *) (lw_gjs_stack + offset), __ATOMIC_ACQUIRE);
+}
+
+/* Watcher thread. The pointer field at @offset of the profiling stack. */
+static uintptr_t
+lw_gjs_stack_pointer_field (guint offset)
+{
+  return __atomic_load_n ((uintptr_t *) (lw_gjs_stack + offset), __ATOMIC_ACQUIRE);
+}
+
 /* Watcher thread. The profiling stack's entries that matter, outermost
  * first, into @reads; their count, 0 when there is none or they changed
  * during the read. */
 static guint
 lw_gjs_read_frames (LwJsRead *reads)
 {
-  LwJsFrame frames[LW_GJS_MAX_FRAMES], again[LW_GJS_MAX_FRAMES];
+  const LwJsLayout *layout = lw_gjs_layout;
+  guint8 raw[LW_GJS_MAX_FRAMES * LW_JS_MAX_FRAME_SIZE], again[LW_GJS_MAX_FRAMES * LW_JS_MAX_FRAME_SIZE];
+  LwJsEntry entries[LW_GJS_MAX_FRAMES];
   char label[LW_GJS_MAX_LABEL];
-  uintptr_t array = atomic_load (&lw_gjs_stack->frames), start;
-  uint32_t depth = atomic_load (&lw_gjs_stack->stack_pointer);
+  uintptr_t array = lw_gjs_stack_pointer_field (layout->frames), start;
+  uint32_t depth = lw_gjs_stack_u32 (layout->stack_pointer);
+  uint32_t capacity = lw_gjs_stack_u32 (layout->capacity);
   guint n = MIN (depth, LW_GJS_MAX_FRAMES), out = 0, used = 0;
+  gsize size = layout->frame_size;
 
-  start = array + (depth - n) * sizeof (LwJsFrame);
-  if (n == 0 || array == 0 || !lw_modules_read_memory (start, frames, n * sizeof (LwJsFrame)))
+  /* The engine keeps the stack pointer within the array it allocated. */
+  if (n == 0 || array == 0 || depth > capacity)
+    return 0;
+  start = array + (depth - n) * size;
+  if (!lw_modules_read_memory (start, raw, n * size) || !lw_gjs_decode_frames (layout, raw, sizeof raw, n, entries))
     return 0;
   for (guint i = 0; i < n; i++)
     {
       g_autofree char *name = NULL, *file = NULL;
-      uintptr_t text = frames[i].dynamic_string;
       gboolean whole;
       guint line;
 
-      if (frames[i].flags_and_category & LW_JS_FRAME_IS_SP_MARKER)
+      if (entries[i].kind == LW_JS_ENTRY_MARKER)
         {
-          reads[out++] = (LwJsRead) { 0, frames[i].sp_or_script };
+          reads[out++] = (LwJsRead) { 0, entries[i].value };
           used = i + 1;
           continue;
         }
       /* A JavaScript entry without a description is the engine's own
        * (js::RunScript): nothing to name. */
-      if (!(frames[i].flags_and_category & LW_JS_FRAME_IS_JS) || text == 0)
+      if (entries[i].kind != LW_JS_ENTRY_FUNCTION || entries[i].value == 0)
         continue;
       /* A frame that cannot be named ends the read: a stack may lack its
        * JavaScript frames, it never shows a wrong one. */
-      if (!lw_modules_read_string (text, label, sizeof label, &whole) || !whole
+      if (!lw_modules_read_string (entries[i].value, label, sizeof label, &whole) || !whole
           || !lw_gjs_parse_label (label, &name, &file, &line))
         return 0;
       reads[out].tag = lw_lang_frame_intern (LW_LANG_JS, name, file, line);
@@ -334,10 +610,10 @@ lw_gjs_read_frames (LwJsRead *reads)
    * each call into a C function) while they are read: the entries used,
    * the same in the same array after their strings were read, were the
    * stack's all along. */
-  if (used == 0 || atomic_load (&lw_gjs_stack->frames) != array
-      || atomic_load (&lw_gjs_stack->stack_pointer) < depth - n + used
-      || !lw_modules_read_memory (start, again, used * sizeof (LwJsFrame))
-      || memcmp (frames, again, used * sizeof (LwJsFrame)) != 0)
+  if (used == 0 || lw_gjs_stack_pointer_field (layout->frames) != array
+      || lw_gjs_stack_u32 (layout->stack_pointer) < depth - n + used
+      || !lw_modules_read_memory (start, again, used * size)
+      || memcmp (raw, again, used * size) != 0)
     return 0;
   return out;
 }
@@ -359,15 +635,21 @@ lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guin
 {
   LwJsRead reads[LW_GJS_MAX_FRAMES];
   uintptr_t out[LW_GJS_MAX_FRAMES + LW_MAX_FRAMES_LIMIT];
+  guint8 kinds[LW_MAX_FRAMES_LIMIT];
   int at[LW_GJS_MAX_FRAMES];  /* per read: the native frame it goes in front of */
-  guint n_reads, n_out = 0, innermost = 0;
+  guint n_reads, n_out = 0, innermost = n_ips;
+  uintptr_t entry_sp = 0;
   int entry = -1;
 
   if (!atomic_load (&lw_gjs_ready) || tid != lw_gjs_tid || n_ips == 0 || n_ips > LW_MAX_FRAMES_LIMIT)
     return n_ips;
   /* The innermost engine frame: where frames of no known entry go. */
-  while (innermost < n_ips && !lw_gjs_is_engine (ips[innermost]))
-    innermost++;
+  for (guint k = 0; k < n_ips; k++)
+    {
+      kinds[k] = lw_gjs_native_kind (ips[k]);
+      if (kinds[k] != LW_JS_NATIVE_OTHER && innermost == n_ips)
+        innermost = k;
+    }
   if (innermost == n_ips || (n_reads = lw_gjs_read_frames (reads)) == 0)
     return n_ips;
   /* Each JavaScript frame goes in front of the native frame that entered
@@ -376,9 +658,17 @@ lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guin
   for (guint i = 0; i < n_reads; i++)
     {
       if (reads[i].tag == 0)
-        entry = sps != NULL ? lw_gjs_frame_of (sps, n_ips, reads[i].entry_sp) : -1;
+        {
+          entry_sp = reads[i].entry_sp;
+          entry = sps != NULL ? lw_gjs_frame_of (sps, n_ips, entry_sp) : -1;
+        }
       at[i] = entry >= 0 ? entry : (int) innermost;
     }
+  /* The stack is read after the capture, while the thread runs on: a
+   * function that returned (or was entered) meanwhile makes a read of
+   * another stack than the one captured, which is not merged. */
+  if (!lw_gjs_read_fits (kinds, sps, n_ips, entry, entry_sp))
+    return n_ips;
 
   /* Native frames innermost first; before frame k, the JavaScript frames
    * that go there, innermost (last read) first. */
