@@ -35,6 +35,7 @@
 #include "lw-clock.h"
 #include "lw-private.h"
 #include "lw-threadinfo.h"
+#include "lw-say.h"
 
 /* Signal state, process-wide. Written under the library lock in normal
  * context, read by watcher threads. */
@@ -217,15 +218,15 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
       g_autofree char *wanted = lw_capture_signal_name (signo);
       g_autofree char *used = lw_capture_signal_name (chosen);
 
-      g_message ("%s is already handled by the program; lagwatch uses %s instead "
-                 "(set LAGWATCH_SIGNAL to choose one)", wanted, used);
+      lw_say ("%s is already handled by the program; lagwatch uses %s instead "
+              "(set LAGWATCH_SIGNAL to choose one)", wanted, used);
     }
   else if (!lw_capture_disposition_is_free (&lw_old_action))
     {
       g_autofree char *used = lw_capture_signal_name (chosen);
 
-      g_message ("%s is also handled by the program; lagwatch passes the program's "
-                 "own %s signals on to its handler", used, used);
+      lw_say ("%s is also handled by the program; lagwatch passes the program's "
+              "own %s signals on to its handler", used, used);
     }
 
   {
@@ -491,8 +492,8 @@ lw_capture_signal_taken (const char *how)
   if (atomic_exchange (&lw_signal_taken, 1))
     return;
   name = lw_capture_signal_name (lw_signo);
-  g_message ("the program took over %s after lagwatch_attach() (%s); lagwatch sends it no more: "
-             "stacks are taken only while a thread sleeps in a system call", name, how);
+  lw_say ("the program took over %s after lagwatch_attach() (%s); lagwatch sends it no more: "
+          "stacks are taken only while a thread sleeps in a system call", name, how);
 }
 
 /* Watcher thread. TRUE while lagwatch's handler is still the signal's

@@ -12,6 +12,7 @@
 #include "lw-config.h"
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-say.h"
 
 /* SpiderMonkey 102's js::ProfilingStackFrame (js/ProfilingStack.h): six
  * atomics, 40 bytes. Another version is another layout: the symbols are
@@ -99,8 +100,8 @@ lw_gjs_look (void)
                                                   "mozjs_102");
   if (lw_gjs_set_stack == NULL || lw_gjs_enable_stack == NULL)
     {
-      g_message ("this GJS runs on a SpiderMonkey other than 102: its JavaScript functions are not "
-                 "named in reports");
+      lw_say ("this GJS runs on a SpiderMonkey other than 102: its JavaScript functions are not "
+              "named in reports");
       return LW_GJS_NOTHING;
     }
   return LW_GJS_LATER;
@@ -122,8 +123,8 @@ lw_gjs_try (void)
    * context's profiling stack when it exists. */
   if (lw_gjs_get_profiler != NULL && lw_gjs_get_profiler (gjs_context) != NULL)
     {
-      g_message ("GJS's profiler owns the JavaScript profiling stack: JavaScript functions are not "
-                 "named in reports");
+      lw_say ("GJS's profiler owns the JavaScript profiling stack: JavaScript functions are not "
+              "named in reports");
       return LW_GJS_NOTHING;
     }
   if (!lw_modules_find_unwind_table ((uintptr_t) lw_gjs_set_stack, &engine))

@@ -13,6 +13,7 @@
 #include "lw-config.h"
 #include "lw-json.h"
 #include "lw-sink.h"
+#include "lw-say.h"
 
 #define LW_HANG_MAX_AGE_S   (7 * 24 * 3600)
 #define LW_HANG_MAGIC       "lagwatch-hang 1\n"
@@ -150,14 +151,14 @@ lw_hang_store_open (const char *dir)
   path = dir ? g_strdup (dir) : g_build_filename (g_get_user_state_dir (), "lagwatch", NULL);
   if (!g_path_is_absolute (path))
     {
-      g_warning ("the state directory %s is not an absolute path; hangs will not survive a kill", path);
+      lw_say ("the state directory %s is not an absolute path; hangs will not survive a kill", path);
       return NULL;
     }
   fd = lw_hang_open_dir (path, &why);
   if (fd < 0)
     {
-      g_warning ("the state directory %s is not safe to use (%s); hangs will not survive a kill",
-                 path, why);
+      lw_say ("the state directory %s is not safe to use (%s); hangs will not survive a kill",
+              path, why);
       return NULL;
     }
   store = g_new0 (LwHangStore, 1);
@@ -254,13 +255,13 @@ lw_hang_store_save (LwHangStore *store, const char *id, const char *json, const 
   else if (!store->error_said)
     {
       store->error_said = TRUE;
-      message = g_strdup_printf ("lagwatch: cannot save hang records in %s (%s); a hang the program "
-                                 "is killed in will not be reported by its next run\n",
+      message = g_strdup_printf ("cannot save hang records in %s (%s); a hang the program "
+                                 "is killed in will not be reported by its next run",
                                  store->path, g_strerror (error));
     }
   g_mutex_unlock (&lw_hang_lock);
   if (message != NULL)
-    lw_sinks_write_raw_stderr (message);
+    lw_say ("%s", message);
   return error == 0;
 }
 
@@ -515,8 +516,8 @@ lw_hang_store_take_previous (LwHangStore *store)
         {
           g_autofree char *shown = g_strescape (entry->d_name, NULL);
 
-          g_warning ("the state directory %s holds an invalid hang record \"%s\" (%s); removed",
-                     store->path, shown, why);
+          lw_say ("the state directory %s holds an invalid hang record \"%s\" (%s); removed",
+                  store->path, shown, why);
           unlinkat (store->dirfd, entry->d_name, 0);
           continue;
         }

@@ -11,6 +11,7 @@
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-say.h"
 
 #define LW_SYSCAP_BUFFER_SIZE (256 * 1024)
 #define LW_SYSPROF_GROUP "lagwatch"
@@ -169,8 +170,8 @@ lw_syscap_failed (LwSyscap *capture)
   if (!capture->error_said)
     {
       capture->error_said = TRUE;
-      g_warning ("LAGWATCH_OUTPUT: cannot write the Sysprof capture \"%s\" (%s); it is incomplete",
-                 capture->path, g_strerror (errno));
+      lw_say ("LAGWATCH_OUTPUT: cannot write the Sysprof capture \"%s\" (%s); it is incomplete",
+              capture->path, g_strerror (errno));
     }
   return FALSE;
 }

@@ -4,9 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include "lw-build-config.h"
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-say.h"
 #include "lw-sink-journal.h"
 #if LW_HAVE_SYSPROF
 # include "lw-sink-sysprof.h"
@@ -182,7 +181,7 @@ lw_sinks_open (const char *spec)
             sink.syscap = lw_syscap_open (fd, item + 7, &error);
           if (sink.syscap == NULL)
             {
-              g_warning ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
+              lw_say ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
               continue;
             }
           sink.path = g_strdup (item + 7);
@@ -197,7 +196,7 @@ lw_sinks_open (const char *spec)
           sink.fd = lw_sink_open_file (item + 5, "JSON Lines", FALSE, &error);
           if (sink.fd < 0)
             {
-              g_warning ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
+              lw_say ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
               lw_sinks_add_stderr (sinks);
               continue;
             }
@@ -229,68 +228,6 @@ lw_write_all (int fd, const char *data, gsize len)
   return TRUE;
 }
 
-/* Any thread. The descriptor to write a record to stderr on. A pipe, FIFO
- * or terminal on fd 2 gets a private non-blocking description (O_NONBLOCK
- * on fd 2 itself would change the program's own writes), opened for this
- * record only (@private: close it after) so that lagwatch never holds the
- * program's pipe open once the program has closed or replaced fd 2.
- * @use_send: a socket, written with MSG_DONTWAIT. -1: fd 2 is closed. */
-static int
-lw_sink_stderr_fd (gboolean *use_send, gboolean *private)
-{
-  struct stat st;
-  int fd;
-
-  *use_send = FALSE;
-  *private = FALSE;
-  if (fstat (STDERR_FILENO, &st) != 0)
-    return -1;
-  if (S_ISSOCK (st.st_mode))
-    {
-      *use_send = TRUE;
-      return STDERR_FILENO;
-    }
-  if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
-    {
-      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-      if (fd >= 0)
-        {
-          *private = TRUE;
-          return fd;
-        }
-    }
-  /* A file, /dev/null, or a pipe /proc cannot reopen: fd 2 as it is. */
-  return STDERR_FILENO;
-}
-
-/* Any thread. One write() or send() with SIGPIPE blocked in this thread:
- * a reader that went away gives EPIPE, never kills the program. The SIGPIPE
- * the write raised is taken back unless one was already pending. */
-static ssize_t
-lw_sink_write_once (int fd, gboolean use_send, const char *data, gsize len)
-{
-  static const struct timespec zero = { 0, 0 };
-  sigset_t pipe_set, old, pending;
-  gboolean was_pending;
-  ssize_t n;
-  int saved;
-
-  if (use_send)
-    return send (fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-  sigemptyset (&pipe_set);
-  sigaddset (&pipe_set, SIGPIPE);
-  pthread_sigmask (SIG_BLOCK, &pipe_set, &old);
-  sigpending (&pending);
-  was_pending = sigismember (&pending, SIGPIPE);
-  n = write (fd, data, len);
-  saved = errno;
-  if (n < 0 && saved == EPIPE && !was_pending)
-    sigtimedwait (&pipe_set, NULL, &zero);
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
-  errno = saved;
-  return n;
-}
-
 /* Any thread, @sink's lock held. Writes all of @data, waiting for a slow
  * reader at most LW_SINK_WAIT_MS, and not at all before the first byte
  * when the sink has stalled. 0 when all was written, else the errno (EAGAIN:
@@ -304,7 +241,7 @@ lw_sink_put (LwSink *sink, int fd, gboolean use_send, const char *data, gsize le
 
   while (done < len)
     {
-      ssize_t n = lw_sink_write_once (fd, use_send, data + done, len - done);
+      ssize_t n = lw_stderr_write_once (fd, use_send, data + done, len - done);
       gint64 left_ms;
       struct pollfd pfd = { fd, POLLOUT, 0 };
 
@@ -359,8 +296,6 @@ lw_sink_append_drop_notice (GString *out, const LwSink *sink)
                             sink->dropped == 1 ? "" : "s", reason);
 }
 
-static void lw_stderr_say (const char *text);
-
 /* Any thread, @sink's lock held. Writes one @record (newline included) to
  * @sink, after the count of what it dropped before; if the sink cannot
  * take it, counts it, and says a write error once. TRUE when written. */
@@ -369,7 +304,7 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   gboolean use_send = FALSE, private = FALSE;
-  int fd = sink->json ? sink->fd : lw_sink_stderr_fd (&use_send, &private);
+  int fd = sink->json ? sink->fd : lw_stderr_open (&use_send, &private);
   int error;
 
   if (fd < 0)
@@ -401,12 +336,9 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
   sink->stalled = error == EAGAIN;
   if (error != EAGAIN && !sink->error_said && sink->json)
     {
-      g_autofree char *line = g_strdup_printf ("lagwatch: cannot write reports to %s: %s; "
-                                               "its reports are dropped and counted\n",
-                                               sink->path, g_strerror (error));
-
       sink->error_said = TRUE;
-      lw_stderr_say (line);
+      lw_say ("cannot write reports to %s: %s; its reports are dropped and counted",
+              sink->path, g_strerror (error));
     }
   return FALSE;
 }
@@ -565,11 +497,9 @@ lw_sinks_free (LwSinks *sinks)
       if (sink->dropped > 0 && !lw_sink_emit (sink, NULL, FALSE) && sink->json)
         {
           g_autofree char *reason = lw_sink_drop_reason (sink);
-          g_autofree char *line = g_strdup_printf ("lagwatch: %u report%s to %s dropped: %s\n",
-                                                   sink->dropped, sink->dropped == 1 ? "" : "s",
-                                                   sink->path, reason);
 
-          lw_stderr_say (line);
+          lw_say ("%u report%s to %s dropped: %s", sink->dropped, sink->dropped == 1 ? "" : "s",
+                  sink->path, reason);
         }
       lw_journal_close (sink->journal);
 #if LW_HAVE_SYSPROF

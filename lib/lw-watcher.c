@@ -21,6 +21,7 @@
 #include "lw-stats-private.h"
 #include "lw-threadinfo.h"
 #include "lw-tracing.h"
+#include "lw-say.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
  * run it by then blocks the signal or sleeps uninterruptibly. */
@@ -210,9 +211,9 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
     watch->blocked_in_a_row = 0;
   if (result == LW_CAPTURE_BLOCKED && watch->blocked_in_a_row >= 2 && !watch->warned_signal_blocked)
     {
-      g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
-                 "of a running thread; its lags are reported without a stack while it runs",
-                 (int) lag->tid, watch->signo);
+      lw_say ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
+              "of a running thread; its lags are reported without a stack while it runs",
+              (int) lag->tid, watch->signo);
       watch->warned_signal_blocked = TRUE;
     }
   if (result != LW_CAPTURE_OK)
