@@ -14,9 +14,9 @@
 #include "lw-report.h"
 #include "lw-say.h"
 #include "lw-sink-journal.h"
-#if LW_HAVE_SYSPROF
-# include "lw-sink-sysprof.h"
-#endif
+/* Its types are used whatever the build; its functions exist only with
+ * LW_HAVE_SYSPROF, and are called only then. */
+#include "lw-sink-sysprof.h"
 
 typedef struct
 {
