@@ -1,5 +1,6 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
+#include "lw-say.h"
 
 #include <stdio.h>
 
@@ -51,17 +52,37 @@ lw_threadinfo_parse_state (const char *text, gsize len)
     }
 }
 
+/* Any thread. Says once per process that /proc could not be read, and
+ * why: a process out of descriptors (EMFILE), no /proc mounted, a sandbox
+ * that refuses the open. */
+static void
+lw_threadinfo_say_unreadable (const char *path, const char *why)
+{
+  static gint said;
+
+  if (g_atomic_int_compare_and_exchange (&said, 0, 1))
+    lw_say ("cannot read %s (%s): thread states are unknown; lags are still reported", path, why);
+}
+
 /* Any thread. The stat file stays readable in a process that is not
- * dumpable (unlike syscall): only a thread that is gone has none. */
+ * dumpable (unlike syscall). A file that cannot be read is not proof that
+ * the thread is gone (EMFILE, no /proc, an open refused): only the kernel's
+ * answer to a signal 0, which needs no descriptor, is. */
 LwThreadState
 lw_threadinfo_state (pid_t tid)
 {
   g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/stat", (int) tid);
   g_autofree char *stat = NULL;
+  g_autoptr(GError) error = NULL;
   gsize len;
 
-  if (!g_file_get_contents (path, &stat, &len, NULL))
-    return LW_THREAD_GONE;
+  if (!g_file_get_contents (path, &stat, &len, &error))
+    {
+      if (!lw_threadinfo_exists (tid))
+        return LW_THREAD_GONE;
+      lw_threadinfo_say_unreadable (path, error->message);
+      return LW_THREAD_UNKNOWN;
+    }
   return lw_threadinfo_parse_state (stat, len);
 }
 

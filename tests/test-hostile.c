@@ -14,8 +14,12 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
@@ -102,6 +106,155 @@ test_garbage_record (void)
   g_assert_false (g_file_test (record, G_FILE_TEST_EXISTS));
 }
 
+/* Opens of /proc/self/ refused, as a sandbox or a process with no /proc
+ * mounted sees them: open(), openat() and their 64-bit names are defined
+ * here, so they take the place of libc's for GLib and lagwatch alike. */
+static volatile gint refuse_proc;
+
+static int
+hostile_openat (int dirfd, const char *path, int flags, mode_t mode)
+{
+  if (g_atomic_int_get (&refuse_proc) && path != NULL && strncmp (path, "/proc/", 6) == 0)
+    {
+      errno = EACCES;
+      return -1;
+    }
+  return (int) syscall (SYS_openat, dirfd, path, flags, mode);
+}
+
+#define HOSTILE_MODE(flags, mode)                                          \
+  do                                                                       \
+    {                                                                      \
+      va_list args;                                                        \
+                                                                           \
+      va_start (args, flags);                                              \
+      mode = (flags & (O_CREAT | __O_TMPFILE)) ? va_arg (args, mode_t) : 0; \
+      va_end (args);                                                       \
+    }                                                                      \
+  while (0)
+
+/* With _FILE_OFFSET_BITS=64 the headers name open() open64 and openat()
+ * openat64: the plain names are defined under their assembler names. */
+int hostile_open_plain (const char *path, int flags, ...) __asm__ ("open");
+int hostile_openat_plain (int dirfd, const char *path, int flags, ...) __asm__ ("openat");
+
+int
+open (const char *path, int flags, ...)
+{
+  mode_t mode;
+
+  HOSTILE_MODE (flags, mode);
+  return hostile_openat (AT_FDCWD, path, flags, mode);
+}
+
+int
+hostile_open_plain (const char *path, int flags, ...)
+{
+  mode_t mode;
+
+  HOSTILE_MODE (flags, mode);
+  return hostile_openat (AT_FDCWD, path, flags, mode);
+}
+
+int
+openat (int dirfd, const char *path, int flags, ...)
+{
+  mode_t mode;
+
+  HOSTILE_MODE (flags, mode);
+  return hostile_openat (dirfd, path, flags, mode);
+}
+
+int
+hostile_openat_plain (int dirfd, const char *path, int flags, ...)
+{
+  mode_t mode;
+
+  HOSTILE_MODE (flags, mode);
+  return hostile_openat (dirfd, path, flags, mode);
+}
+
+/* Fills every free descriptor up to the highest open one and sets the
+ * limit just above it: no open(), socket() or pipe() can succeed. */
+static void
+exhaust_descriptors (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  struct rlimit limit;
+  int highest = 2;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    highest = MAX (highest, atoi (name));
+  g_clear_pointer (&dir, g_dir_close);
+  for (int fd = 0; fd <= highest; fd++)
+    if (fcntl (fd, F_GETFD) < 0)
+      g_assert_cmpint (dup2 (2, fd), ==, fd);
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  limit.rlim_cur = (rlim_t) highest + 1;
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  g_assert_cmpint (open ("/dev/null", O_RDONLY), ==, -1);
+  g_assert_cmpint (errno, ==, EMFILE);
+}
+
+#define N_LAGS 5
+
+/* N_LAGS lags in a process where nothing can be opened under /proc (how
+ * is @setup's business): every one reaches the report callback, and the
+ * reason lagwatch knows less is said once. */
+static void
+lags_without_proc (void (*setup) (void))
+{
+  Harness h;
+
+  harness_init (&h, 50);
+  setup ();
+  for (guint i = 0; i < N_LAGS; i++)
+    {
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (200));
+      harness_wait_reports (&h, i + 1);
+    }
+  for (guint i = 0; i < N_LAGS; i++)
+    g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, i)), >=, 50);
+  g_atomic_int_set (&refuse_proc, 0);
+  harness_clear (&h);
+}
+
+static void
+refuse_proc_opens (void)
+{
+  g_atomic_int_set (&refuse_proc, 1);
+}
+
+static void
+test_emfile (void)
+{
+  if (g_test_subprocess ())
+    {
+      lags_without_proc (exhaust_descriptors);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: cannot read /proc/self/task/*Too many open files*"
+                             "lags are still reported\n*");
+}
+
+static void
+test_proc_refused (void)
+{
+  if (g_test_subprocess ())
+    {
+      lags_without_proc (refuse_proc_opens);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: cannot read /proc/self/task/*Permission denied*"
+                             "lags are still reported\n*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -122,6 +275,8 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/hostile/fatal-warnings/json-unopenable", test_json_unopenable);
   g_test_add_func ("/hostile/fatal-warnings/garbage-record", test_garbage_record);
+  g_test_add_func ("/hostile/no-proc/emfile", test_emfile);
+  g_test_add_func ("/hostile/no-proc/open-refused", test_proc_refused);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
