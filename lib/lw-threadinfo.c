@@ -394,3 +394,50 @@ lw_threadinfo_own_stack (uintptr_t *lo, uintptr_t *hi)
   pthread_attr_destroy (&attr);
   return known;
 }
+
+/* lagwatch's own threads, by thread id. HOLDS: lw_own_lock */
+static GMutex lw_own_lock;
+static GArray *lw_own_tids;
+
+/* The thread that set lw_own_key is exiting: it is no longer ours. */
+static void
+lw_threadinfo_own_forget (gpointer data)
+{
+  pid_t tid = (pid_t) GPOINTER_TO_INT (data);
+
+  g_mutex_lock (&lw_own_lock);
+  for (guint i = 0; lw_own_tids != NULL && i < lw_own_tids->len; i++)
+    if (g_array_index (lw_own_tids, pid_t, i) == tid)
+      {
+        g_array_remove_index_fast (lw_own_tids, i);
+        break;
+      }
+  g_mutex_unlock (&lw_own_lock);
+}
+
+static GPrivate lw_own_key = G_PRIVATE_INIT (lw_threadinfo_own_forget);
+
+void
+lw_threadinfo_own_enter (void)
+{
+  pid_t tid = gettid ();
+
+  g_mutex_lock (&lw_own_lock);
+  if (lw_own_tids == NULL)
+    lw_own_tids = g_array_new (FALSE, FALSE, sizeof (pid_t));
+  g_array_append_val (lw_own_tids, tid);
+  g_mutex_unlock (&lw_own_lock);
+  g_private_set (&lw_own_key, GINT_TO_POINTER ((int) tid));
+}
+
+gboolean
+lw_threadinfo_is_own (pid_t tid)
+{
+  gboolean own = FALSE;
+
+  g_mutex_lock (&lw_own_lock);
+  for (guint i = 0; lw_own_tids != NULL && i < lw_own_tids->len && !own; i++)
+    own = g_array_index (lw_own_tids, pid_t, i) == tid;
+  g_mutex_unlock (&lw_own_lock);
+  return own;
+}

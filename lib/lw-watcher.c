@@ -407,14 +407,9 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
       gboolean truncated;
       guint n = 0;
 
-      if (tid == lag->tid || tid == gettid ())
+      if (tid == lag->tid || tid == gettid () || lw_threadinfo_is_own (tid))
         continue;
       thread.thread_name = lw_threadinfo_name (tid);
-      if (thread.thread_name != NULL && g_str_has_prefix (thread.thread_name, "lagwatch"))
-        {
-          g_free (thread.thread_name);
-          continue;
-        }
       thread.thread_id = (int) tid;
       thread.thread_state = g_strdup (lw_threadinfo_state_name (lw_threadinfo_state (tid)));
       if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
@@ -982,6 +977,7 @@ lw_watcher_main (gpointer data)
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
 
+  lw_threadinfo_own_enter ();
   if (atomic_load (&lw_watcher_test_start_delay_ns) > 0)
     {
       struct timespec delay = lw_clock_timespec (atomic_load (&lw_watcher_test_start_delay_ns));

@@ -255,6 +255,110 @@ test_proc_refused (void)
                              "lags are still reported\n*");
 }
 
+/* The first record of @path holding @needle, or NULL; waits for it
+ * (polling, a 20 s deadline): written by lagwatch's sink thread. */
+static char *
+wait_for_record (const char *path, const char *needle)
+{
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline)
+    {
+      g_autofree char *contents = NULL;
+
+      if (g_file_get_contents (path, &contents, NULL, NULL))
+        {
+          g_auto(GStrv) lines = g_strsplit (contents, "\n", -1);
+
+          for (guint i = 0; lines[i] != NULL; i++)
+            if (strstr (lines[i], needle) != NULL)
+              return g_strdup (lines[i]);
+        }
+      g_usleep (10 * 1000);
+    }
+  return NULL;
+}
+
+typedef struct
+{
+  GMutex   lock;       /* held by the program's thread during the hang */
+  GMutex   state_lock;
+  GCond    state_cond;
+  gboolean holding;
+  gboolean release;
+} LockHolder;
+
+/* A thread of the program, named like lagwatch's: holds a lock until told. */
+static gpointer
+lock_holder_main (gpointer data)
+{
+  LockHolder *holder = data;
+
+  g_mutex_lock (&holder->lock);
+  g_mutex_lock (&holder->state_lock);
+  holder->holding = TRUE;
+  g_cond_broadcast (&holder->state_cond);
+  while (!holder->release)
+    g_cond_wait (&holder->state_cond, &holder->state_lock);
+  g_mutex_unlock (&holder->state_lock);
+  g_mutex_unlock (&holder->lock);
+  return NULL;
+}
+
+static char *hang_json_path;
+static char *hang_record;
+
+/* The lag: until the hang record is written. */
+static void
+wait_for_hang_record (gpointer data)
+{
+  hang_record = wait_for_record (hang_json_path, "\"event\":\"hang\"");
+}
+
+/* A program thread named "lagwatch-demo" holding a lock is in the hang
+ * record's threads; lagwatch's own threads are not. */
+static void
+test_hang_threads_by_id (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *state = g_build_filename (tmp_dir, "threads-state", NULL);
+      g_autofree char *output = NULL;
+      g_autoptr(LagWatchConfig) config = NULL;
+      LockHolder holder = { 0 };
+      GThread *thread;
+      Harness h;
+
+      hang_json_path = g_build_filename (tmp_dir, "threads.jsonl", NULL);
+      output = g_strconcat ("json:", hang_json_path, NULL);
+      config = config_new (output, state);
+      g_assert_true (lagwatch_config_set_hang_ms (config, 300));
+      thread = g_thread_new ("lagwatch-demo", lock_holder_main, &holder);
+      g_mutex_lock (&holder.state_lock);
+      while (!holder.holding)
+        g_cond_wait (&holder.state_cond, &holder.state_lock);
+      g_mutex_unlock (&holder.state_lock);
+
+      harness_init_with_config (&h, config);
+      harness_run_lag (&h, wait_for_hang_record, NULL);
+      g_assert_nonnull (hang_record);
+      g_assert_nonnull (strstr (hang_record, "\"name\":\"lagwatch-demo\""));
+      g_assert_null (strstr (hang_record, "\"name\":\"lagwatch\""));
+      g_assert_null (strstr (hang_record, "\"name\":\"lagwatch-report\""));
+      g_assert_null (strstr (hang_record, "\"name\":\"lagwatch-sink\""));
+      harness_clear (&h);
+
+      g_mutex_lock (&holder.state_lock);
+      holder.release = TRUE;
+      g_cond_broadcast (&holder.state_cond);
+      g_mutex_unlock (&holder.state_lock);
+      g_thread_join (thread);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -277,6 +381,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/fatal-warnings/garbage-record", test_garbage_record);
   g_test_add_func ("/hostile/no-proc/emfile", test_emfile);
   g_test_add_func ("/hostile/no-proc/open-refused", test_proc_refused);
+  g_test_add_func ("/hostile/hang/threads-by-id", test_hang_threads_by_id);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
