@@ -82,27 +82,45 @@ lw_hang_at_exit (void)
   g_mutex_unlock (&lw_hang_lock);
 }
 
+/* Any thread. The number of components of the absolute, canonical @path. */
+static guint
+lw_hang_path_depth (const char *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, "/", -1);
+  guint depth = 0;
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    depth += parts[i][0] != '\0';
+  return depth;
+}
+
 /* Any thread. Opens the absolute @path one component at a time: never
  * through a symlink (O_NOFOLLOW on each, so a link planted in /tmp cannot
- * send root's files elsewhere), creating missing ones 0700. Each component
- * must be owned by root or this user; the last one by this user, closed to
- * others. -1 with @why on failure. */
+ * send root's files elsewhere), creating missing ones 0700, but only below
+ * the first @keep components (those must exist: *@missing is set when one
+ * does not). Each component must be owned by root or this user; the last
+ * one by this user, closed to others. -1 with @why on failure. */
 static int
-lw_hang_open_dir (const char *path, char **why)
+lw_hang_open_dir (const char *path, guint keep, gboolean *missing, char **why)
 {
   g_autofree char *clean = g_canonicalize_filename (path, "/");
   g_auto(GStrv) parts = g_strsplit (clean, "/", -1);
   struct stat st;
   int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  guint depth = 0;
 
+  *missing = FALSE;
   for (guint i = 0; fd >= 0 && parts[i] != NULL; i++)
     {
       int next;
 
       if (parts[i][0] == '\0')
         continue;
+      depth++;
       next = openat (fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (next < 0 && errno == ENOENT && (mkdirat (fd, parts[i], 0700) == 0 || errno == EEXIST))
+      if (next < 0 && errno == ENOENT && depth <= keep)
+        *missing = TRUE;
+      else if (next < 0 && errno == ENOENT && (mkdirat (fd, parts[i], 0700) == 0 || errno == EEXIST))
         next = openat (fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (next < 0)
         {
@@ -139,8 +157,12 @@ LwHangStore *
 lw_hang_store_open (const char *dir)
 {
   static gsize at_exit_registered;
+  static gint missing_said;
   g_autofree char *path = NULL;
+  g_autofree char *anchor = NULL;
   g_autofree char *why = NULL;
+  const char *xdg = g_getenv ("XDG_STATE_HOME");
+  gboolean missing;
   LwHangStore *store;
   int fd;
 
@@ -148,13 +170,42 @@ lw_hang_store_open (const char *dir)
    * which a setuid or setgid process must not trust. */
   if (dir == NULL && lw_config_secure ())
     return NULL;
-  path = dir ? g_strdup (dir) : g_build_filename (g_get_user_state_dir (), "lagwatch", NULL);
-  if (!g_path_is_absolute (path))
+  /* The XDG base directory rules: $XDG_STATE_HOME (created if missing,
+   * when absolute), else $HOME/.local/state. A $HOME that does not exist
+   * (a system account's /nonexistent, a sandbox) is never created: only
+   * what is below it. An explicit directory is created whole. */
+  if (dir != NULL)
+    path = g_strdup (dir);
+  else if (xdg != NULL && g_path_is_absolute (xdg))
+    {
+      path = g_build_filename (xdg, "lagwatch", NULL);
+      anchor = g_path_get_dirname (xdg);
+    }
+  else
+    {
+      anchor = g_strdup (g_getenv ("HOME") != NULL ? g_getenv ("HOME") : g_get_home_dir ());
+      path = g_build_filename (anchor, ".local", "state", "lagwatch", NULL);
+    }
+  if (!g_path_is_absolute (path) || (anchor != NULL && !g_path_is_absolute (anchor)))
     {
       lw_say ("the state directory %s is not an absolute path; hangs will not survive a kill", path);
       return NULL;
     }
-  fd = lw_hang_open_dir (path, &why);
+  if (anchor != NULL)
+    {
+      g_autofree char *clean = g_canonicalize_filename (anchor, "/");
+
+      fd = lw_hang_open_dir (path, lw_hang_path_depth (clean), &missing, &why);
+    }
+  else
+    fd = lw_hang_open_dir (path, 0, &missing, &why);
+  if (fd < 0 && missing)
+    {
+      if (g_atomic_int_compare_and_exchange (&missing_said, 0, 1))
+        lw_say ("no state directory: %s does not exist, and lagwatch creates its directory only "
+                "below it; hangs will not survive a kill", anchor);
+      return NULL;
+    }
   if (fd < 0)
     {
       lw_say ("the state directory %s is not safe to use (%s); hangs will not survive a kill",

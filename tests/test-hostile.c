@@ -359,6 +359,42 @@ test_hang_threads_by_id (void)
   g_test_trap_assert_passed ();
 }
 
+/* A $HOME that does not exist is not created (nor anything below it):
+ * lagwatch says once that it has no state directory. With $HOME present,
+ * its .local/state/lagwatch is made. */
+static void
+test_missing_home (void)
+{
+  g_autofree char *home = g_build_filename (tmp_dir, "no-such-home", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autofree char *made = g_build_filename (home, ".local", "state", "lagwatch", NULL);
+
+      g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+      g_setenv ("HOME", home, TRUE);
+      g_unsetenv ("XDG_STATE_HOME");
+      for (int i = 0; i < 2; i++)
+        {
+          LagWatch *watch = lagwatch_attach_with_config (NULL, config);
+
+          g_assert_nonnull (watch);
+          lagwatch_detach (watch);
+        }
+      g_assert_false (g_file_test (home, G_FILE_TEST_EXISTS));
+
+      g_assert_cmpint (g_mkdir (home, 0700), ==, 0);
+      lagwatch_detach (lagwatch_attach_with_config (NULL, config));
+      g_assert_true (g_file_test (made, G_FILE_TEST_IS_DIR));
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("lagwatch: no state directory: *no-such-home does not exist*");
+  g_test_trap_assert_stderr_unmatched ("*no state directory*no state directory*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -382,6 +418,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/no-proc/emfile", test_emfile);
   g_test_add_func ("/hostile/no-proc/open-refused", test_proc_refused);
   g_test_add_func ("/hostile/hang/threads-by-id", test_hang_threads_by_id);
+  g_test_add_func ("/hostile/state/missing-home", test_missing_home);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
