@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -395,6 +396,57 @@ test_missing_home (void)
   g_test_trap_assert_stderr_unmatched ("*no state directory*no state directory*");
 }
 
+#define EVIL_SOURCE "evil\x1b]0;C\a\x1b[2J\nsource"
+#define EVIL_THREAD "thr\x1b]0;T\a\nX"
+
+static gboolean
+evil_lag_cb (gpointer data)
+{
+  gboolean *done = data;
+
+  spin_ms (GINT_TO_POINTER (200));
+  *done = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* A GSource name and a thread name holding ESC, BEL and a newline reach
+ * the terminal escaped: the text report holds no control byte but its own
+ * line ends. */
+static void
+test_terminal_escapes (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *state = g_build_filename (tmp_dir, "escapes-state", NULL);
+      g_autoptr(LagWatchConfig) config = config_new ("stderr", state);
+      gboolean done = FALSE;
+      GSource *source;
+      Harness h;
+
+      g_assert_cmpint (pthread_setname_np (pthread_self (), EVIL_THREAD), ==, 0);
+      harness_init_with_config (&h, config);
+      source = g_idle_source_new ();
+      g_source_set_name (source, EVIL_SOURCE);
+      g_source_set_callback (source, evil_lag_cb, &done, NULL);
+      g_source_attach (source, h.context);
+      g_source_unref (source);
+      while (!done)
+        g_main_context_iteration (h.context, TRUE);
+      harness_wait_reports (&h, 1);
+      g_assert_cmpstr (lagwatch_report_get_source (harness_report (&h, 0)), ==, EVIL_SOURCE);
+      /* Detaching flushes the stderr sink. */
+      harness_clear (&h);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: lag of * on thread * \"thr\\x1b]0;T\\x07\\x0aX\"*"
+                             "in GSource \"evil\\x1b]0;C\\x07\\x1b[2J\\x0asource\"*");
+  g_test_trap_assert_stderr_unmatched ("*\x1b*");
+  g_test_trap_assert_stderr_unmatched ("*\a*");
+  g_test_trap_assert_stderr_unmatched ("*\nsource*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -419,6 +471,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/no-proc/open-refused", test_proc_refused);
   g_test_add_func ("/hostile/hang/threads-by-id", test_hang_threads_by_id);
   g_test_add_func ("/hostile/state/missing-home", test_missing_home);
+  g_test_add_func ("/hostile/terminal/escapes", test_terminal_escapes);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
