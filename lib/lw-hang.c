@@ -13,6 +13,7 @@
 #include "lw-config.h"
 #include "lw-json.h"
 #include "lw-sink.h"
+#include "lw-fd.h"
 #include "lw-say.h"
 
 #define LW_HANG_MAX_AGE_S   (7 * 24 * 3600)
@@ -22,7 +23,10 @@
 
 struct _LwHangStore
 {
-  int         dirfd;
+  int         dirfd;        /* lw_hang_lock; -1: lost, and could not be reopened */
+  LwFdId      dir_id;       /* what dirfd was when opened (lw-fd.h) */
+  guint       keep;         /* components of path that are never created */
+  gboolean    dir_said;     /* lw_hang_lock: the program took dirfd over, said */
   char       *path;
   char       *exe;          /* this program, to recognize our own earlier runs */
   int         owner_pid;    /* the process that opened it (not a fork child) */
@@ -59,6 +63,8 @@ lw_hang_pid_runs (int pid, const char *exe)
  * killed, so their copies go, and none is saved after this. A fork child
  * leaves its parent's copies alone and takes no lock its parent may have
  * held at fork time. */
+static int lw_hang_store_dir (LwHangStore *store);
+
 static void
 lw_hang_at_exit (void)
 {
@@ -72,11 +78,14 @@ lw_hang_at_exit (void)
       GHashTableIter iter;
       gpointer name;
 
+      int dirfd;
+
       if (store->owner_pid != getpid ())
         continue;
+      dirfd = lw_hang_store_dir (store);
       g_hash_table_iter_init (&iter, store->running);
-      while (g_hash_table_iter_next (&iter, &name, NULL))
-        unlinkat (store->dirfd, name, 0);
+      while (dirfd >= 0 && g_hash_table_iter_next (&iter, &name, NULL))
+        unlinkat (dirfd, name, 0);
       g_hash_table_remove_all (store->running);
     }
   g_mutex_unlock (&lw_hang_lock);
@@ -164,6 +173,7 @@ lw_hang_store_open (const char *dir)
   const char *xdg = g_getenv ("XDG_STATE_HOME");
   gboolean missing;
   LwHangStore *store;
+  guint keep = 0;
   int fd;
 
   /* The default comes from the environment ($XDG_STATE_HOME, $HOME),
@@ -195,10 +205,9 @@ lw_hang_store_open (const char *dir)
     {
       g_autofree char *clean = g_canonicalize_filename (anchor, "/");
 
-      fd = lw_hang_open_dir (path, lw_hang_path_depth (clean), &missing, &why);
+      keep = lw_hang_path_depth (clean);
     }
-  else
-    fd = lw_hang_open_dir (path, 0, &missing, &why);
+  fd = lw_hang_open_dir (path, keep, &missing, &why);
   if (fd < 0 && missing)
     {
       if (g_atomic_int_compare_and_exchange (&missing_said, 0, 1))
@@ -214,6 +223,8 @@ lw_hang_store_open (const char *dir)
     }
   store = g_new0 (LwHangStore, 1);
   store->dirfd = fd;
+  lw_fd_id_take (fd, &store->dir_id);
+  store->keep = keep;
   store->path = g_steal_pointer (&path);
   store->exe = lw_hang_exe_of (getpid ());
   store->owner_pid = getpid ();
@@ -235,21 +246,54 @@ lw_hang_store_close (LwHangStore *store)
 {
   GHashTableIter iter;
   gpointer name;
+  int dirfd;
 
   if (store == NULL)
     return;
   g_mutex_lock (&lw_hang_lock);
   lw_hang_stores = g_slist_remove (lw_hang_stores, store);
   /* A fork child's copy of the store: the hangs are its parent's. */
+  dirfd = lw_hang_store_dir (store);
   g_hash_table_iter_init (&iter, store->running);
-  while (store->owner_pid == getpid () && g_hash_table_iter_next (&iter, &name, NULL))
-    unlinkat (store->dirfd, name, 0);
+  while (dirfd >= 0 && store->owner_pid == getpid () && g_hash_table_iter_next (&iter, &name, NULL))
+    unlinkat (dirfd, name, 0);
   g_mutex_unlock (&lw_hang_lock);
-  close (store->dirfd);
+  if (dirfd >= 0)
+    close (dirfd);
   g_hash_table_unref (store->running);
   g_free (store->path);
   g_free (store->exe);
   g_free (store);
+}
+
+/* Any thread, lw_hang_lock held. The state directory's descriptor, still
+ * the directory opened: if the program closed it (and reused the number)
+ * or dup2()ed something over it, the number is the program's, never used
+ * nor closed again; that is said once, and the directory reopened by path
+ * with the same checks as at start. -1 when it cannot be. */
+static int
+lw_hang_store_dir (LwHangStore *store)
+{
+  g_autofree char *why = NULL;
+  gboolean missing;
+  int lost = store->dirfd;
+
+  if (store->dirfd >= 0 && lw_fd_is (store->dirfd, &store->dir_id))
+    return store->dirfd;
+  store->dirfd = lw_hang_open_dir (store->path, store->keep, &missing, &why);
+  if (store->dirfd >= 0)
+    lw_fd_id_take (store->dirfd, &store->dir_id);
+  if (!store->dir_said && lost >= 0)
+    {
+      store->dir_said = TRUE;
+      if (store->dirfd >= 0)
+        lw_say ("the program closed or replaced descriptor %d, which held the state directory %s: "
+                "reopened by path", lost, store->path);
+      else
+        lw_say ("the program closed or replaced descriptor %d, which held the state directory %s, and "
+                "it cannot be reopened (%s); hangs will not survive a kill", lost, store->path, why);
+    }
+  return store->dirfd;
 }
 
 static char *
@@ -266,21 +310,24 @@ static int
 lw_hang_write_file (LwHangStore *store, const char *name, const char *contents)
 {
   g_autofree char *partial = g_strdup_printf (".%s.tmp", name);
+  int dirfd = lw_hang_store_dir (store);
   int fd, error = 0;
 
-  fd = openat (store->dirfd, partial,
+  if (dirfd < 0)
+    return EBADF;
+  fd = openat (dirfd, partial,
                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno;
   if (!lw_write_all (fd, contents, strlen (contents)) || fsync (fd) != 0)
     error = errno;
   close (fd);
-  if (error == 0 && renameat (store->dirfd, partial, store->dirfd, name) != 0)
+  if (error == 0 && renameat (dirfd, partial, dirfd, name) != 0)
     error = errno;
   if (error != 0)
-    unlinkat (store->dirfd, partial, 0);
+    unlinkat (dirfd, partial, 0);
   else
-    fsync (store->dirfd);  /* the new name itself must survive */
+    fsync (dirfd);  /* the new name itself must survive */
   return error;
 }
 
@@ -322,7 +369,8 @@ lw_hang_store_forget (LwHangStore *store, const char *id)
   g_autofree char *name = lw_hang_file_name (id);
 
   g_mutex_lock (&lw_hang_lock);
-  unlinkat (store->dirfd, name, 0);
+  if (lw_hang_store_dir (store) >= 0)
+    unlinkat (store->dirfd, name, 0);
   g_hash_table_remove (store->running, name);
   g_mutex_unlock (&lw_hang_lock);
 }

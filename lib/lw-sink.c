@@ -12,6 +12,7 @@
 #include "lw-build-config.h"
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-fd.h"
 #include "lw-say.h"
 #include "lw-sink-journal.h"
 /* Its types are used whatever the build; its functions exist only with
@@ -23,6 +24,8 @@ typedef struct
   char     *path;          /* NULL for stderr */
   gboolean  json;
   int       fd;            /* JSON: ours; stderr: -1 */
+  LwFdId    fd_id;         /* what fd was when opened (lw-fd.h) */
+  gboolean  fd_said;       /* the program took fd over: said once */
   guint     dropped;       /* records lost since the last one said */
   guint     dropped_total;
   int       drop_errno;    /* why the last one was lost; 0: the reader stalled */
@@ -201,6 +204,7 @@ lw_sinks_open (const char *spec)
               continue;
             }
           sink.path = g_strdup (item + 5);
+          lw_fd_id_take (sink.fd, &sink.fd_id);
           g_array_append_val (sinks->sinks, sink);
         }
     }
@@ -296,6 +300,36 @@ lw_sink_append_drop_notice (GString *out, const LwSink *sink)
                             sink->dropped == 1 ? "" : "s", reason);
 }
 
+/* Any thread, @sink's lock held. TRUE when the JSON sink @sink has its
+ * file to write to. The program may have closed its descriptor (and
+ * reused the number for a file of its own) or dup2()ed a file over it:
+ * then the number is the program's, never written to nor closed again;
+ * that is said once, and the file reopened by path with the same checks
+ * as at start (lw_sink_open_file()). */
+static gboolean
+lw_sink_check_fd (LwSink *sink)
+{
+  g_autoptr(GError) error = NULL;
+  int lost = sink->fd;
+
+  if (sink->fd >= 0 && lw_fd_is (sink->fd, &sink->fd_id))
+    return TRUE;
+  sink->fd = lw_sink_open_file (sink->path, "JSON Lines", FALSE, &error);
+  if (sink->fd >= 0)
+    lw_fd_id_take (sink->fd, &sink->fd_id);
+  if (!sink->fd_said && lost >= 0)
+    {
+      sink->fd_said = TRUE;
+      if (sink->fd >= 0)
+        lw_say ("the program closed or replaced descriptor %d, which held %s: reopened by path",
+                lost, sink->path);
+      else
+        lw_say ("the program closed or replaced descriptor %d, which held %s, and it cannot be reopened "
+                "(%s): its reports are dropped and counted", lost, sink->path, error->message);
+    }
+  return sink->fd >= 0;
+}
+
 /* Any thread, @sink's lock held. Writes one @record (newline included) to
  * @sink, after the count of what it dropped before; if the sink cannot
  * take it, counts it, and says a write error once. TRUE when written. */
@@ -304,9 +338,20 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   gboolean use_send = FALSE, private = FALSE;
-  int fd = sink->json ? sink->fd : lw_stderr_open (&use_send, &private);
+  int fd;
   int error;
 
+  if (sink->json && !lw_sink_check_fd (sink))
+    {
+      if (record != NULL)
+        {
+          sink->dropped++;
+          sink->dropped_total++;
+        }
+      sink->drop_errno = EBADF;
+      return FALSE;
+    }
+  fd = sink->json ? sink->fd : lw_stderr_open (&use_send, &private);
   if (fd < 0)
     return FALSE;  /* the program closed its stderr: nowhere to write, nothing to say */
   if (sink->torn)
@@ -506,7 +551,7 @@ lw_sinks_free (LwSinks *sinks)
       lw_syscap_close (sink->syscap);
 #endif
       if (sink->fd >= 0)
-        close (sink->fd);
+        lw_fd_close (sink->fd, &sink->fd_id);
       g_free (sink->path);
     }
   g_array_unref (sinks->sinks);

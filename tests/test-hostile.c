@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "lw-sink.h"
 
 #define SUBPROCESS_TIMEOUT_US (60 * G_USEC_PER_SEC)
 
@@ -447,6 +448,199 @@ test_terminal_escapes (void)
   g_test_trap_assert_stderr_unmatched ("*\nsource*");
 }
 
+#define PROGRAM_BYTES "the program's own data\n"
+
+static int
+compare_ints (const int *a, const int *b)
+{
+  return (*a > *b) - (*a < *b);
+}
+
+/* The descriptor of this process open on @path, or -1. */
+static int
+fd_of (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+
+      if (g_strcmp0 (target, path) == 0)
+        return atoi (name);
+    }
+  return -1;
+}
+
+/* How many lines of @path hold @needle. */
+static guint
+count_records (const char *path, const char *needle)
+{
+  g_autofree char *contents = NULL;
+  guint n = 0;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return 0;
+  for (const char *p = contents; (p = strstr (p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* Waits (polling, 20 s deadline) until @path holds @n lines with @needle. */
+static void
+wait_for_records (const char *path, const char *needle, guint n)
+{
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  while (count_records (path, needle) < n)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+}
+
+/* close_range (3, ~0U, 0), as a daemon does, except the eventfds of
+ * GLib's main contexts: a program that closes those breaks GLib itself
+ * (GLib would write its wake-ups into whatever file takes the number). */
+static void
+close_all_but_glib (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  g_autoptr(GArray) doomed = g_array_new (FALSE, FALSE, sizeof (int));
+  const char *name;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+      int fd = atoi (name);
+
+      if (fd >= 3 && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
+        g_array_append_val (doomed, fd);
+    }
+  g_clear_pointer (&dir, g_dir_close);
+  g_array_sort (doomed, (GCompareFunc) compare_ints);
+  /* In ranges, between GLib's, with close_range(). */
+  for (guint i = 0, start = 0; i < doomed->len; i++)
+    {
+      int fd = g_array_index (doomed, int, i);
+
+      if (i + 1 == doomed->len || g_array_index (doomed, int, i + 1) != fd + 1)
+        {
+          g_assert_cmpint (close_range ((unsigned) g_array_index (doomed, int, start), (unsigned) fd, 0), ==, 0);
+          start = i + 1;
+        }
+    }
+}
+
+typedef enum
+{
+  TAKE_OVER_CLOSE_RANGE,  /* close every descriptor from 3, then open files */
+  TAKE_OVER_DUP2,         /* dup2() a file of the program over lagwatch's */
+} TakeOver;
+
+/* The program takes lagwatch's descriptors (its JSON Lines file, its state
+ * directory, its /proc files) over, the way @data says; then a lag and a
+ * hang. The program's files get none of lagwatch's bytes, lagwatch's own
+ * file gets the records (reopened by path), the program's descriptors all
+ * stay open, and lagwatch said what happened. */
+static void
+test_descriptors_taken (gconstpointer data)
+{
+  TakeOver how = GPOINTER_TO_INT (data);
+  g_autofree char *dir = g_build_filename (tmp_dir, how == TAKE_OVER_DUP2 ? "dup2" : "close-range", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *state = g_build_filename (dir, "state", NULL);
+      g_autofree char *json = g_build_filename (dir, "records.jsonl", NULL);
+      g_autofree char *mine = g_build_filename (dir, "program.txt", NULL);
+      g_autofree char *my_dir = g_build_filename (dir, "program-dir", NULL);
+      g_autofree char *output = g_strconcat ("json:", json, NULL);
+      g_autoptr(LagWatchConfig) config = config_new (output, state);
+      g_autoptr(GArray) program_fds = g_array_new (FALSE, FALSE, sizeof (int));
+      int json_fd, state_fd, highest;
+      Harness h;
+
+      g_assert_cmpint (g_mkdir_with_parents (my_dir, 0700), ==, 0);
+      g_assert_true (lagwatch_config_set_hang_ms (config, 300));
+      harness_init_with_config (&h, config);
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+      harness_wait_reports (&h, 1);
+      wait_for_records (json, "\"event\":\"lag\"", 1);
+      json_fd = fd_of (json);
+      state_fd = fd_of (state);
+      g_assert_cmpint (json_fd, >=, 3);
+      g_assert_cmpint (state_fd, >=, 3);
+
+      if (how == TAKE_OVER_CLOSE_RANGE)
+        {
+          /* Every number up to lagwatch's highest becomes a file of the
+           * program: its text file on the JSON file's number, its
+           * directory on the state directory's. */
+          highest = MAX (json_fd, state_fd);
+          close_all_but_glib ();
+          for (int fd = 3; fd <= highest; fd++)
+            {
+              int got;
+
+              if (fcntl (fd, F_GETFD) >= 0)
+                continue;  /* GLib's */
+              got = fd == state_fd ? open (my_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                   : open (mine, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+              g_assert_cmpint (got, ==, fd);
+              g_array_append_val (program_fds, got);
+            }
+        }
+      else
+        {
+          int file = open (mine, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+          int folder = open (my_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+          g_assert_cmpint (dup2 (file, json_fd), ==, json_fd);
+          g_assert_cmpint (dup2 (folder, state_fd), ==, state_fd);
+          g_array_append_val (program_fds, file);
+          g_array_append_val (program_fds, folder);
+          g_array_append_val (program_fds, json_fd);
+          g_array_append_val (program_fds, state_fd);
+        }
+      /* On the number that was lagwatch's JSON file's: the program's text. */
+      g_assert_true (lw_write_all (json_fd, PROGRAM_BYTES, strlen (PROGRAM_BYTES)));
+
+      /* A lag that is also a hang: the hang's copy goes to the state
+       * directory, both records to the JSON file. */
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (600));
+      harness_wait_reports (&h, 2);
+      wait_for_records (json, "\"event\":\"lag\"", 2);
+      wait_for_records (json, "\"event\":\"hang\"", 1);
+      harness_clear (&h);
+
+      {
+        g_autofree char *contents = NULL;
+        g_autoptr(GDir) listing = g_dir_open (my_dir, 0, NULL);
+
+        g_assert_true (g_file_get_contents (mine, &contents, NULL, NULL));
+        g_assert_cmpstr (contents, ==, PROGRAM_BYTES);
+        g_assert_nonnull (listing);
+        g_assert_null (g_dir_read_name (listing));
+      }
+      for (guint i = 0; i < program_fds->len; i++)
+        g_assert_cmpint (fcntl (g_array_index (program_fds, int, i), F_GETFD), >=, 0);
+      return;
+    }
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the program closed or replaced descriptor *, which held *records.jsonl: "
+                             "reopened by path\n*");
+  g_test_trap_assert_stderr ("*lagwatch: the program closed or replaced descriptor *, which held the state "
+                             "directory *: reopened by path\n*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -472,6 +666,10 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/hang/threads-by-id", test_hang_threads_by_id);
   g_test_add_func ("/hostile/state/missing-home", test_missing_home);
   g_test_add_func ("/hostile/terminal/escapes", test_terminal_escapes);
+  g_test_add_data_func ("/hostile/descriptors/close-range", GINT_TO_POINTER (TAKE_OVER_CLOSE_RANGE),
+                        test_descriptors_taken);
+  g_test_add_data_func ("/hostile/descriptors/dup2", GINT_TO_POINTER (TAKE_OVER_DUP2),
+                        test_descriptors_taken);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
