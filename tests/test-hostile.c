@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "lw-say.h"
 #include "lw-sink.h"
 
 #define SUBPROCESS_TIMEOUT_US (60 * G_USEC_PER_SEC)
@@ -641,6 +642,37 @@ test_descriptors_taken (gconstpointer data)
                              "directory *: reopened by path\n*");
 }
 
+/* lagwatch's own channel: one line each, prefixed, control bytes escaped,
+ * long text cut, a burst thinned to LW_SAY_BURST lines. */
+static void
+test_say_channel (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *lengthy = g_strnfill (3 * LW_SAY_MAX_BYTES, 'x');
+
+      lw_say ("escape \x1b[2J bell \a newline \n end");
+      lw_say ("%s", lengthy);
+      for (int i = 0; i < 3 * LW_SAY_BURST; i++)
+        lw_say ("burst %d", i);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("lagwatch: escape \\x1b[2J bell \\x07 newline \\x0a end\n"
+                             "lagwatch: xxxxxxxx*xxx...\n"
+                             "lagwatch: burst 0\n*lagwatch: burst 7\n");
+  /* Ten in all: two, then eight of the burst. */
+  g_test_trap_assert_stderr_unmatched ("*burst 8*");
+  g_test_trap_assert_stderr_unmatched ("*x\nx*");
+  {
+    g_autofree char *run = g_strnfill (LW_SAY_MAX_BYTES + 1, 'x');
+    g_autofree char *too_long = g_strconcat ("*", run, "*", NULL);
+
+    g_test_trap_assert_stderr_unmatched (too_long);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -659,6 +691,7 @@ main (int argc, char **argv)
       tmp_dir = g_dir_make_tmp ("lagwatch-hostile-XXXXXX", NULL);
       g_setenv ("LW_TEST_HOSTILE_DIR", tmp_dir, TRUE);
     }
+  g_test_add_func ("/hostile/say/channel", test_say_channel);
   g_test_add_func ("/hostile/fatal-warnings/json-unopenable", test_json_unopenable);
   g_test_add_func ("/hostile/fatal-warnings/garbage-record", test_garbage_record);
   g_test_add_func ("/hostile/no-proc/emfile", test_emfile);
