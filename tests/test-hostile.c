@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "lw-build-config.h"
 #include "lw-say.h"
 #include "lw-sink.h"
 
@@ -673,6 +674,50 @@ test_say_channel (void)
   }
 }
 
+/* A Sysprof capture's descriptor dup2()ed over by the program: the
+ * capture ends there, said once; the program's file gets none of it and
+ * its descriptor stays open (the writer is never unref'ed onto it). */
+static void
+test_syscap_taken (void)
+{
+#if LW_HAVE_SYSPROF
+  g_autofree char *dir = g_build_filename (tmp_dir, "syscap", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *state = g_build_filename (dir, "state", NULL);
+      g_autofree char *capture = g_build_filename (dir, "lags.syscap", NULL);
+      g_autofree char *mine = g_build_filename (dir, "program.txt", NULL);
+      g_autofree char *output = g_strconcat ("syscap:", capture, NULL);
+      g_autoptr(LagWatchConfig) config = config_new (output, state);
+      g_autofree char *contents = NULL;
+      int capture_fd, file;
+      Harness h;
+
+      harness_init_with_config (&h, config);
+      capture_fd = fd_of (capture);
+      g_assert_cmpint (capture_fd, >=, 3);
+      file = open (mine, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      g_assert_cmpint (dup2 (file, capture_fd), ==, capture_fd);
+      g_assert_true (lw_write_all (capture_fd, PROGRAM_BYTES, strlen (PROGRAM_BYTES)));
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+      harness_wait_reports (&h, 1);
+      harness_clear (&h);
+      g_assert_true (g_file_get_contents (mine, &contents, NULL, NULL));
+      g_assert_cmpstr (contents, ==, PROGRAM_BYTES);
+      g_assert_cmpint (fcntl (capture_fd, F_GETFD), >=, 0);
+      return;
+    }
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the program closed or replaced descriptor *, which held the Sysprof "
+                             "capture *lags.syscap\": the capture ends there\n*");
+#else
+  g_test_skip ("built with -Dsysprof=disabled: no Sysprof capture");
+#endif
+}
+
 int
 main (int argc, char **argv)
 {
@@ -703,6 +748,7 @@ main (int argc, char **argv)
                         test_descriptors_taken);
   g_test_add_data_func ("/hostile/descriptors/dup2", GINT_TO_POINTER (TAKE_OVER_DUP2),
                         test_descriptors_taken);
+  g_test_add_func ("/hostile/descriptors/syscap", test_syscap_taken);
   status = g_test_run ();
   if (!g_test_subprocess ())
     remove_tree (tmp_dir);
