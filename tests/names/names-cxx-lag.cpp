@@ -111,17 +111,10 @@ on_report (LagWatchReport *report, gpointer loop)
 int
 main (void)
 {
-  LagWatchConfig *config;
-  GMainLoop *loop;
+  LagWatchConfig *config = lagwatch_config_new ();
+  GMainLoop *loop = g_main_loop_new (NULL, FALSE);
   LagWatch *watch;
 
-#ifdef LW_NAMES_NO_LINES
-  /* 77: meson's "skipped". */
-  std::printf ("SKIP: built with -Dlibdw=disabled: no inlined frames, no file:line\n");
-  return 77;
-#endif
-  config = lagwatch_config_new ();
-  loop = g_main_loop_new (NULL, FALSE);
   lagwatch_config_set_threshold_ms (config, 50);
   lagwatch_config_set_output (config, "none", NULL);
   watch = lagwatch_attach_with_config (NULL, config);
@@ -143,6 +136,12 @@ main (void)
       std::fprintf (stderr, "no report within 120 s\n");
       return 1;
     }
+#ifdef LW_NAMES_NO_LINES
+  /* The lag ran (other tests use it), but its checks need DWARF. 77:
+   * meson's "skipped". */
+  std::printf ("SKIP: built with -Dlibdw=disabled: no inlined frames, no file:line\n");
+  return 77;
+#endif
   if (failure != NULL)
     {
       std::fprintf (stderr, "FAIL: %s\n", failure);
