@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -130,10 +131,21 @@ lw_say_write (const char *line, gsize len, gboolean *stalled)
     return;
   while (done < len)
     {
-      ssize_t n = lw_stderr_write_once (fd, use_send, line + done, len - done);
       struct pollfd pfd = { fd, POLLOUT, 0 };
       gint64 left_ms;
+      ssize_t n;
 
+      /* fd 2 as it is (no private description: out of descriptors, or
+       * no /proc): it may block. A pipe that shows POLLOUT takes PIPE_BUF
+       * bytes at once, so a write of that size does not wait. */
+      if (!private && !use_send)
+        {
+          left_ms = MAX ((deadline - g_get_monotonic_time ()) / 1000, 0);
+          if ((done == 0 && *stalled) || poll (&pfd, 1, (int) left_ms) != 1 || !(pfd.revents & POLLOUT))
+            break;
+        }
+      n = lw_stderr_write_once (fd, use_send, line + done,
+                                private || use_send ? len - done : MIN (len - done, (gsize) PIPE_BUF));
       if (n > 0)
         {
           done += (gsize) n;

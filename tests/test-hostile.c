@@ -718,6 +718,32 @@ test_syscap_taken (void)
 #endif
 }
 
+/* stderr a full pipe, and no descriptor left to open a private
+ * non-blocking one from /proc: lagwatch's lines are dropped, the program
+ * is not made to wait. */
+static void
+test_say_full_pipe_no_descriptor (void)
+{
+  if (g_test_subprocess ())
+    {
+      int fds[2];
+      char block[4096] = { 0 };
+
+      g_assert_cmpint (pipe2 (fds, O_NONBLOCK), ==, 0);
+      while (write (fds[1], block, sizeof block) > 0)
+        ;
+      g_assert_cmpint (errno, ==, EAGAIN);
+      g_assert_cmpint (fcntl (fds[1], F_SETFL, 0), ==, 0);  /* the program's own writes block */
+      g_assert_cmpint (dup2 (fds[1], 2), ==, 2);
+      exhaust_descriptors ();
+      for (int i = 0; i < 3; i++)
+        lw_say ("a line stderr cannot take");
+      return;
+    }
+  g_test_trap_subprocess (NULL, 30 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -737,6 +763,7 @@ main (int argc, char **argv)
       g_setenv ("LW_TEST_HOSTILE_DIR", tmp_dir, TRUE);
     }
   g_test_add_func ("/hostile/say/channel", test_say_channel);
+  g_test_add_func ("/hostile/say/full-pipe-no-descriptor", test_say_full_pipe_no_descriptor);
   g_test_add_func ("/hostile/fatal-warnings/json-unopenable", test_json_unopenable);
   g_test_add_func ("/hostile/fatal-warnings/garbage-record", test_garbage_record);
   g_test_add_func ("/hostile/no-proc/emfile", test_emfile);
