@@ -40,7 +40,11 @@ lw_text_escape_append (GString *out, const char *text)
           p++;
           continue;
         }
-      n = (gsize) (g_utf8_next_char (p) - (const char *) p);
+      {
+        const char *at = (const char *) p;
+
+        n = (gsize) (g_utf8_next_char (at) - at);
+      }
       if (c >= 0x80 && c <= 0x9f)
         for (gsize i = 0; i < n; i++)
           g_string_append_printf (out, "\\x%02x", p[i]);
