@@ -18,6 +18,7 @@
 #include "lw-unwind.h"
 #include "lw-watch-private.h"
 #include "lw-watcher.h"
+#include "lw-say.h"
 
 /* Serializes attach and detach (signal ownership) and holds the set of live
  * watches, so that a stale handle is refused instead of dereferenced. */
@@ -221,7 +222,7 @@ lagwatch_attach_with_config (GMainContext *context, const LagWatchConfig *config
   if (watch == NULL && g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_FORKED))
     g_debug ("%s", error->message);
   else if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
-    g_warning ("%s", error->message);
+    lw_say ("%s", error->message);
   return watch;
 }
 
@@ -260,7 +261,7 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
 
   if (!lw_unwind_init (&error))
     {
-      g_warning ("%s; stacks will hold only the innermost frame", error->message);
+      lw_say ("%s; stacks will hold only the innermost frame", error->message);
       g_clear_error (&error);
     }
   lw_modules_init ();
@@ -277,8 +278,8 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
                                             watch->config->signal_explicit, &error);
   if (watch->signo == 0)
     {
-      g_warning ("%s; the stacks of running threads cannot be taken, "
-                 "only those of threads sleeping in a system call", error->message);
+      lw_say ("%s; the stacks of running threads cannot be taken, "
+              "only those of threads sleeping in a system call", error->message);
       g_clear_error (&error);
     }
 

@@ -35,6 +35,8 @@
 #include "lw-clock.h"
 #include "lw-private.h"
 #include "lw-threadinfo.h"
+#include "lw-say.h"
+#include "lw-fd.h"
 
 /* Signal state, process-wide. Written under the library lock in normal
  * context, read by watcher threads. */
@@ -217,15 +219,15 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
       g_autofree char *wanted = lw_capture_signal_name (signo);
       g_autofree char *used = lw_capture_signal_name (chosen);
 
-      g_message ("%s is already handled by the program; lagwatch uses %s instead "
-                 "(set LAGWATCH_SIGNAL to choose one)", wanted, used);
+      lw_say ("%s is already handled by the program; lagwatch uses %s instead "
+              "(set LAGWATCH_SIGNAL to choose one)", wanted, used);
     }
   else if (!lw_capture_disposition_is_free (&lw_old_action))
     {
       g_autofree char *used = lw_capture_signal_name (chosen);
 
-      g_message ("%s is also handled by the program; lagwatch passes the program's "
-                 "own %s signals on to its handler", used, used);
+      lw_say ("%s is also handled by the program; lagwatch passes the program's "
+              "own %s signals on to its handler", used, used);
     }
 
   {
@@ -291,6 +293,33 @@ lw_snapshot_free (LwSnapshot *snapshot)
  * cannot be read is not proof that the thread is gone: in a process that
  * is not dumpable (setuid or setgid programs, prctl (PR_SET_DUMPABLE, 0))
  * it belongs to root and stays closed to the process itself. */
+/* Watcher thread of @slot. The /proc files kept open for the loop thread
+ * are still the files opened: if the program closed them (and reused the
+ * numbers) or dup2()ed something over them, the numbers are the
+ * program's, never read nor closed again (said once); they are reopened
+ * at the next read. */
+static void
+lw_capture_check_kept (LwSlot *slot)
+{
+  static gint said;
+  int lost = -1;
+
+  if (slot->proc_syscall_fd >= 0 && !lw_fd_is (slot->proc_syscall_fd, &slot->proc_syscall_id))
+    {
+      lost = slot->proc_syscall_fd;
+      slot->proc_syscall_fd = -1;
+      slot->proc_syscall_tid = 0;
+    }
+  if (slot->proc_status_fd >= 0 && !lw_fd_is (slot->proc_status_fd, &slot->proc_status_id))
+    {
+      lost = slot->proc_status_fd;
+      slot->proc_status_fd = -1;
+    }
+  if (lost >= 0 && g_atomic_int_compare_and_exchange (&said, 0, 1))
+    lw_say ("the program closed or replaced descriptor %d, which held a /proc file of the loop thread: "
+            "reopened by path", lost);
+}
+
 static LwSyscallRead
 lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
 {
@@ -299,6 +328,8 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
   int fd = -1;
   ssize_t n;
 
+  if (cached)
+    lw_capture_check_kept (slot);
   if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
     fd = slot->proc_syscall_fd;
   else
@@ -313,6 +344,7 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
         {
           lw_capture_forget_thread (slot);
           slot->proc_syscall_fd = fd;
+          lw_fd_id_take (fd, &slot->proc_syscall_id);
           slot->proc_syscall_tid = tid;
         }
     }
@@ -334,11 +366,11 @@ void
 lw_capture_forget_thread (LwSlot *slot)
 {
   if (slot->proc_syscall_fd >= 0)
-    close (slot->proc_syscall_fd);
+    lw_fd_close (slot->proc_syscall_fd, &slot->proc_syscall_id);
   slot->proc_syscall_fd = -1;
   slot->proc_syscall_tid = 0;
   if (slot->proc_status_fd >= 0)
-    close (slot->proc_status_fd);
+    lw_fd_close (slot->proc_status_fd, &slot->proc_status_id);
   slot->proc_status_fd = -1;
 }
 
@@ -353,6 +385,7 @@ lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, 
   char text[4096];
   ssize_t n = -1;
 
+  lw_capture_check_kept (slot);
   if (tid != slot->proc_syscall_tid || slot->proc_syscall_fd < 0)
     return lw_threadinfo_signal_state (tid, signo, blocked, pending);
   if (slot->proc_status_fd < 0)
@@ -361,6 +394,7 @@ lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, 
 
       snprintf (path, sizeof path, "/proc/self/task/%d/status", (int) tid);
       slot->proc_status_fd = open (path, O_RDONLY | O_CLOEXEC);
+      lw_fd_id_take (slot->proc_status_fd, &slot->proc_status_id);
     }
   if (slot->proc_status_fd >= 0)
     n = pread (slot->proc_status_fd, text, sizeof text, 0);
@@ -491,8 +525,8 @@ lw_capture_signal_taken (const char *how)
   if (atomic_exchange (&lw_signal_taken, 1))
     return;
   name = lw_capture_signal_name (lw_signo);
-  g_message ("the program took over %s after lagwatch_attach() (%s); lagwatch sends it no more: "
-             "stacks are taken only while a thread sleeps in a system call", name, how);
+  lw_say ("the program took over %s after lagwatch_attach() (%s); lagwatch sends it no more: "
+          "stacks are taken only while a thread sleeps in a system call", name, how);
 }
 
 /* Watcher thread. TRUE while lagwatch's handler is still the signal's

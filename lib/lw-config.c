@@ -9,6 +9,7 @@
 #include "lw-private.h"
 #include "lw-sink.h"
 #include "lw-symbols.h"
+#include "lw-say.h"
 
 G_DEFINE_QUARK (lagwatch-error-quark, lw_error)
 
@@ -185,8 +186,8 @@ lw_config_env_uint (const char *name, guint min, guint max, const char *unit, gu
   if (text == NULL)
     return;
   if (!lw_config_parse_uint (text, min, max, value))
-    g_warning ("%s=\"%s\" is not valid: expected a whole number of %s from %u to %u; using %u",
-               name, text, unit, min, max, *value);
+    lw_say ("%s=\"%s\" is not valid: expected a whole number of %s from %u to %u; using %u",
+            name, text, unit, min, max, *value);
 }
 
 /* Any thread. One variable holding 1 or 0; @meaning says what 1 does. */
@@ -200,7 +201,7 @@ lw_config_env_flag (const char *name, const char *meaning, gboolean *value)
   if (g_str_equal (text, "1") || g_str_equal (text, "0"))
     *value = g_str_equal (text, "1");
   else
-    g_warning ("%s=\"%s\" is not valid: expected 1 (%s) or 0; using %d", name, text, meaning, *value);
+    lw_say ("%s=\"%s\" is not valid: expected 1 (%s) or 0; using %d", name, text, meaning, *value);
 }
 
 gboolean
@@ -225,8 +226,8 @@ lw_config_say_secure (void)
       for (guint i = 0; names[i] != NULL; i++)
         any |= g_str_has_prefix (names[i], "LAGWATCH_");
       if (any)
-        g_warning ("this program runs setuid or setgid (AT_SECURE): the LAGWATCH_* variables and "
-                   "the state and debug directories from the environment are ignored");
+        lw_say ("this program runs setuid or setgid (AT_SECURE): the LAGWATCH_* variables and "
+                "the state and debug directories from the environment are ignored");
       g_once_init_leave (&said, 1);
     }
 }
@@ -265,8 +266,8 @@ lw_config_apply_environment (LagWatchConfig *config)
           config->state_dir = g_strdup (text);
         }
       else
-        g_warning ("LAGWATCH_STATE_DIR=\"%s\" is not valid: expected an absolute directory path; "
-                   "using %s", text, config->state_dir ? config->state_dir : "$XDG_STATE_HOME/lagwatch");
+        lw_say ("LAGWATCH_STATE_DIR=\"%s\" is not valid: expected an absolute directory path; "
+                "using %s", text, config->state_dir ? config->state_dir : "$XDG_STATE_HOME/lagwatch");
     }
 
   lw_config_env_flag ("LAGWATCH_UNDER_DEBUGGER", "report while a debugger is attached",
@@ -285,9 +286,9 @@ lw_config_apply_environment (LagWatchConfig *config)
           config->signal_explicit = TRUE;
         }
       else
-        g_warning ("LAGWATCH_SIGNAL=\"%s\" is not valid: expected SIGRTMIN+N, SIGRTMAX-N or a "
-                   "number from %d to %d; using %s", text, SIGRTMIN, SIGRTMAX,
-                   config->signal_explicit ? "the program's choice" : "SIGRTMIN+7");
+        lw_say ("LAGWATCH_SIGNAL=\"%s\" is not valid: expected SIGRTMIN+N, SIGRTMAX-N or a "
+                "number from %d to %d; using %s", text, SIGRTMIN, SIGRTMAX,
+                config->signal_explicit ? "the program's choice" : "SIGRTMIN+7");
     }
 
   text = g_getenv ("LAGWATCH_OUTPUT");
@@ -301,8 +302,8 @@ lw_config_apply_environment (LagWatchConfig *config)
           config->output = g_strdup (text);
         }
       else
-        g_warning ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
-                   "stderr, json:PATH, journal or none; using \"%s\"", text, error->message, config->output);
+        lw_say ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
+                "stderr, json:PATH, journal or none; using \"%s\"", text, error->message, config->output);
     }
 }
 
@@ -318,7 +319,7 @@ lw_config_parse_debug_dirs (const char *text)
         continue;
       if (!g_path_is_absolute (dirs[i]))
         {
-          g_warning ("LAGWATCH_DEBUG_DIRS: \"%s\" is not an absolute directory; skipped", dirs[i]);
+          lw_say ("LAGWATCH_DEBUG_DIRS: \"%s\" is not an absolute directory; skipped", dirs[i]);
           continue;
         }
       g_ptr_array_add (roots, g_strdup (dirs[i]));
@@ -355,8 +356,8 @@ lw_config_disabled (void)
     return FALSE;
   if (g_str_equal (text, "1"))
     return TRUE;
-  g_warning ("LAGWATCH_DISABLE=\"%s\" is not valid: expected 1 (disable) or 0; lagwatch stays on",
-             text);
+  lw_say ("LAGWATCH_DISABLE=\"%s\" is not valid: expected 1 (disable) or 0; lagwatch stays on",
+          text);
   return FALSE;
 }
 
@@ -370,7 +371,7 @@ lw_config_stats_enabled (void)
     return TRUE;
   if (g_str_equal (text, "0"))
     return FALSE;
-  g_warning ("LAGWATCH_STATS=\"%s\" is not valid: expected 0 (no latency profile) or 1; the profile stays on",
-             text);
+  lw_say ("LAGWATCH_STATS=\"%s\" is not valid: expected 0 (no latency profile) or 1; the profile stays on",
+          text);
   return TRUE;
 }

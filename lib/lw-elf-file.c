@@ -93,6 +93,7 @@ lw_elf_file_open (LwElfFile  *file,
   file->fd = lw_open_regular_file (path, missing_ok, why);
   if (file->fd < 0)
     return FALSE;
+  lw_fd_id_take (file->fd, &file->fd_id);
 
   /* ELF_C_READ reads the sections it is asked for with pread(): a file
    * truncated under us gives an error, not the SIGBUS of a mapping. */
@@ -115,8 +116,10 @@ void
 lw_elf_file_close (LwElfFile *file)
 {
   elf_end (file->elf);
+  /* The program may have closed the number and reused it: then it is
+   * the program's to close. */
   if (file->fd >= 0)
-    close (file->fd);
+    lw_fd_close (file->fd, &file->fd_id);
   *file = (LwElfFile) { -1, NULL };
 }
 

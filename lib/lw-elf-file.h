@@ -17,6 +17,7 @@
 #include <glib.h>
 #include <libelf.h>
 
+#include "lw-fd.h"
 #include "lw-symbols-private.h"
 
 G_BEGIN_DECLS
@@ -24,8 +25,9 @@ G_BEGIN_DECLS
 /* An ELF file open for reading. */
 typedef struct
 {
-  int  fd;
-  Elf *elf;
+  int     fd;
+  Elf    *elf;
+  LwFdId  fd_id;  /* what fd was when opened: closed only if it still is */
 } LwElfFile;
 
 /* Any thread. Sets libelf's version; call before any other function here

@@ -8,6 +8,7 @@
 
 #include "lw-clock.h"
 #include "lw-report.h"
+#include "lw-say.h"
 
 /* GTK, GDK, GIO and GObject entry points, looked up in libgtk-4 (dlsym on
  * its handle searches its dependencies too). lib/ builds without GTK's or
@@ -491,7 +492,7 @@ lw_frames_start (GMainContext *context, guint threshold_ms)
   frames = g_new0 (LwFrames, 1);
   if (!lw_frames_resolve (gtk, &frames->fn))
     {
-      g_warning ("libgtk-4 is loaded but lacks a function lagwatch calls; its frames are not followed");
+      lw_say ("libgtk-4 is loaded but lacks a function lagwatch calls; its frames are not followed");
       dlclose (gtk);
       g_free (frames);
       return NULL;

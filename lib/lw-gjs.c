@@ -11,6 +11,7 @@
 #include "lw-config.h"
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-say.h"
 
 /* js::ProfilingStackFrame and js::ProfilingStack, as SpiderMonkey 102,
  * 115, 128 and 140 lay them out (js/ProfilingStack.h, the same in each):
@@ -301,7 +302,7 @@ lw_gjs_look (void)
     return LW_GJS_NOTHING;  /* not a GJS program */
   if (!lw_gjs_find_engine (&lw_gjs_engine, &why))
     {
-      g_message ("%s", why);
+      lw_say ("%s", why);
       return LW_GJS_NOTHING;
     }
   return LW_GJS_LATER;
@@ -323,8 +324,8 @@ lw_gjs_try (void)
    * context's profiling stack when it exists. */
   if (lw_gjs_get_profiler != NULL && lw_gjs_get_profiler (gjs_context) != NULL)
     {
-      g_message ("GJS's profiler owns the JavaScript profiling stack: JavaScript functions are not "
-                 "named in reports");
+      lw_say ("GJS's profiler owns the JavaScript profiling stack: JavaScript functions are not "
+              "named in reports");
       return LW_GJS_NOTHING;
     }
   if (!lw_modules_find_unwind_table ((uintptr_t) lw_gjs_engine.set_stack, &engine))

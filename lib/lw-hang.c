@@ -13,6 +13,8 @@
 #include "lw-config.h"
 #include "lw-json.h"
 #include "lw-sink.h"
+#include "lw-fd.h"
+#include "lw-say.h"
 
 #define LW_HANG_MAX_AGE_S   (7 * 24 * 3600)
 #define LW_HANG_MAGIC       "lagwatch-hang 1\n"
@@ -21,7 +23,10 @@
 
 struct _LwHangStore
 {
-  int         dirfd;
+  int         dirfd;        /* lw_hang_lock; -1: lost, and could not be reopened */
+  LwFdId      dir_id;       /* what dirfd was when opened (lw-fd.h) */
+  guint       keep;         /* components of path that are never created */
+  gboolean    dir_said;     /* lw_hang_lock: the program took dirfd over, said */
   char       *path;
   char       *exe;          /* this program, to recognize our own earlier runs */
   int         owner_pid;    /* the process that opened it (not a fork child) */
@@ -58,6 +63,8 @@ lw_hang_pid_runs (int pid, const char *exe)
  * killed, so their copies go, and none is saved after this. A fork child
  * leaves its parent's copies alone and takes no lock its parent may have
  * held at fork time. */
+static int lw_hang_store_dir (LwHangStore *store);
+
 static void
 lw_hang_at_exit (void)
 {
@@ -71,37 +78,58 @@ lw_hang_at_exit (void)
       GHashTableIter iter;
       gpointer name;
 
+      int dirfd;
+
       if (store->owner_pid != getpid ())
         continue;
+      dirfd = lw_hang_store_dir (store);
       g_hash_table_iter_init (&iter, store->running);
-      while (g_hash_table_iter_next (&iter, &name, NULL))
-        unlinkat (store->dirfd, name, 0);
+      while (dirfd >= 0 && g_hash_table_iter_next (&iter, &name, NULL))
+        unlinkat (dirfd, name, 0);
       g_hash_table_remove_all (store->running);
     }
   g_mutex_unlock (&lw_hang_lock);
 }
 
+/* Any thread. The number of components of the absolute, canonical @path. */
+static guint
+lw_hang_path_depth (const char *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, "/", -1);
+  guint depth = 0;
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    depth += parts[i][0] != '\0';
+  return depth;
+}
+
 /* Any thread. Opens the absolute @path one component at a time: never
  * through a symlink (O_NOFOLLOW on each, so a link planted in /tmp cannot
- * send root's files elsewhere), creating missing ones 0700. Each component
- * must be owned by root or this user; the last one by this user, closed to
- * others. -1 with @why on failure. */
+ * send root's files elsewhere), creating missing ones 0700, but only below
+ * the first @keep components (those must exist: *@missing is set when one
+ * does not). Each component must be owned by root or this user; the last
+ * one by this user, closed to others. -1 with @why on failure. */
 static int
-lw_hang_open_dir (const char *path, char **why)
+lw_hang_open_dir (const char *path, guint keep, gboolean *missing, char **why)
 {
   g_autofree char *clean = g_canonicalize_filename (path, "/");
   g_auto(GStrv) parts = g_strsplit (clean, "/", -1);
   struct stat st;
   int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  guint depth = 0;
 
+  *missing = FALSE;
   for (guint i = 0; fd >= 0 && parts[i] != NULL; i++)
     {
       int next;
 
       if (parts[i][0] == '\0')
         continue;
+      depth++;
       next = openat (fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (next < 0 && errno == ENOENT && (mkdirat (fd, parts[i], 0700) == 0 || errno == EEXIST))
+      if (next < 0 && errno == ENOENT && depth <= keep)
+        *missing = TRUE;
+      else if (next < 0 && errno == ENOENT && (mkdirat (fd, parts[i], 0700) == 0 || errno == EEXIST))
         next = openat (fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (next < 0)
         {
@@ -138,30 +166,65 @@ LwHangStore *
 lw_hang_store_open (const char *dir)
 {
   static gsize at_exit_registered;
+  static gint missing_said;
   g_autofree char *path = NULL;
+  g_autofree char *anchor = NULL;
   g_autofree char *why = NULL;
+  const char *xdg = g_getenv ("XDG_STATE_HOME");
+  gboolean missing;
   LwHangStore *store;
+  guint keep = 0;
   int fd;
 
   /* The default comes from the environment ($XDG_STATE_HOME, $HOME),
    * which a setuid or setgid process must not trust. */
   if (dir == NULL && lw_config_secure ())
     return NULL;
-  path = dir ? g_strdup (dir) : g_build_filename (g_get_user_state_dir (), "lagwatch", NULL);
-  if (!g_path_is_absolute (path))
+  /* The XDG base directory rules: $XDG_STATE_HOME (created if missing,
+   * when absolute), else $HOME/.local/state. A $HOME that does not exist
+   * (a system account's /nonexistent, a sandbox) is never created: only
+   * what is below it. An explicit directory is created whole. */
+  if (dir != NULL)
+    path = g_strdup (dir);
+  else if (xdg != NULL && g_path_is_absolute (xdg))
     {
-      g_warning ("the state directory %s is not an absolute path; hangs will not survive a kill", path);
+      path = g_build_filename (xdg, "lagwatch", NULL);
+      anchor = g_path_get_dirname (xdg);
+    }
+  else
+    {
+      anchor = g_strdup (g_getenv ("HOME") != NULL ? g_getenv ("HOME") : g_get_home_dir ());
+      path = g_build_filename (anchor, ".local", "state", "lagwatch", NULL);
+    }
+  if (!g_path_is_absolute (path) || (anchor != NULL && !g_path_is_absolute (anchor)))
+    {
+      lw_say ("the state directory %s is not an absolute path; hangs will not survive a kill", path);
       return NULL;
     }
-  fd = lw_hang_open_dir (path, &why);
+  if (anchor != NULL)
+    {
+      g_autofree char *clean = g_canonicalize_filename (anchor, "/");
+
+      keep = lw_hang_path_depth (clean);
+    }
+  fd = lw_hang_open_dir (path, keep, &missing, &why);
+  if (fd < 0 && missing)
+    {
+      if (g_atomic_int_compare_and_exchange (&missing_said, 0, 1))
+        lw_say ("no state directory: %s does not exist, and lagwatch creates its directory only "
+                "below it; hangs will not survive a kill", anchor);
+      return NULL;
+    }
   if (fd < 0)
     {
-      g_warning ("the state directory %s is not safe to use (%s); hangs will not survive a kill",
-                 path, why);
+      lw_say ("the state directory %s is not safe to use (%s); hangs will not survive a kill",
+              path, why);
       return NULL;
     }
   store = g_new0 (LwHangStore, 1);
   store->dirfd = fd;
+  lw_fd_id_take (fd, &store->dir_id);
+  store->keep = keep;
   store->path = g_steal_pointer (&path);
   store->exe = lw_hang_exe_of (getpid ());
   store->owner_pid = getpid ();
@@ -183,21 +246,54 @@ lw_hang_store_close (LwHangStore *store)
 {
   GHashTableIter iter;
   gpointer name;
+  int dirfd;
 
   if (store == NULL)
     return;
   g_mutex_lock (&lw_hang_lock);
   lw_hang_stores = g_slist_remove (lw_hang_stores, store);
   /* A fork child's copy of the store: the hangs are its parent's. */
+  dirfd = lw_hang_store_dir (store);
   g_hash_table_iter_init (&iter, store->running);
-  while (store->owner_pid == getpid () && g_hash_table_iter_next (&iter, &name, NULL))
-    unlinkat (store->dirfd, name, 0);
+  while (dirfd >= 0 && store->owner_pid == getpid () && g_hash_table_iter_next (&iter, &name, NULL))
+    unlinkat (dirfd, name, 0);
   g_mutex_unlock (&lw_hang_lock);
-  close (store->dirfd);
+  if (dirfd >= 0)
+    close (dirfd);
   g_hash_table_unref (store->running);
   g_free (store->path);
   g_free (store->exe);
   g_free (store);
+}
+
+/* Any thread, lw_hang_lock held. The state directory's descriptor, still
+ * the directory opened: if the program closed it (and reused the number)
+ * or dup2()ed something over it, the number is the program's, never used
+ * nor closed again; that is said once, and the directory reopened by path
+ * with the same checks as at start. -1 when it cannot be. */
+static int
+lw_hang_store_dir (LwHangStore *store)
+{
+  g_autofree char *why = NULL;
+  gboolean missing;
+  int lost = store->dirfd;
+
+  if (store->dirfd >= 0 && lw_fd_is (store->dirfd, &store->dir_id))
+    return store->dirfd;
+  store->dirfd = lw_hang_open_dir (store->path, store->keep, &missing, &why);
+  if (store->dirfd >= 0)
+    lw_fd_id_take (store->dirfd, &store->dir_id);
+  if (!store->dir_said && lost >= 0)
+    {
+      store->dir_said = TRUE;
+      if (store->dirfd >= 0)
+        lw_say ("the program closed or replaced descriptor %d, which held the state directory %s: "
+                "reopened by path", lost, store->path);
+      else
+        lw_say ("the program closed or replaced descriptor %d, which held the state directory %s, and "
+                "it cannot be reopened (%s); hangs will not survive a kill", lost, store->path, why);
+    }
+  return store->dirfd;
 }
 
 static char *
@@ -214,21 +310,24 @@ static int
 lw_hang_write_file (LwHangStore *store, const char *name, const char *contents)
 {
   g_autofree char *partial = g_strdup_printf (".%s.tmp", name);
+  int dirfd = lw_hang_store_dir (store);
   int fd, error = 0;
 
-  fd = openat (store->dirfd, partial,
+  if (dirfd < 0)
+    return EBADF;
+  fd = openat (dirfd, partial,
                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno;
   if (!lw_write_all (fd, contents, strlen (contents)) || fsync (fd) != 0)
     error = errno;
   close (fd);
-  if (error == 0 && renameat (store->dirfd, partial, store->dirfd, name) != 0)
+  if (error == 0 && renameat (dirfd, partial, dirfd, name) != 0)
     error = errno;
   if (error != 0)
-    unlinkat (store->dirfd, partial, 0);
+    unlinkat (dirfd, partial, 0);
   else
-    fsync (store->dirfd);  /* the new name itself must survive */
+    fsync (dirfd);  /* the new name itself must survive */
   return error;
 }
 
@@ -254,13 +353,13 @@ lw_hang_store_save (LwHangStore *store, const char *id, const char *json, const 
   else if (!store->error_said)
     {
       store->error_said = TRUE;
-      message = g_strdup_printf ("lagwatch: cannot save hang records in %s (%s); a hang the program "
-                                 "is killed in will not be reported by its next run\n",
+      message = g_strdup_printf ("cannot save hang records in %s (%s); a hang the program "
+                                 "is killed in will not be reported by its next run",
                                  store->path, g_strerror (error));
     }
   g_mutex_unlock (&lw_hang_lock);
   if (message != NULL)
-    lw_sinks_write_raw_stderr (message);
+    lw_say ("%s", message);
   return error == 0;
 }
 
@@ -270,7 +369,8 @@ lw_hang_store_forget (LwHangStore *store, const char *id)
   g_autofree char *name = lw_hang_file_name (id);
 
   g_mutex_lock (&lw_hang_lock);
-  unlinkat (store->dirfd, name, 0);
+  if (lw_hang_store_dir (store) >= 0)
+    unlinkat (store->dirfd, name, 0);
   g_hash_table_remove (store->running, name);
   g_mutex_unlock (&lw_hang_lock);
 }
@@ -515,8 +615,8 @@ lw_hang_store_take_previous (LwHangStore *store)
         {
           g_autofree char *shown = g_strescape (entry->d_name, NULL);
 
-          g_warning ("the state directory %s holds an invalid hang record \"%s\" (%s); removed",
-                     store->path, shown, why);
+          lw_say ("the state directory %s holds an invalid hang record \"%s\" (%s); removed",
+                  store->path, shown, why);
           unlinkat (store->dirfd, entry->d_name, 0);
           continue;
         }

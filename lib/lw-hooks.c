@@ -16,6 +16,7 @@
 #include "lw-private.h"
 #include "lw-stats.h"
 #include "lw-threadinfo.h"
+#include "lw-say.h"
 
 static LwSlot     lw_slots[LW_MAX_SLOTS];
 static GMutex     lw_registry_lock;
@@ -533,9 +534,9 @@ lw_hooks_detach (LwSlot *slot)
     g_main_context_set_poll_func (context, slot->prev_poll);
   else
     {
-      g_warning ("the poll function of context %p was replaced after lagwatch_attach(); "
-                 "lagwatch leaves its wrapper behind, passing every call through",
-                 (void *) context);
+      lw_say ("the poll function of context %p was replaced after lagwatch_attach(); "
+              "lagwatch leaves its wrapper behind, passing every call through",
+              (void *) context);
       slot->leaked = TRUE;
     }
   atomic_store (&slot->wake_flags, 0);

@@ -1,5 +1,6 @@
 /* lw-lang-frames.c: the process-wide table behind interpreted frames' tags */
 #include "lw-lang-frames.h"
+#include "lw-say.h"
 
 #define LW_LANG_TAG      ((uintptr_t) 0xffffff0000000000ULL)
 #define LW_LANG_TAG_MASK ((uintptr_t) 0xffffff0000000000ULL)
@@ -45,8 +46,8 @@ lw_lang_frame_intern (const char *lang, const char *function, const char *file, 
     }
   else if (!lw_lang_full_said)
     {
-      g_message ("more than %d distinct Python or JavaScript frames seen: new ones are no longer shown",
-                 LW_LANG_FRAMES_MAX);
+      lw_say ("more than %d distinct Python or JavaScript frames seen: new ones are no longer shown",
+              LW_LANG_FRAMES_MAX);
       lw_lang_full_said = TRUE;
     }
   g_mutex_unlock (&lw_lang_lock);

@@ -15,6 +15,7 @@
 #include "lw-demangle.h"
 #include "lw-elf-file.h"
 #include "lw-modules.h"
+#include "lw-fd.h"
 
 #ifdef LW_HAVE_LIBDW
 
@@ -39,6 +40,7 @@ typedef struct
 {
   char  *key;   /* "path\nbuild-id" ("path\n" without build-id) */
   int    fd;    /* -1 with dwarf */
+  LwFdId fd_id; /* what fd was when opened: closed only if it still is */
   Dwarf *dwarf; /* NULL: the module has no DWARF we may use */
   gsize  cost;  /* the file's size; 0 without dwarf */
 } LwDwarfEntry;
@@ -73,7 +75,7 @@ lw_dwarf_entry_free (LwDwarfEntry *entry)
   if (entry->dwarf != NULL)
     {
       dwarf_end (entry->dwarf);
-      close (entry->fd);
+      lw_fd_close (entry->fd, &entry->fd_id);
       lw_lines_bytes -= entry->cost;
       lw_lines_n_open--;
     }
@@ -143,6 +145,7 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
       return FALSE;
     }
   entry->fd = fd;
+  lw_fd_id_take (fd, &entry->fd_id);
   entry->dwarf = dwarf;
   entry->cost = fstat (fd, &st) == 0 ? (gsize) st.st_size : 0;
   return TRUE;

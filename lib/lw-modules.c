@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "lw-modules.h"
+#include "lw-say.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -643,10 +644,10 @@ lw_modules_copy_memory (uintptr_t addr,
   n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
   if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
     {
-      g_message ("process_vm_readv() on this process fails (%s); lagwatch reads no "
-                 "unwind tables, source names or interpreter frames, so stacks hold only "
-                 "their innermost frame",
-                 g_strerror (errno));
+      lw_say ("process_vm_readv() on this process fails (%s); lagwatch reads no "
+              "unwind tables, source names or interpreter frames, so stacks hold only "
+              "their innermost frame",
+              g_strerror (errno));
       g_once_init_leave (&refused, 1);
     }
   return n;

@@ -1,5 +1,6 @@
 /* lw-perfmap.c: frames in generated code, marked and named from perf maps */
 #include "lw-perfmap.h"
+#include "lw-say.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,7 +169,7 @@ lw_perfmap_read (gsize *len)
   if (problem != NULL && !warned)
     {
       warned = TRUE;
-      g_warning ("the perf map %s %s: JIT frames are not named from it", path, problem);
+      lw_say ("the perf map %s %s: JIT frames are not named from it", path, problem);
     }
   return data;
 }

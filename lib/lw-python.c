@@ -10,6 +10,7 @@
 
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-say.h"
 
 /* Where the fields lagwatch reads sit in one CPython version's structs.
  * Another version is one more table. */
@@ -234,9 +235,9 @@ lw_python_find_unlocked (void)
   if (lw_python_read (interp.runtime, cookie, sizeof cookie) && memcmp (cookie, "xdebugpy", 8) == 0)
     {
       if (!lw_python_said)
-        g_message ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
-                   "does not read: its stacks show interpreter frames, not Python ones",
-                   version >> 24, (version >> 16) & 0xff);
+        lw_say ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
+                "does not read: its stacks show interpreter frames, not Python ones",
+                version >> 24, (version >> 16) & 0xff);
       lw_python_said = TRUE;
       return FALSE;
     }
@@ -246,8 +247,8 @@ lw_python_find_unlocked (void)
   if (interp.offsets == NULL)
     {
       if (!lw_python_said)
-        g_message ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
-                   "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
+        lw_say ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
+                "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
       lw_python_said = TRUE;
       return FALSE;
     }

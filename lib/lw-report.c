@@ -1,5 +1,6 @@
 /* lw-report.c: LagWatchReport, its accessors and its renderings */
 #include "lw-report.h"
+#include "lw-say.h"
 #include "lw-tracing.h"
 
 #include "lw-call-tree.h"
@@ -766,17 +767,32 @@ lagwatch_report_to_json (LagWatchReport *report)
   return g_string_free (out, FALSE);
 }
 
+/* Any thread. @text as the text report shows it, for a terminal: control
+ * bytes as \xNN (a name can hold anything: a GSource's, a thread's, a
+ * Python function's). The copy is kept in @keep; NULL stays NULL. */
+static const char *
+lw_text_safe (GPtrArray *keep, const char *text)
+{
+  char *escaped = lw_text_escape (text);
+
+  if (escaped != NULL)
+    g_ptr_array_add (keep, escaped);
+  return escaped;
+}
+
 /* A frame of an interpreted language: "function (file.py:12)  [python]",
  * no address (it is not one); "(file.js)" when the line is not known. */
 static void
 lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
 {
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *file = frame->file ? g_path_get_basename (frame->file) : g_strdup ("?");
 
-  g_string_append_printf (out, "  #%-2u %s (%s", index, frame->symbol ? frame->symbol : "??", file);
+  g_string_append_printf (out, "  #%-2u %s (%s", index,
+                          frame->symbol ? lw_text_safe (keep, frame->symbol) : "??", lw_text_safe (keep, file));
   if (frame->line > 0)
     g_string_append_printf (out, ":%u", frame->line);
-  g_string_append_printf (out, ")  [%s]\n", frame->lang);
+  g_string_append_printf (out, ")  [%s]\n", lw_text_safe (keep, frame->lang));
 }
 
 /* Any thread. The machine's share of the lag, and waiting input. */
@@ -798,6 +814,7 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
   for (guint i = 0; i < n_frames && i < limit; i++)
     {
       const LwFrame *frame = &frames[i];
+      g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
       g_autofree char *base = frame->module ? g_path_get_basename (frame->module) : g_strdup ("?");
 
       if (frame->lang != NULL)
@@ -811,22 +828,22 @@ lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit
           g_autofree char *name = lw_report_short_name (frame->symbol);
 
           if (frame->inlined)
-            g_string_append_printf (out, "%s (inlined)", name);
+            g_string_append_printf (out, "%s (inlined)", lw_text_safe (keep, name));
           else if (i > 0 && frame->symbol_offset == 0)
             /* A return address is never a function's start: a frame
              * named by its address alone (GLib's dispatch), offset unknown. */
-            g_string_append (out, name);
+            g_string_append (out, lw_text_safe (keep, name));
           else
-            g_string_append_printf (out, "%s+0x%" PRIxPTR, name, frame->symbol_offset);
+            g_string_append_printf (out, "%s+0x%" PRIxPTR, lw_text_safe (keep, name), frame->symbol_offset);
         }
       else
         g_string_append (out, "??");
-      g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", base, frame->module_offset);
+      g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", lw_text_safe (keep, base), frame->module_offset);
       if (frame->file != NULL)
         {
           g_autofree char *file = g_path_get_basename (frame->file);
 
-          g_string_append_printf (out, "  at %s:%u", file, frame->line);
+          g_string_append_printf (out, "  at %s:%u", lw_text_safe (keep, file), frame->line);
         }
       g_string_append_c (out, '\n');
     }
@@ -854,10 +871,12 @@ lw_text_frames_missed (GString *out, LagWatchReport *report)
     {
       const LwReportWindow *window = &report->windows[i];
 
+      g_autofree char *title = lw_text_escape (window->title);
+
       if (window->frames_missed == 0)
         continue;
-      if (window->title != NULL)
-        g_string_append_printf (out, "  the window '%s'", window->title);
+      if (title != NULL)
+        g_string_append_printf (out, "  the window '%s'", title);
       else
         g_string_append (out, "  a window with no title");
       g_string_append_printf (out, " missed %u frame%s (one every %.1f ms)\n", window->frames_missed,
@@ -882,9 +901,10 @@ lw_text_calls (GString *out, LagWatchReport *report)
   for (guint i = 0; i < report->n_calls && i < LW_TEXT_CALLS; i++)
     {
       const LwCall *call = report->call_list[i];
+      g_autofree char *name = lw_text_escape (call->name);
 
       g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
-                              call->name != NULL ? call->name : "??", (double) call->duration_ns / 1e6,
+                              name != NULL ? name : "??", (double) call->duration_ns / 1e6,
                               (double) call->start_ns / 1e6);
     }
   if (report->n_calls > LW_TEXT_CALLS)
@@ -895,6 +915,7 @@ char *
 lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 {
   GString *out = g_string_sized_new (512 + 100 * report->n_frames);
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *time = lw_report_format_time (report->start_time_us);
   const char *what;
 
@@ -909,10 +930,11 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
   g_string_append_printf (out, "lagwatch: %s %.1f ms (threshold %u ms) on thread %d",
                           what, report->duration_ms, report->threshold_ms, report->thread_id);
   if (report->thread_name != NULL)
-    g_string_append_printf (out, " \"%s\"", report->thread_name);
-  g_string_append_printf (out, ", began %s [%s]\n", time, report->id);
+    g_string_append_printf (out, " \"%s\"", lw_text_safe (keep, report->thread_name));
+  g_string_append_printf (out, ", began %s [%s]\n", time, lw_text_safe (keep, report->id));
   if (report->previous_exe != NULL)
-    g_string_append_printf (out, "  program: %s (pid %d)\n", report->previous_exe, report->pid);
+    g_string_append_printf (out, "  program: %s (pid %d)\n", lw_text_safe (keep, report->previous_exe),
+                            report->pid);
 
   if (report->phase != NULL)
     {
@@ -920,19 +942,20 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
       if (g_str_equal (report->phase, "dispatch"))
         {
           if (report->source != NULL)
-            g_string_append_printf (out, "in GSource \"%s\" (priority %d)", report->source, report->priority);
+            g_string_append_printf (out, "in GSource \"%s\" (priority %d)", lw_text_safe (keep, report->source),
+                                    report->priority);
           else if (report->source_callback != NULL)
             g_string_append_printf (out, "in %s callback %s (unnamed GSource, priority %d)",
-                                    report->source_callback_kind != NULL ? report->source_callback_kind
-                                                                         : "GSource",
-                                    report->source_callback, report->priority);
+                                    report->source_callback_kind != NULL
+                                    ? lw_text_safe (keep, report->source_callback_kind) : "GSource",
+                                    lw_text_safe (keep, report->source_callback), report->priority);
           else
             g_string_append_printf (out, "in an unnamed GSource (priority %d)", report->priority);
         }
       else if (g_str_equal (report->phase, "starved"))
         g_string_append (out, "the loop kept iterating without polling: its input was starved");
       else
-        g_string_append_printf (out, "in the loop's %s phase", report->phase);
+        g_string_append_printf (out, "in the loop's %s phase", lw_text_safe (keep, report->phase));
       g_string_append (out, "\n");
     }
   if (report->cpu_ms >= 0 && report->duration_ms > 0)
@@ -953,7 +976,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
           if (report->syscall != NULL)
             g_string_append_printf (out, " in %s()", report->syscall);
           if (report->wchan != NULL)
-            g_string_append_printf (out, " [kernel: %s]", report->wchan);
+            g_string_append_printf (out, " [kernel: %s]", lw_text_safe (keep, report->wchan));
           g_string_append (out, "\n");
         }
     }
@@ -972,7 +995,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
   else if (report->n_samples > 0)
     g_string_append (out, ":\n");
   if (report->stack_error != NULL)
-    g_string_append_printf (out, "  (%s)\n", report->stack_error);
+    g_string_append_printf (out, "  (%s)\n", lw_text_safe (keep, report->stack_error));
   lw_text_frames (out, report->frames, report->n_frames, G_MAXUINT);
   if (report->stack_truncated && report->stack_at_limit)
     g_string_append (out, "  ... (more frames not shown: the frame limit)\n");
@@ -985,7 +1008,8 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
                                                       report->stacks[i].n_frames);
 
       g_string_append_printf (out, "  also %.0f%% in %s\n",
-                              100.0 * report->stacks[i].samples / MAX (report->n_samples, 1), label);
+                              100.0 * report->stacks[i].samples / MAX (report->n_samples, 1),
+                              lw_text_safe (keep, label));
     }
   lw_text_calls (out, report);
   for (guint i = 0; i < report->n_threads; i++)
@@ -993,8 +1017,8 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
       const LwReportStack *thread = &report->threads[i];
 
       g_string_append_printf (out, "  thread %d \"%s\" (%s):\n", thread->thread_id,
-                              thread->thread_name ? thread->thread_name : "?",
-                              thread->thread_state ? thread->thread_state : "?");
+                              thread->thread_name ? lw_text_safe (keep, thread->thread_name) : "?",
+                              thread->thread_state ? lw_text_safe (keep, thread->thread_state) : "?");
       lw_text_frames (out, thread->frames, thread->n_frames, 12);
       if (thread->n_frames > 12)
         g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",

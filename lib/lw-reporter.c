@@ -16,6 +16,7 @@
 /* Distinct stacks listed in a report. */
 #define LW_REPORT_STACKS 5
 #include "lw-tracing.h"
+#include "lw-threadinfo.h"
 
 struct _LwReporter
 {
@@ -277,6 +278,7 @@ lw_reporter_main (gpointer data)
 {
   LwReporter *reporter = data;
 
+  lw_threadinfo_own_enter ();
   for (;;)
     {
       LwReporterItem *item = g_async_queue_pop (reporter->queue);

@@ -10,6 +10,7 @@
 #include <systemd/sd-journal.h>
 
 #include "lw-report.h"
+#include "lw-say.h"
 
 /* Where sd_journal_sendv() sends: a fixed path in libsystemd. When it is
  * missing, sd_journal_sendv() drops the entry and returns success, so the
@@ -46,8 +47,8 @@ lw_journal_open (void)
     why = "not a socket";
   if (why != NULL)
     {
-      g_warning ("LAGWATCH_OUTPUT: no journal here (%s: %s); writing reports to stderr instead",
-                 LW_JOURNAL_SOCKET, why);
+      lw_say ("LAGWATCH_OUTPUT: no journal here (%s: %s); writing reports to stderr instead",
+              LW_JOURNAL_SOCKET, why);
       return NULL;
     }
   /* Never dlclose()d: libsystemd keeps its socket in a global that another
@@ -56,8 +57,8 @@ lw_journal_open (void)
   sendv = handle != NULL ? dlsym (handle, "sd_journal_sendv") : NULL;
   if (sendv == NULL)
     {
-      g_warning ("LAGWATCH_OUTPUT: cannot write to the journal (%s); writing reports to stderr instead",
-                 dlerror ());
+      lw_say ("LAGWATCH_OUTPUT: cannot write to the journal (%s); writing reports to stderr instead",
+              dlerror ());
       return NULL;
     }
   journal = g_new0 (LwJournal, 1);
@@ -87,8 +88,8 @@ lw_journal_send (LwJournal *journal, GPtrArray *fields)
   if (r >= 0)
     return TRUE;
   if (g_atomic_int_compare_and_exchange (&journal->warned, 0, 1))
-    g_warning ("LAGWATCH_OUTPUT: the journal refused a report (%s); "
-               "the reports it refuses go to stderr instead", g_strerror (-r));
+    lw_say ("LAGWATCH_OUTPUT: the journal refused a report (%s); "
+            "the reports it refuses go to stderr instead", g_strerror (-r));
   return FALSE;
 }
 

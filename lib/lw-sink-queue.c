@@ -1,5 +1,6 @@
 /* lw-sink-queue.c: the sink thread, and the bounded queue in front of it */
 #include "lw-sink-queue.h"
+#include "lw-threadinfo.h"
 
 #include <signal.h>
 
@@ -110,6 +111,7 @@ lw_sink_queue_main (gpointer data)
   guint64 noted = 0;
   gboolean abandoned;
 
+  lw_threadinfo_own_enter ();
   g_mutex_lock (&queue->lock);
   for (;;)
     {

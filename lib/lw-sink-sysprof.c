@@ -11,6 +11,8 @@
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-fd.h"
+#include "lw-say.h"
 
 #define LW_SYSCAP_BUFFER_SIZE (256 * 1024)
 #define LW_SYSPROF_GROUP "lagwatch"
@@ -67,6 +69,9 @@ struct _LwSyscap
   SysprofCaptureWriter *writer;
   char                 *path;
   gboolean              error_said;
+  int                    fd;        /* the writer's: checked, never closed by lagwatch once lost */
+  LwFdId                 fd_id;     /* what fd was when opened (lw-fd.h) */
+  gboolean               fd_lost;   /* the program took fd over: the capture ends there */
 };
 
 /* Any thread. The process's command line, arguments separated by spaces. */
@@ -155,6 +160,8 @@ lw_syscap_open (int fd, const char *path, GError **error)
       return NULL;
     }
   capture->path = g_strdup (path);
+  capture->fd = fd;
+  lw_fd_id_take (fd, &capture->fd_id);
   cmdline = lw_syscap_cmdline ();
   sysprof_capture_writer_add_process (capture->writer, now, -1, pid, cmdline);
   lw_syscap_add_maps (capture, now, pid);
@@ -169,10 +176,27 @@ lw_syscap_failed (LwSyscap *capture)
   if (!capture->error_said)
     {
       capture->error_said = TRUE;
-      g_warning ("LAGWATCH_OUTPUT: cannot write the Sysprof capture \"%s\" (%s); it is incomplete",
-                 capture->path, g_strerror (errno));
+      lw_say ("LAGWATCH_OUTPUT: cannot write the Sysprof capture \"%s\" (%s); it is incomplete",
+              capture->path, g_strerror (errno));
     }
   return FALSE;
+}
+
+/* Reporting thread. TRUE while @capture's descriptor is still its file.
+ * If the program closed it (and reused the number) or dup2()ed something
+ * over it, the writer is never used again: it would write into the
+ * program's file, and its unref would close the program's descriptor. Its
+ * buffer is empty (every write ends in a flush): it is left as it is. */
+static gboolean
+lw_syscap_still_ours (LwSyscap *capture)
+{
+  if (!capture->fd_lost && !lw_fd_is (capture->fd, &capture->fd_id))
+    {
+      capture->fd_lost = TRUE;
+      lw_say ("the program closed or replaced descriptor %d, which held the Sysprof capture \"%s\": "
+              "the capture ends there", capture->fd, capture->path);
+    }
+  return !capture->fd_lost;
 }
 
 gboolean
@@ -184,6 +208,8 @@ lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
 
   if (report->start_ns <= 0)
     return TRUE;  /* a hang-killed record: a run that is not in this capture */
+  if (!lw_syscap_still_ours (capture))
+    return FALSE;
   message = lw_sysprof_message (report);
   if (!sysprof_capture_writer_add_mark (capture->writer, report->start_ns, -1, pid,
                                         (uint64_t) (report->duration_ms * 1e6), LW_SYSPROF_GROUP,
@@ -211,8 +237,11 @@ lw_syscap_close (LwSyscap *capture)
 {
   if (capture == NULL)
     return;
-  sysprof_capture_writer_flush (capture->writer);
-  sysprof_capture_writer_unref (capture->writer);
+  if (lw_syscap_still_ours (capture))
+    {
+      sysprof_capture_writer_flush (capture->writer);
+      sysprof_capture_writer_unref (capture->writer);
+    }
   g_free (capture->path);
   g_free (capture);
 }

@@ -4,9 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,16 +12,20 @@
 #include "lw-build-config.h"
 #include "lw-private.h"
 #include "lw-report.h"
+#include "lw-fd.h"
+#include "lw-say.h"
 #include "lw-sink-journal.h"
-#if LW_HAVE_SYSPROF
-# include "lw-sink-sysprof.h"
-#endif
+/* Its types are used whatever the build; its functions exist only with
+ * LW_HAVE_SYSPROF, and are called only then. */
+#include "lw-sink-sysprof.h"
 
 typedef struct
 {
   char     *path;          /* NULL for stderr */
   gboolean  json;
   int       fd;            /* JSON: ours; stderr: -1 */
+  LwFdId    fd_id;         /* what fd was when opened (lw-fd.h) */
+  gboolean  fd_said;       /* the program took fd over: said once */
   guint     dropped;       /* records lost since the last one said */
   guint     dropped_total;
   int       drop_errno;    /* why the last one was lost; 0: the reader stalled */
@@ -182,7 +184,7 @@ lw_sinks_open (const char *spec)
             sink.syscap = lw_syscap_open (fd, item + 7, &error);
           if (sink.syscap == NULL)
             {
-              g_warning ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
+              lw_say ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
               continue;
             }
           sink.path = g_strdup (item + 7);
@@ -197,11 +199,12 @@ lw_sinks_open (const char *spec)
           sink.fd = lw_sink_open_file (item + 5, "JSON Lines", FALSE, &error);
           if (sink.fd < 0)
             {
-              g_warning ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
+              lw_say ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
               lw_sinks_add_stderr (sinks);
               continue;
             }
           sink.path = g_strdup (item + 5);
+          lw_fd_id_take (sink.fd, &sink.fd_id);
           g_array_append_val (sinks->sinks, sink);
         }
     }
@@ -229,68 +232,6 @@ lw_write_all (int fd, const char *data, gsize len)
   return TRUE;
 }
 
-/* Any thread. The descriptor to write a record to stderr on. A pipe, FIFO
- * or terminal on fd 2 gets a private non-blocking description (O_NONBLOCK
- * on fd 2 itself would change the program's own writes), opened for this
- * record only (@private: close it after) so that lagwatch never holds the
- * program's pipe open once the program has closed or replaced fd 2.
- * @use_send: a socket, written with MSG_DONTWAIT. -1: fd 2 is closed. */
-static int
-lw_sink_stderr_fd (gboolean *use_send, gboolean *private)
-{
-  struct stat st;
-  int fd;
-
-  *use_send = FALSE;
-  *private = FALSE;
-  if (fstat (STDERR_FILENO, &st) != 0)
-    return -1;
-  if (S_ISSOCK (st.st_mode))
-    {
-      *use_send = TRUE;
-      return STDERR_FILENO;
-    }
-  if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
-    {
-      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-      if (fd >= 0)
-        {
-          *private = TRUE;
-          return fd;
-        }
-    }
-  /* A file, /dev/null, or a pipe /proc cannot reopen: fd 2 as it is. */
-  return STDERR_FILENO;
-}
-
-/* Any thread. One write() or send() with SIGPIPE blocked in this thread:
- * a reader that went away gives EPIPE, never kills the program. The SIGPIPE
- * the write raised is taken back unless one was already pending. */
-static ssize_t
-lw_sink_write_once (int fd, gboolean use_send, const char *data, gsize len)
-{
-  static const struct timespec zero = { 0, 0 };
-  sigset_t pipe_set, old, pending;
-  gboolean was_pending;
-  ssize_t n;
-  int saved;
-
-  if (use_send)
-    return send (fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-  sigemptyset (&pipe_set);
-  sigaddset (&pipe_set, SIGPIPE);
-  pthread_sigmask (SIG_BLOCK, &pipe_set, &old);
-  sigpending (&pending);
-  was_pending = sigismember (&pending, SIGPIPE);
-  n = write (fd, data, len);
-  saved = errno;
-  if (n < 0 && saved == EPIPE && !was_pending)
-    sigtimedwait (&pipe_set, NULL, &zero);
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
-  errno = saved;
-  return n;
-}
-
 /* Any thread, @sink's lock held. Writes all of @data, waiting for a slow
  * reader at most LW_SINK_WAIT_MS, and not at all before the first byte
  * when the sink has stalled. 0 when all was written, else the errno (EAGAIN:
@@ -304,7 +245,7 @@ lw_sink_put (LwSink *sink, int fd, gboolean use_send, const char *data, gsize le
 
   while (done < len)
     {
-      ssize_t n = lw_sink_write_once (fd, use_send, data + done, len - done);
+      ssize_t n = lw_stderr_write_once (fd, use_send, data + done, len - done);
       gint64 left_ms;
       struct pollfd pfd = { fd, POLLOUT, 0 };
 
@@ -359,7 +300,35 @@ lw_sink_append_drop_notice (GString *out, const LwSink *sink)
                             sink->dropped == 1 ? "" : "s", reason);
 }
 
-static void lw_stderr_say (const char *text);
+/* Any thread, @sink's lock held. TRUE when the JSON sink @sink has its
+ * file to write to. The program may have closed its descriptor (and
+ * reused the number for a file of its own) or dup2()ed a file over it:
+ * then the number is the program's, never written to nor closed again;
+ * that is said once, and the file reopened by path with the same checks
+ * as at start (lw_sink_open_file()). */
+static gboolean
+lw_sink_check_fd (LwSink *sink)
+{
+  g_autoptr(GError) error = NULL;
+  int lost = sink->fd;
+
+  if (sink->fd >= 0 && lw_fd_is (sink->fd, &sink->fd_id))
+    return TRUE;
+  sink->fd = lw_sink_open_file (sink->path, "JSON Lines", FALSE, &error);
+  if (sink->fd >= 0)
+    lw_fd_id_take (sink->fd, &sink->fd_id);
+  if (!sink->fd_said && lost >= 0)
+    {
+      sink->fd_said = TRUE;
+      if (sink->fd >= 0)
+        lw_say ("the program closed or replaced descriptor %d, which held %s: reopened by path",
+                lost, sink->path);
+      else
+        lw_say ("the program closed or replaced descriptor %d, which held %s, and it cannot be reopened "
+                "(%s): its reports are dropped and counted", lost, sink->path, error->message);
+    }
+  return sink->fd >= 0;
+}
 
 /* Any thread, @sink's lock held. Writes one @record (newline included) to
  * @sink, after the count of what it dropped before; if the sink cannot
@@ -369,9 +338,20 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   gboolean use_send = FALSE, private = FALSE;
-  int fd = sink->json ? sink->fd : lw_sink_stderr_fd (&use_send, &private);
+  int fd;
   int error;
 
+  if (sink->json && !lw_sink_check_fd (sink))
+    {
+      if (record != NULL)
+        {
+          sink->dropped++;
+          sink->dropped_total++;
+        }
+      sink->drop_errno = EBADF;
+      return FALSE;
+    }
+  fd = sink->json ? sink->fd : lw_stderr_open (&use_send, &private);
   if (fd < 0)
     return FALSE;  /* the program closed its stderr: nowhere to write, nothing to say */
   if (sink->torn)
@@ -401,12 +381,9 @@ lw_sink_emit (LwSink *sink, const char *record, gboolean durable)
   sink->stalled = error == EAGAIN;
   if (error != EAGAIN && !sink->error_said && sink->json)
     {
-      g_autofree char *line = g_strdup_printf ("lagwatch: cannot write reports to %s: %s; "
-                                               "its reports are dropped and counted\n",
-                                               sink->path, g_strerror (error));
-
       sink->error_said = TRUE;
-      lw_stderr_say (line);
+      lw_say ("cannot write reports to %s: %s; its reports are dropped and counted",
+              sink->path, g_strerror (error));
     }
   return FALSE;
 }
@@ -565,18 +542,16 @@ lw_sinks_free (LwSinks *sinks)
       if (sink->dropped > 0 && !lw_sink_emit (sink, NULL, FALSE) && sink->json)
         {
           g_autofree char *reason = lw_sink_drop_reason (sink);
-          g_autofree char *line = g_strdup_printf ("lagwatch: %u report%s to %s dropped: %s\n",
-                                                   sink->dropped, sink->dropped == 1 ? "" : "s",
-                                                   sink->path, reason);
 
-          lw_stderr_say (line);
+          lw_say ("%u report%s to %s dropped: %s", sink->dropped, sink->dropped == 1 ? "" : "s",
+                  sink->path, reason);
         }
       lw_journal_close (sink->journal);
 #if LW_HAVE_SYSPROF
       lw_syscap_close (sink->syscap);
 #endif
       if (sink->fd >= 0)
-        close (sink->fd);
+        lw_fd_close (sink->fd, &sink->fd_id);
       g_free (sink->path);
     }
   g_array_unref (sinks->sinks);

@@ -32,7 +32,7 @@ gboolean  lw_sink_spec_validate (const char     *spec,
                                  GError        **error);
 
 /* Any thread. Opens the sinks of a valid @spec. A JSON file that cannot be
- * opened, or is not safe to write (see above), is named in one warning and
+ * opened, or is not safe to write (see above), is named in one lw_say() line and
  * replaced by stderr. */
 LwSinks  *lw_sinks_open         (const char     *spec);
 

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "lw-capture-core.h"
+#include "lw-fd.h"
 #include "lw-snapshot.h"
 #include "lw-stats.h"
 
@@ -94,9 +95,11 @@ struct _LwSlot
   /* Watcher thread only: /proc/self/task/TID/syscall of the loop thread,
    * kept open (pread at 0 regenerates it), -1 when not open. */
   int               proc_syscall_fd;
+  LwFdId            proc_syscall_id;  /* what it was when opened (lw-fd.h) */
   pid_t             proc_syscall_tid;
   /* Its status file the same way, read before every signal sent to it. */
   int               proc_status_fd;
+  LwFdId            proc_status_id;
 
   /* Prepares seen by the starvation sentinel while a lag is followed. */
   _Atomic unsigned  sentinel_prepares;

@@ -1,5 +1,6 @@
 /* lw-summary.c: per-fingerprint counts, Fibonacci back-off, summary table */
 #include "lw-summary.h"
+#include "lw-say.h"
 
 /* Fingerprints tracked one by one; the rest share one row, so that a
  * program with endlessly new stacks keeps a bounded table (about 150 bytes
@@ -166,9 +167,10 @@ lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped
   for (guint i = 0; i < rows->len; i++)
     {
       const LwSummaryEntry *row = rows->pdata[i];
+      g_autofree char *label = lw_text_escape (row->label);  /* a name can hold anything */
 
       g_string_append_printf (out, "  %6u  %10.1f  %10.1f  %-16s  %s\n", row->count, row->total_ms,
-                              row->worst_ms, row->fingerprint, row->label);
+                              row->worst_ms, row->fingerprint, label);
     }
   g_mutex_unlock (&summary->lock);
   if (dropped_stalled > 0)

@@ -1,5 +1,6 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
+#include "lw-say.h"
 
 #include <stdio.h>
 
@@ -51,17 +52,37 @@ lw_threadinfo_parse_state (const char *text, gsize len)
     }
 }
 
+/* Any thread. Says once per process that /proc could not be read, and
+ * why: a process out of descriptors (EMFILE), no /proc mounted, a sandbox
+ * that refuses the open. */
+static void
+lw_threadinfo_say_unreadable (const char *path, const char *why)
+{
+  static gint said;
+
+  if (g_atomic_int_compare_and_exchange (&said, 0, 1))
+    lw_say ("cannot read %s (%s): thread states are unknown; lags are still reported", path, why);
+}
+
 /* Any thread. The stat file stays readable in a process that is not
- * dumpable (unlike syscall): only a thread that is gone has none. */
+ * dumpable (unlike syscall). A file that cannot be read is not proof that
+ * the thread is gone (EMFILE, no /proc, an open refused): only the kernel's
+ * answer to a signal 0, which needs no descriptor, is. */
 LwThreadState
 lw_threadinfo_state (pid_t tid)
 {
   g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/stat", (int) tid);
   g_autofree char *stat = NULL;
+  g_autoptr(GError) error = NULL;
   gsize len;
 
-  if (!g_file_get_contents (path, &stat, &len, NULL))
-    return LW_THREAD_GONE;
+  if (!g_file_get_contents (path, &stat, &len, &error))
+    {
+      if (!lw_threadinfo_exists (tid))
+        return LW_THREAD_GONE;
+      lw_threadinfo_say_unreadable (path, error->message);
+      return LW_THREAD_UNKNOWN;
+    }
   return lw_threadinfo_parse_state (stat, len);
 }
 
@@ -372,4 +393,51 @@ lw_threadinfo_own_stack (uintptr_t *lo, uintptr_t *hi)
     }
   pthread_attr_destroy (&attr);
   return known;
+}
+
+/* lagwatch's own threads, by thread id. HOLDS: lw_own_lock */
+static GMutex lw_own_lock;
+static GArray *lw_own_tids;
+
+/* The thread that set lw_own_key is exiting: it is no longer ours. */
+static void
+lw_threadinfo_own_forget (gpointer data)
+{
+  pid_t tid = (pid_t) GPOINTER_TO_INT (data);
+
+  g_mutex_lock (&lw_own_lock);
+  for (guint i = 0; lw_own_tids != NULL && i < lw_own_tids->len; i++)
+    if (g_array_index (lw_own_tids, pid_t, i) == tid)
+      {
+        g_array_remove_index_fast (lw_own_tids, i);
+        break;
+      }
+  g_mutex_unlock (&lw_own_lock);
+}
+
+static GPrivate lw_own_key = G_PRIVATE_INIT (lw_threadinfo_own_forget);
+
+void
+lw_threadinfo_own_enter (void)
+{
+  pid_t tid = gettid ();
+
+  g_mutex_lock (&lw_own_lock);
+  if (lw_own_tids == NULL)
+    lw_own_tids = g_array_new (FALSE, FALSE, sizeof (pid_t));
+  g_array_append_val (lw_own_tids, tid);
+  g_mutex_unlock (&lw_own_lock);
+  g_private_set (&lw_own_key, GINT_TO_POINTER ((int) tid));
+}
+
+gboolean
+lw_threadinfo_is_own (pid_t tid)
+{
+  gboolean own = FALSE;
+
+  g_mutex_lock (&lw_own_lock);
+  for (guint i = 0; lw_own_tids != NULL && i < lw_own_tids->len && !own; i++)
+    own = g_array_index (lw_own_tids, pid_t, i) == tid;
+  g_mutex_unlock (&lw_own_lock);
+  return own;
 }

@@ -120,6 +120,14 @@ gboolean      lw_threadinfo_parse_mask   (const char *text,
  * SigPnd mask): queued for it, its handler not yet run. */
 gboolean      lw_threadinfo_signal_pending_anywhere (int signo);
 
+/* The calling thread is one of lagwatch's own (a watcher, a reporter, a
+ * sink writer) until it exits. Called first thing by each of them. */
+void          lw_threadinfo_own_enter    (void);
+
+/* TRUE when thread @tid is one of lagwatch's own (by id, never by name: a
+ * program may name its threads anything, "lagwatch-demo" included). */
+gboolean      lw_threadinfo_is_own       (pid_t tid);
+
 /* The pid of the process tracing us (a debugger), 0 when none. */
 pid_t         lw_threadinfo_tracer_pid   (void);
 

@@ -21,6 +21,7 @@
 #include "lw-stats-private.h"
 #include "lw-threadinfo.h"
 #include "lw-tracing.h"
+#include "lw-say.h"
 
 /* How long a capture may wait for the signal handler. A thread that does not
  * run it by then blocks the signal or sleeps uninterruptibly. */
@@ -210,9 +211,9 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
     watch->blocked_in_a_row = 0;
   if (result == LW_CAPTURE_BLOCKED && watch->blocked_in_a_row >= 2 && !watch->warned_signal_blocked)
     {
-      g_warning ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
-                 "of a running thread; its lags are reported without a stack while it runs",
-                 (int) lag->tid, watch->signo);
+      lw_say ("the watched thread %d blocks signal %d, which lagwatch sends to take the stack "
+              "of a running thread; its lags are reported without a stack while it runs",
+              (int) lag->tid, watch->signo);
       watch->warned_signal_blocked = TRUE;
     }
   if (result != LW_CAPTURE_OK)
@@ -406,14 +407,9 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
       gboolean truncated;
       guint n = 0;
 
-      if (tid == lag->tid || tid == gettid ())
+      if (tid == lag->tid || tid == gettid () || lw_threadinfo_is_own (tid))
         continue;
       thread.thread_name = lw_threadinfo_name (tid);
-      if (thread.thread_name != NULL && g_str_has_prefix (thread.thread_name, "lagwatch"))
-        {
-          g_free (thread.thread_name);
-          continue;
-        }
       thread.thread_id = (int) tid;
       thread.thread_state = g_strdup (lw_threadinfo_state_name (lw_threadinfo_state (tid)));
       if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
@@ -981,6 +977,7 @@ lw_watcher_main (gpointer data)
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
 
+  lw_threadinfo_own_enter ();
   if (atomic_load (&lw_watcher_test_start_delay_ns) > 0)
     {
       struct timespec delay = lw_clock_timespec (atomic_load (&lw_watcher_test_start_delay_ns));

@@ -10,11 +10,13 @@
  * bad one is refused before the program starts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lagwatch.h"
@@ -92,6 +94,35 @@ lw_launcher_preload_path (void)
   return NULL;
 }
 
+/* TRUE when @path can be preloaded: a readable regular file that starts as
+ * an ELF file does. Otherwise @why says what is wrong: the loader would
+ * only print a line of its own and run the program unwatched. Main thread. */
+static gboolean
+lw_launcher_preload_usable (const char *path, const char **why)
+{
+  static const char elf_magic[4] = { 0x7f, 'E', 'L', 'F' };
+  char magic[4];
+  struct stat st;
+  ssize_t n;
+  int fd;
+
+  fd = open (path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      *why = g_strerror (errno);
+      return FALSE;
+    }
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
+    *why = "not a regular file";
+  else if ((n = pread (fd, magic, sizeof magic, 0)) != (ssize_t) sizeof magic
+           || memcmp (magic, elf_magic, sizeof magic) != 0)
+    *why = "not an ELF shared library";
+  else
+    *why = NULL;
+  close (fd);
+  return *why == NULL;
+}
+
 /* An option given (not -1) becomes its variable. */
 static void
 lw_launcher_setenv_ms (const char *name, int ms)
@@ -164,6 +195,18 @@ main (int argc, char **argv)
                        "(set LAGWATCH_PRELOAD_LIBRARY to its path)\n");
       return 2;
     }
+
+  {
+    const char *why;
+
+    /* 127, as a shell says of a command it cannot run: the program is not
+     * run rather than run unwatched. */
+    if (!lw_launcher_preload_usable (preload, &why))
+      {
+        fprintf (stderr, "lagwatch: cannot preload '%s': %s\n", preload, why);
+        return 127;
+      }
+  }
 
   lw_launcher_setenv_ms ("LAGWATCH_THRESHOLD_MS", opt_threshold);
   lw_launcher_setenv_ms ("LAGWATCH_SAMPLE_MS", opt_sample);

@@ -50,8 +50,14 @@ lw_preload_attach (gpointer data)
   if (getauxval (AT_SECURE))
     {
       if (g_getenv ("LAGWATCH_LAUNCHER_PID") != NULL)
-        g_warning ("this program runs setuid or setgid (AT_SECURE): the environment is not "
-                   "trusted, lagwatch does not attach");
+        {
+          /* Not g_warning(): G_DEBUG=fatal-warnings would kill the program. */
+          static const char message[] = "lagwatch: this program runs setuid or setgid (AT_SECURE): "
+                                        "the environment is not trusted, lagwatch does not attach\n";
+
+          if (write (STDERR_FILENO, message, sizeof message - 1) < 0)
+            return NULL;
+        }
       return NULL;
     }
   /* Only the process the launcher started, never its children. */

@@ -256,10 +256,8 @@ test_perfmap_untrusted (void)
   g_assert_true (g_file_set_contents (elsewhere, map, -1, NULL));
   unlink (path);
   g_assert_cmpint (symlink (elsewhere, path), ==, 0);
-  g_test_expect_message ("lagwatch", G_LOG_LEVEL_WARNING, "*perf-*.map is a symbolic link*");
   frame = (LwFrame) { .ip = pc };
   lw_perfmap_name_frames (&frame, 1);
-  g_test_assert_expected_messages ();
   g_assert_cmpstr (frame.module, ==, LW_JIT_MODULE);
   g_assert_null (frame.symbol);
   unlink (path);

@@ -142,7 +142,10 @@ test_lag_entries() {
     echo "# entry $n: $(printf '%s' "$entry" | jq -c 'del(.LAGWATCH_RECORD, .LAGWATCH_STACK)')"
     expect "$entry" '.PRIORITY == "4" and .LAGWATCH_EVENT == "lag"' || return 1
     expect "$entry" '.CODE_FUNC == "journal_test_spin"' || return 1
-    expect "$entry" '(.CODE_FILE | endswith("journal-lagger.c")) and (.CODE_LINE | tonumber) > 0' || return 1
+    # file:line of a C frame comes from DWARF (libdw).
+    if [ "${LW_TEST_LIBDW:-1}" = 1 ]; then
+      expect "$entry" '(.CODE_FILE | endswith("journal-lagger.c")) and (.CODE_LINE | tonumber) > 0' || return 1
+    fi
     expect "$entry" '.MESSAGE == $header' --arg header "$header" || return 1
     expect "$entry" '
       ($record | fromjson) as $r

@@ -37,6 +37,11 @@ echo "ok no-loop programs: exit statuses kept, $threads thread, preload loaded"
 [ $code -eq 2 ] && grep -q "threshold" "$tmp/err" || fail "bad --threshold: status $code, $(cat "$tmp/err")"
 "$launcher" -- /nonexistent/program 2> "$tmp/err"; code=$?
 [ $code -eq 127 ] && grep -q "cannot run '/nonexistent/program'" "$tmp/err" || fail "missing program: status $code"
+for bad in /nonexistent/liblagwatch-preload.so /etc/passwd /tmp; do
+  LAGWATCH_PRELOAD_LIBRARY=$bad "$launcher" -- /bin/true 2> "$tmp/err"; code=$?
+  [ $code -eq 127 ] && grep -q "lagwatch: cannot preload '$bad'" "$tmp/err" ||
+    fail "LAGWATCH_PRELOAD_LIBRARY=$bad: status $code, $(cat "$tmp/err") (the program must not run unwatched)"
+done
 echo "ok bad invocations"
 
 # 3. gtk4-widget-factory, unmodified, in Xvfb.

@@ -136,6 +136,12 @@ main (void)
       std::fprintf (stderr, "no report within 120 s\n");
       return 1;
     }
+#ifdef LW_NAMES_NO_LINES
+  /* The lag ran (other tests use it), but its checks need DWARF. 77:
+   * meson's "skipped". */
+  std::printf ("SKIP: built with -Dlibdw=disabled: no inlined frames, no file:line\n");
+  return 77;
+#endif
   if (failure != NULL)
     {
       std::fprintf (stderr, "FAIL: %s\n", failure);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lw-build-config.h"
 #include "lw-demangle.h"
 #include "lw-lines.h"
 #include "lw-report.h"
@@ -49,7 +50,7 @@ lw_test_free_frames (LwFrame *frames, guint n_frames)
 
 /* Vala at -O2: the method inlined into its _..._gsource_func wrapper is a
  * frame of its own, at its own line; the wrapper is at the call's line. */
-static void
+static G_GNUC_UNUSED void
 test_inline_vala_style (void)
 {
   void *handle = dlopen (LW_NAMES_INLINE_FIXTURE, RTLD_NOW | RTLD_LOCAL);
@@ -99,7 +100,7 @@ test_inline_vala_style (void)
  * method keeps its own file:line (not stl_algo.h's), the standard library
  * frames come before it as inlined frames, and the innermost program frame
  * past the comparator is the user's method. */
-static void
+static G_GNUC_UNUSED void
 test_inline_cxx_template (void)
 {
 #ifdef LW_NAMES_CXX_FIXTURE
@@ -428,6 +429,15 @@ test_fingerprint_named_frames (void)
   lagwatch_report_unref (vdso);
 }
 
+#ifndef LW_HAVE_LIBDW
+/* Inlined frames come from DWARF, read by libdw. */
+static void
+test_skip_without_libdw (void)
+{
+  g_test_skip ("built with -Dlibdw=disabled: no inlined frames, no file:line");
+}
+#endif
+
 /* An inlined frame reads as one in text and JSON, and through the API. */
 static void
 test_inlined_outputs (void)
@@ -461,8 +471,13 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 
+#ifdef LW_HAVE_LIBDW
   g_test_add_func ("/names/inline/vala-style", test_inline_vala_style);
   g_test_add_func ("/names/inline/cxx-template", test_inline_cxx_template);
+#else
+  g_test_add_func ("/names/inline/vala-style", test_skip_without_libdw);
+  g_test_add_func ("/names/inline/cxx-template", test_skip_without_libdw);
+#endif
   g_test_add_func ("/names/inline/outputs", test_inlined_outputs);
   g_test_add_func ("/names/rust/libraries", test_rust_names);
   g_test_add_func ("/names/rust/known-answers", test_rust_demangle_known);

@@ -337,6 +337,19 @@ def test_hostile_lines(tmp):
     check("1 records of other events skipped" in out, "the unknown event counted:\n" + out)
 
 
+def test_terminal_escapes(tmp):
+    """Names holding terminal escapes (a function's, a program's, a call's)
+    are shown escaped in the text report: no control character but its own
+    line ends."""
+    evil = "evil\x1b]0;X\x07\x1b[2J\nname"
+    frames = stack(frame(LIBC[0], LIBC[1], 0xcf545, "clock_nanosleep"),
+                   frame(PROGRAM, PROGRAM_ID, 0x1300, evil, "evil.c", 20))
+    lag = dict(record(CAUSE_A, 250.0, "2026-11-21T10:00:00.000Z", frames), exe=PROGRAM + "\x1b[31m")
+    out, err, _ = run([write(tmp, "evil.jsonl", jsonl([lag]))])
+    check("\x1b" not in out and "\x07" not in out and "\x9b" not in out, "a raw control character:\n%r" % out)
+    check("evil\\x1b]0;X\\x07\\x1b[2J\\x0aname" in out, "the name, escaped:\n" + out)
+
+
 def test_unreadable_input(tmp):
     first, _ = known_records()
     good = write(tmp, "good.jsonl", jsonl(first))
@@ -664,6 +677,7 @@ CASES = [
     ("offline symbolization", test_offline_symbolization,
      lambda: None if shutil.which("eu-addr2line") else "eu-addr2line is not installed (Debian package elfutils)"),
     ("real records", test_real_records, None),
+    ("terminal escapes", test_terminal_escapes, None),
     ("progress", test_progress, None),
 ]
 
