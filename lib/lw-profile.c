@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "lw-lang-frames.h"
 #include "lw-symbols.h"
 
 struct _LwProfile
@@ -198,6 +199,7 @@ typedef struct
   uintptr_t      frame0_key;  /* the innermost frame's function start, or its address */
   guint          rank;        /* 0 = most recent */
   guint          samples;     /* a group's first member: the group's total */
+  gboolean       scripted;    /* holds an interpreted (Python, JavaScript) frame */
 } LwProfileMember;
 
 /* Reporting thread. The innermost frame by its function, the others exact. */
@@ -226,7 +228,19 @@ lw_profile_member_equal (gconstpointer a, gconstpointer b)
   return TRUE;
 }
 
-/* Reporting thread. Heaviest first, ties: most recent first. */
+/* Reporting thread. TRUE when @stack holds an interpreted frame. */
+static gboolean
+lw_profile_stack_scripted (const LwReportStack *stack)
+{
+  for (guint i = 0; i < stack->n_frames; i++)
+    if (lw_lang_frame_is (stack->frames[i].ip))
+      return TRUE;
+  return FALSE;
+}
+
+/* Reporting thread. Heaviest first. Ties: a stack with the script's own
+ * frames before one without (a sample read as the handler returned keeps
+ * its native frames only, and says less), then the most recent first. */
 static gint
 lw_profile_by_weight (gconstpointer a, gconstpointer b)
 {
@@ -235,6 +249,8 @@ lw_profile_by_weight (gconstpointer a, gconstpointer b)
 
   if (x->samples != y->samples)
     return x->samples > y->samples ? -1 : 1;
+  if (x->scripted != y->scripted)
+    return x->scripted ? -1 : 1;
   return (gint) x->rank - (gint) y->rank;
 }
 
@@ -255,6 +271,7 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
       member->stack = &stacks[i];
       member->rank = i;
       member->samples = stacks[i].samples;
+      member->scripted = lw_profile_stack_scripted (&stacks[i]);
       member->frame0_key = stacks[i].n_frames > 0 ? stacks[i].frames[0].ip : 0;
       if (stacks[i].n_frames > 0 && lw_symbols_function_start (stacks[i].frames[0].ip, FALSE, &start))
         member->frame0_key = start;

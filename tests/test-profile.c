@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "lw-lang-frames.h"
 #include "lw-profile.h"
 
 /* Three functions to point into: their bodies are big enough that
@@ -178,6 +179,26 @@ test_ties_go_to_the_latest (void)
   lw_profile_free (profile);
 }
 
+/* Among equally heavy stacks, one with the script's own frames comes
+ * before a later one without (a sample read as the handler returned). */
+static void
+test_ties_go_to_the_script (void)
+{
+  LwProfile *profile = lw_profile_new (256);
+  uintptr_t handler = lw_lang_frame_intern ("javascript", "jsSlowHandler", "loop-run.js", 17);
+  LwReportStack *stacks;
+  guint n;
+
+  g_assert_true (lw_lang_frame_is (handler));
+  add (profile, in_function (spinning_there, 4), handler);
+  add (profile, in_function (spinning_here, 4), CALLER_A);
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (stacks[0].frames[1].ip, ==, handler);
+  free_stacks (stacks, n);
+  lw_profile_free (profile);
+}
+
 /* A full profile says so; thinning keeps the later sample of each pair,
  * and the counts follow. */
 static void
@@ -221,6 +242,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profile/exact-then-capped", test_exact_then_capped);
   g_test_add_func ("/profile/unnamed-frames-count-exactly", test_unnamed_frames_count_exactly);
   g_test_add_func ("/profile/ties-go-to-the-latest", test_ties_go_to_the_latest);
+  g_test_add_func ("/profile/ties-go-to-the-script", test_ties_go_to_the_script);
   g_test_add_func ("/profile/budget-and-thinning", test_budget_and_thinning);
   return g_test_run ();
 }
