@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -10,92 +11,10 @@
 
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-python-layout.h"
 
-/* Where the fields lagwatch reads sit in one CPython version's structs.
- * Another version is one more table. */
-typedef struct
-{
-  guint version;                  /* PY_VERSION_HEX >> 16: major << 8 | minor */
-  /* _PyRuntimeState */
-  gsize runtime_interpreters_head;
-  /* PyInterpreterState */
-  gsize interp_next;
-  gsize interp_threads_head;
-  /* PyThreadState */
-  gsize tstate_next;
-  gsize tstate_cframe;
-  gsize tstate_native_thread_id;
-  /* _PyCFrame */
-  gsize cframe_current_frame;
-  /* _PyInterpreterFrame */
-  gsize frame_code;
-  gsize frame_previous;
-  gsize frame_prev_instr;
-  gsize frame_is_entry;
-  gsize frame_size;
-  /* PyObject, PyVarObject */
-  gsize object_type;
-  gsize var_size;
-  /* PyCodeObject (ob_size counts code units) */
-  gsize code_firstlineno;
-  gsize code_filename;
-  gsize code_qualname;
-  gsize code_linetable;
-  gsize code_code_adaptive;       /* the first code unit */
-  /* str: PyASCIIObject, PyCompactUnicodeObject */
-  gsize unicode_length;
-  gsize unicode_state;
-  gsize ascii_size;               /* a compact ASCII string's characters follow */
-  gsize compact_utf8_length;
-  gsize compact_utf8;
-  gsize compact_size;             /* a compact non-ASCII string's code units follow */
-  /* bytes */
-  gsize bytes_data;
-  /* function, bound method */
-  gsize function_qualname;
-  gsize method_function;
-} LwPyOffsets;
-
-/* CPython 3.11, from its headers (Include/internal/pycore_frame.h,
- * pycore_runtime.h, pycore_interp.h, cpython/pystate.h, cpython/code.h,
- * cpython/unicodeobject.h, cpython/bytesobject.h, cpython/funcobject.h,
- * cpython/classobject.h), x86-64. Checked against the running
- * interpreter by tests/python. */
-static const LwPyOffsets lw_python_3_11 = {
-  .version = 0x030b,
-  .runtime_interpreters_head = 40,
-  .interp_next = 0,
-  .interp_threads_head = 16,
-  .tstate_next = 8,
-  .tstate_cframe = 56,
-  .tstate_native_thread_id = 160,
-  .cframe_current_frame = 8,
-  .frame_code = 32,
-  .frame_previous = 48,
-  .frame_prev_instr = 56,
-  .frame_is_entry = 68,
-  .frame_size = 72,
-  .object_type = 8,
-  .var_size = 16,
-  .code_firstlineno = 72,
-  .code_filename = 112,
-  .code_qualname = 128,
-  .code_linetable = 136,
-  .code_code_adaptive = 184,
-  .unicode_length = 16,
-  .unicode_state = 32,
-  .ascii_size = 48,
-  .compact_utf8_length = 48,
-  .compact_utf8 = 56,
-  .compact_size = 72,
-  .bytes_data = 32,
-  .function_qualname = 40,
-  .method_function = 16,
-};
-
-static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
-
-/* PyASCIIObject.state bits (3.11): interned:2, kind:3, compact:1, ascii:1, ready:1. */
+/* PyASCIIObject.state bits (3.11 to 3.14): interned:2, kind:3, compact:1, ascii:1, then
+ * ready (3.11) or statically_allocated (3.12+). */
 #define LW_PY_STATE_KIND(state) (((state) >> 2) & 7)
 #define LW_PY_STATE_COMPACT (1u << 5)
 #define LW_PY_STATE_ASCII   (1u << 6)
@@ -111,7 +30,8 @@ static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
 /* The interpreter of this process, found once (again after a dlopen). */
 typedef struct
 {
-  const LwPyOffsets *offsets;
+  const LwPyOffsets *offsets;  /* &layout */
+  LwPyOffsets layout;
   uintptr_t runtime;
   uintptr_t code_type;
   uintptr_t unicode_type;
@@ -147,13 +67,10 @@ typedef struct
 typedef struct
 {
   uintptr_t code;
-  uintptr_t prev_instr;
+  uintptr_t instr;
   uintptr_t tag;
-  gboolean  is_entry;
+  gboolean  is_entry;       /* the first frame its evaluation loop ran */
 } LwPyFrameRead;
-
-/* Bytes of a code object read per frame: up to its first code unit. */
-#define LW_PY_CODE_HEAD 256
 
 struct _LwPython
 {
@@ -162,8 +79,8 @@ struct _LwPython
   LwPyCode      codes[LW_PY_CODE_CACHE];
   LwPyFrameRead frames[LW_PY_MAX_FRAMES];
   guint8        code_heads[LW_PY_MAX_FRAMES][LW_PY_CODE_HEAD];
-  /* A copy of the page of the thread's frame stack last read: 3.11 keeps
-   * a thread's frames side by side, callers below callees, so one read
+  /* A copy of the page of the thread's frame stack last read: CPython
+   * keeps a thread's frames side by side, callers below callees, so one read
    * serves many frames. Valid for one merge. */
   guint8        window[4096];
   uintptr_t     window_start;
@@ -213,44 +130,87 @@ lw_python_symbol (const char *name, uintptr_t *out, gsize *size)
   return TRUE;
 }
 
+/* Any thread, normal context. HOLDS: lw_python_lock. Says once why the
+ * process's CPython is not read. */
+static void
+lw_python_refuse (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+static void
+lw_python_refuse (const char *format, ...)
+{
+  g_autofree char *text = NULL;
+  va_list args;
+
+  if (lw_python_said)
+    return;
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_message ("%s: its stacks show interpreter frames, not Python ones", text);
+  lw_python_said = TRUE;
+}
+
+/* Any thread, normal context. HOLDS: lw_python_lock. The layout of the
+ * CPython whose _PyRuntime is at @runtime: published (3.13+), or a table. */
+static gboolean
+lw_python_find_layout (uintptr_t runtime, guint32 version, LwPyOffsets *layout)
+{
+  g_autofree guint8 *blob = NULL;
+  const LwPyOffsets *table;
+  gsize blob_size = lw_python_layout_debug_offsets_size ();
+  char why[160];
+
+  /* _PyRuntime is far larger than any form of _Py_DebugOffsets. */
+  blob = g_malloc0 (blob_size);
+  if (!lw_python_read (runtime, blob, blob_size))
+    return FALSE;
+  switch (lw_python_layout_from_debug_offsets (blob, blob_size, version, layout, why, sizeof why))
+    {
+    case LW_PY_LAYOUT_OK:
+      return TRUE;
+    case LW_PY_LAYOUT_NOT_PUBLISHED:
+      break;
+    case LW_PY_LAYOUT_UNKNOWN_VERSION:
+    case LW_PY_LAYOUT_FREE_THREADED:
+    case LW_PY_LAYOUT_INVALID:
+    default:
+      lw_python_refuse ("CPython %u.%u: %s", version >> 24, (version >> 16) & 0xff, why);
+      return FALSE;
+    }
+  table = lw_python_layout_table (version >> 16);
+  if (table == NULL)
+    {
+      lw_python_refuse ("CPython %u.%u publishes no _Py_DebugOffsets and this lagwatch has no "
+                        "table of its layout", version >> 24, (version >> 16) & 0xff);
+      return FALSE;
+    }
+  *layout = *table;
+  return TRUE;
+}
+
 /* Any thread, normal context. HOLDS: lw_python_lock. Looks for a CPython
  * whose layout is known, through the symbols it exports. */
 static gboolean
 lw_python_find_unlocked (void)
 {
   LwPyInterpreter interp = { 0 };
-  uintptr_t version_addr;
+  uintptr_t version_addr, eval;
   guint32 version;
-  char cookie[8];
   gsize eval_size = 0;
 
   if (!lw_python_symbol ("Py_Version", &version_addr, NULL)
-      || !lw_python_read (version_addr, &version, sizeof version)
-      || !lw_python_symbol ("_PyRuntime", &interp.runtime, NULL))
+      || !lw_python_read (version_addr, &version, sizeof version))
+    {
+      /* Py_Version appeared in 3.11; older interpreters keep their frames
+       * in frame objects, which this file does not read. */
+      if (lw_python_symbol ("PyEval_EvalFrameEx", &eval, NULL)
+          || lw_python_symbol ("_PyEval_EvalFrameDefault", &eval, NULL))
+        lw_python_refuse ("CPython older than 3.11 (no Py_Version): this lagwatch reads 3.11 and later");
+      return FALSE;
+    }
+  if (!lw_python_symbol ("_PyRuntime", &interp.runtime, NULL)
+      || !lw_python_find_layout (interp.runtime, version, &interp.layout))
     return FALSE;
-  /* 3.13 and later publish their offsets at the start of _PyRuntime
-   * (_Py_DebugOffsets, cookie "xdebugpy"); their frames (no is_entry, C
-   * stack shim frames) are not read here yet. */
-  if (lw_python_read (interp.runtime, cookie, sizeof cookie) && memcmp (cookie, "xdebugpy", 8) == 0)
-    {
-      if (!lw_python_said)
-        g_message ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
-                   "does not read: its stacks show interpreter frames, not Python ones",
-                   version >> 24, (version >> 16) & 0xff);
-      lw_python_said = TRUE;
-      return FALSE;
-    }
-  for (gsize i = 0; i < G_N_ELEMENTS (lw_python_versions); i++)
-    if (lw_python_versions[i]->version == version >> 16)
-      interp.offsets = lw_python_versions[i];
-  if (interp.offsets == NULL)
-    {
-      if (!lw_python_said)
-        g_message ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
-                   "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
-      lw_python_said = TRUE;
-      return FALSE;
-    }
   if (!lw_python_symbol ("PyCode_Type", &interp.code_type, NULL)
       || !lw_python_symbol ("PyUnicode_Type", &interp.unicode_type, NULL)
       || !lw_python_symbol ("PyBytes_Type", &interp.bytes_type, NULL)
@@ -258,9 +218,15 @@ lw_python_find_unlocked (void)
       || !lw_python_symbol ("PyMethod_Type", &interp.method_type, NULL)
       || !lw_python_symbol ("_PyEval_EvalFrameDefault", &interp.eval_lo, &eval_size)
       || eval_size == 0)
-    return FALSE;
+    {
+      lw_python_refuse ("CPython %u.%u does not export the symbols lagwatch needs "
+                        "(_PyEval_EvalFrameDefault and its size, the type objects)",
+                        version >> 24, (version >> 16) & 0xff);
+      return FALSE;
+    }
   interp.eval_hi = interp.eval_lo + eval_size;
   lw_python_interp = interp;
+  lw_python_interp.offsets = &lw_python_interp.layout;
   return TRUE;
 }
 
@@ -346,7 +312,7 @@ static char *
 lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 {
   const LwPyOffsets *o = interp->offsets;
-  guint8 head[128];
+  guint8 head[LW_PY_STRING_HEAD];
   uintptr_t data, length;
   guint32 state;
   guint kind;
@@ -393,7 +359,7 @@ static guint8 *
 lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *len)
 {
   const LwPyOffsets *o = interp->offsets;
-  guint8 head[64];
+  guint8 head[LW_PY_BYTES_HEAD];
   uintptr_t size;
   guint8 *data;
 
@@ -411,91 +377,6 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
     }
   *len = size;
   return data;
-}
-
-static gboolean
-lw_python_varint (const guint8 *table, gsize len, gsize *pos, guint *out)
-{
-  guint value = 0;
-  guint shift = 0;
-  guint8 byte;
-
-  do
-    {
-      if (*pos >= len || shift > 24)
-        return FALSE;
-      byte = table[(*pos)++];
-      value |= (guint) (byte & 63) << shift;
-      shift += 6;
-    }
-  while (byte & 64);
-  *out = value;
-  return TRUE;
-}
-
-static gboolean
-lw_python_svarint (const guint8 *table, gsize len, gsize *pos, int *out)
-{
-  guint value;
-
-  if (!lw_python_varint (table, len, pos, &value))
-    return FALSE;
-  *out = (value & 1) ? -(int) (value >> 1) : (int) (value >> 1);
-  return TRUE;
-}
-
-/* Any thread. The line of code unit @index from a 3.11 location table
- * (Objects/locations.md): entries of one header byte (bit 7 set, a 4-bit
- * code, a length of 1 to 8 code units) and the code's operands. 0 when
- * unknown. */
-static guint
-lw_python_line (const guint8 *table, gsize len, int firstlineno, gssize index)
-{
-  gssize addr = 0;
-  gsize pos = 0;
-  int line = firstlineno;
-
-  if (index < 0)
-    return firstlineno > 0 ? (guint) firstlineno : 0;
-  while (pos < len)
-    {
-      guint8 header = table[pos++];
-      guint code = (header >> 3) & 15;
-      gssize units = (header & 7) + 1;
-      gboolean has_line = TRUE;
-      int delta = 0;
-      guint ignored;
-
-      if (!(header & 0x80))
-        return 0;
-      if (code == 15)
-        has_line = FALSE;
-      else if (code == 14)
-        {
-          if (!lw_python_svarint (table, len, &pos, &delta)
-              || !lw_python_varint (table, len, &pos, &ignored)
-              || !lw_python_varint (table, len, &pos, &ignored)
-              || !lw_python_varint (table, len, &pos, &ignored))
-            return 0;
-        }
-      else if (code == 13)
-        {
-          if (!lw_python_svarint (table, len, &pos, &delta))
-            return 0;
-        }
-      else if (code >= 10)
-        {
-          delta = (int) code - 10;
-          pos += 2;
-        }
-      else
-        pos += 1;
-      line += delta;
-      if (index < addr + units)
-        return has_line && line > 0 ? (guint) line : 0;
-      addr += units;
-    }
-  return 0;
 }
 
 /* Watcher thread. The code object at @code_addr, whose first bytes are
@@ -545,22 +426,22 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   return slot;
 }
 
-/* Watcher thread. The PyThreadState of thread @tid, or 0; its current
- * _PyCFrame in *@cframe. */
+/* Watcher thread. The PyThreadState of thread @tid, or 0; in *@frame_at,
+ * its field tstate_frame (its _PyCFrame, or its current frame). */
 static uintptr_t
 lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid,
-                        uintptr_t *cframe)
+                        uintptr_t *frame_at)
 {
   const LwPyOffsets *o = interp->offsets;
-  gsize head = MAX (o->tstate_native_thread_id, MAX (o->tstate_cframe, o->tstate_next)) + sizeof (uintptr_t);
+  gsize head = MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next)) + sizeof (uintptr_t);
   uintptr_t interp_state, tstate;
-  guint8 block[512];
+  guint8 block[LW_PY_TSTATE_READ];
 
   g_assert (head <= sizeof block);
   if (python->tstate_tid == tid && lw_python_read (python->tstate, block, head)
       && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
-      *cframe = lw_python_field (block, o->tstate_cframe);
+      *frame_at = lw_python_field (block, o->tstate_frame);
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -578,7 +459,7 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
-              *cframe = lw_python_field (block, o->tstate_cframe);
+              *frame_at = lw_python_field (block, o->tstate_frame);
               return tstate;
             }
           tstate = lw_python_field (block, o->tstate_next);
@@ -641,24 +522,44 @@ static guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t cframe = 0, frame;
+  uintptr_t frame_at = 0, frame;
   guint n = 0;
 
   python->window_len = 0;
-  if (lw_python_thread_state (python, interp, tid, &cframe) == 0
-      || !lw_python_read_word (cframe + o->cframe_current_frame, &frame))
+  if (lw_python_thread_state (python, interp, tid, &frame_at) == 0)
     return 0;
-  for (; frame != 0; n++)
+  if (!o->has_cframe)
+    frame = frame_at;
+  else if (!lw_python_read_word (frame_at + o->cframe_current_frame, &frame))
+    return 0;
+  /* Shims count against the bound too: every chain read ends. */
+  for (guint records = 0; frame != 0; records++)
     {
-      guint8 block[128];
+      guint8 block[LW_PY_FRAME_READ];
+      LwPyFrameRecord record;
 
-      g_assert (o->frame_size <= sizeof block);
-      if (n == LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_size))
+      g_assert (o->frame_read <= sizeof block);
+      if (records == 2 * LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_read))
         return 0;
-      python->frames[n].code = lw_python_field (block, o->frame_code);
-      python->frames[n].prev_instr = lw_python_field (block, o->frame_prev_instr);
-      python->frames[n].is_entry = block[o->frame_is_entry] != 0;
-      frame = lw_python_field (block, o->frame_previous);
+      lw_python_layout_frame (o, block, &record);
+      frame = record.previous;
+      if (record.kind == LW_PY_FRAME_BAD)
+        return 0;
+      if (record.kind == LW_PY_FRAME_SHIM)
+        {
+          /* The shim below the first frame an evaluation loop ran; one
+           * with no frame above it matches no loop. */
+          if (n == 0 || python->frames[n - 1].is_entry)
+            return 0;
+          python->frames[n - 1].is_entry = TRUE;
+          continue;
+        }
+      if (n == LW_PY_MAX_FRAMES)
+        return 0;
+      python->frames[n].code = record.code;
+      python->frames[n].instr = record.instr;
+      python->frames[n].is_entry = record.kind == LW_PY_FRAME_CODE_ENTRY;
+      n++;
     }
   g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
   if (n == 0 || !lw_python_read_code_heads (python, interp, n))
@@ -672,12 +573,12 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
 
       if (code == NULL)
         return 0;
-      /* prev_instr: the code unit (2 bytes) last executed, one before
-       * the first when the frame has not started. */
-      index = ((gssize) read->prev_instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
+      /* The code unit (2 bytes) executing: prev_instr (3.11, 3.12) is
+       * one before the first when the frame has not started. */
+      index = ((gssize) read->instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
       if (index < -1 || index >= code->n_units)
         return 0;
-      line = lw_python_line (code->linetable, code->linetable_len, code->firstlineno, index);
+      line = lw_python_layout_line (code->linetable, code->linetable_len, code->firstlineno, index);
       if (code->last_tag == 0 || code->last_line != line)
         {
           code->last_tag = lw_lang_frame_intern (LW_LANG_PYTHON, code->qualname, code->filename, line);
