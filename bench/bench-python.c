@@ -271,7 +271,8 @@ bench_take (BenchResults *results)
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, G_N_ELEMENTS (ips), &truncated);
   t2 = lw_clock_now_ns ();
-  merged = lw_python_merge (bench.python, tid, ips, native, G_N_ELEMENTS (ips), &truncated);
+  merged = lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
+                            G_N_ELEMENTS (ips), &truncated);
   t3 = lw_clock_now_ns ();
 
   append_us (results->times[BENCH_CHECKS], slot->capture.sent_ns - t0);

@@ -70,6 +70,7 @@ typedef struct
   uintptr_t instr;
   uintptr_t tag;
   gboolean  is_entry;       /* the first frame its evaluation loop ran */
+  uintptr_t entry_at;       /* 3.12+, an entry frame: its loop's shim frame, on the C stack */
 } LwPyFrameRead;
 
 struct _LwPython
@@ -85,7 +86,8 @@ struct _LwPython
   guint8        window[4096];
   uintptr_t     window_start;
   gsize         window_len;
-  uintptr_t    *scratch;
+  uintptr_t    *scratch;       /* scratch_len of each */
+  gint         *loop_of;       /* per native frame: the entry frame it ran, or -1 */
   guint         scratch_len;
 };
 
@@ -276,6 +278,7 @@ lw_python_free (LwPython *python)
   for (guint i = 0; i < LW_PY_CODE_CACHE; i++)
     lw_python_code_clear (&python->codes[i]);
   g_free (python->scratch);
+  g_free (python->loop_of);
   g_free (python);
 }
 
@@ -537,11 +540,13 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
     {
       guint8 block[LW_PY_FRAME_READ];
       LwPyFrameRecord record;
+      uintptr_t at;
 
       g_assert (o->frame_read <= sizeof block);
       if (records == 2 * LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_read))
         return 0;
       lw_python_layout_frame (o, block, &record);
+      at = frame;
       frame = record.previous;
       if (record.kind == LW_PY_FRAME_BAD)
         return 0;
@@ -552,6 +557,7 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
           if (n == 0 || python->frames[n - 1].is_entry)
             return 0;
           python->frames[n - 1].is_entry = TRUE;
+          python->frames[n - 1].entry_at = at;
           continue;
         }
       if (n == LW_PY_MAX_FRAMES)
@@ -559,6 +565,7 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       python->frames[n].code = record.code;
       python->frames[n].instr = record.instr;
       python->frames[n].is_entry = record.kind == LW_PY_FRAME_CODE_ENTRY;
+      python->frames[n].entry_at = 0;
       n++;
     }
   g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
@@ -600,39 +607,99 @@ lw_python_is_eval (const LwPyInterpreter *interp, uintptr_t ip, guint index)
   return pc >= interp->eval_lo && pc < interp->eval_hi;
 }
 
+/* Watcher thread. The evaluation-loop frame of each entry frame, by the
+ * symbol: one loop frame per entry frame, innermost first. FALSE when the
+ * counts differ (the thread returned or called since its stack was
+ * copied, or the copy was cut short): pairing them would misname frames. */
+static gboolean
+lw_python_place_by_symbol (LwPython *python, const LwPyInterpreter *interp, const uintptr_t *ips,
+                           guint n_ips, guint n_frames, gboolean truncated, gint *loop_of)
+{
+  guint n_eval = 0, n_entries = 0, next = 0;
+
+  for (guint i = 0; i < n_ips; i++)
+    n_eval += lw_python_is_eval (interp, ips[i], i);
+  for (guint i = 0; i < n_frames; i++)
+    n_entries += python->frames[i].is_entry;
+  if (n_eval == 0 || (n_entries != n_eval && !(truncated && n_eval < n_entries)))
+    return FALSE;
+  for (guint i = 0; i < n_ips; i++)
+    loop_of[i] = lw_python_is_eval (interp, ips[i], i) ? (gint) next++ : -1;
+  return TRUE;
+}
+
+/* Watcher thread. The evaluation-loop frame of each entry frame, by the
+ * stack (3.12+): the shim frame below an entry frame is a local variable
+ * of the loop that ran it, so it lies inside that native frame's stack,
+ * [sps[k], sps[k + 1]). Needs no symbol: a loop whose code the linker
+ * split (Debian's 3.14 exports only the first 1184 bytes of it as
+ * _PyEval_EvalFrameDefault) is found all the same. FALSE when a shim lies
+ * in no frame, or two in one, or out of order. */
+static gboolean
+lw_python_place_by_stack (LwPython *python, const uintptr_t *sps, guint n_ips, guint n_frames,
+                          gboolean truncated, gint *loop_of)
+{
+  guint k = 0, next = 0;
+
+  for (guint i = 0; i < n_ips; i++)
+    loop_of[i] = -1;
+  for (guint i = 0; i < n_frames; i++)
+    {
+      uintptr_t at = python->frames[i].entry_at;
+
+      if (!python->frames[i].is_entry)
+        continue;
+      if (at == 0)
+        return FALSE;
+      while (k < n_ips && !(sps[k] != 0 && sps[k] <= at && (k + 1 == n_ips || at < sps[k + 1])))
+        k++;
+      if (k == n_ips)
+        /* Beyond the copy: its outer frames were cut, so are these. */
+        return truncated && next > 0 && n_ips > 0 && sps[n_ips - 1] != 0 && at >= sps[n_ips - 1];
+      loop_of[k++] = (gint) next++;
+    }
+  return next > 0;
+}
+
 guint
-lw_python_merge (LwPython *python, pid_t tid, uintptr_t *ips, guint n_ips, guint max_ips,
-                 gboolean *truncated)
+lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *ips, guint n_ips,
+                 guint max_ips, gboolean *truncated)
 {
   const LwPyInterpreter *interp;
-  guint n_eval = 0, n_entries = 0, n_frames, out = 0, next = 0;
+  guint n_frames, out = 0, next = 0;
+  gint *loop_of;
 
   if (n_ips == 0 || (interp = lw_python_interpreter ()) == NULL)
     return n_ips;
-  for (guint i = 0; i < n_ips; i++)
-    if (lw_python_is_eval (interp, ips[i], i))
-      n_eval++;
-  if (n_eval == 0)
-    return n_ips;
+  /* Cheap first: a stack with no evaluation loop and no way to place one. */
+  if (interp->offsets->entry != LW_PY_ENTRY_SHIM || sps == NULL)
+    {
+      guint n_eval = 0;
+
+      for (guint i = 0; i < n_ips; i++)
+        n_eval += lw_python_is_eval (interp, ips[i], i);
+      if (n_eval == 0)
+        return n_ips;
+    }
   n_frames = lw_python_read_frames (python, interp, tid);
   if (n_frames == 0 || !python->frames[n_frames - 1].is_entry)
     return n_ips;
-  for (guint i = 0; i < n_frames; i++)
-    n_entries += python->frames[i].is_entry;
-  /* One evaluation loop per entry frame. A mismatch means the thread
-   * moved on since its stack was copied (or the copy was cut short):
-   * pairing them would misname frames. */
-  if (n_entries != n_eval && !(*truncated && n_eval < n_entries))
+
+  if (python->scratch_len < MAX (max_ips, n_ips))
+    {
+      python->scratch = g_renew (uintptr_t, python->scratch, MAX (max_ips, n_ips));
+      python->loop_of = g_renew (gint, python->loop_of, MAX (max_ips, n_ips));
+      python->scratch_len = MAX (max_ips, n_ips);
+    }
+  loop_of = python->loop_of;
+  if (!(interp->offsets->entry == LW_PY_ENTRY_SHIM && sps != NULL
+        && lw_python_place_by_stack (python, sps, n_ips, n_frames, *truncated, loop_of))
+      && !lw_python_place_by_symbol (python, interp, ips, n_ips, n_frames, *truncated, loop_of))
     return n_ips;
 
-  if (python->scratch_len < max_ips)
-    {
-      python->scratch = g_renew (uintptr_t, python->scratch, max_ips);
-      python->scratch_len = max_ips;
-    }
   for (guint i = 0; i < n_ips && out < max_ips; i++)
     {
-      if (!lw_python_is_eval (interp, ips[i], i))
+      if (loop_of[i] < 0)
         {
           python->scratch[out++] = ips[i];
           continue;

@@ -41,7 +41,8 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
       if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, snap, 50 * LW_NSEC_PER_MSEC) != LW_CAPTURE_OK)
         continue;
       n = lw_unwinder_walk (unwinder, snap, ips, G_N_ELEMENTS (ips), &truncated);
-      n = lw_python_merge (python, tid, ips, n, G_N_ELEMENTS (ips), &truncated);
+      n = lw_python_merge (python, tid, lw_unwinder_stack_pointers (unwinder), ips, n, G_N_ELEMENTS (ips),
+                           &truncated);
       for (guint j = 0; j < n; j++)
         {
           LwFrame frame = { 0 };
