@@ -86,7 +86,7 @@ def main():
         # A name the program gave its source wins over the callable's.
         source = GLib.timeout_source_new(10)
         handler = handlers[sys.argv[1][len("named:"):]]
-        source.set_callback(lambda _user_data: handler())
+        source.set_callback(lambda *_user_data: handler())  # PyGObject 3.54 passes none
         source.set_name("the program's own name")
         source.attach(None)
     else:
