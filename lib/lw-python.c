@@ -40,6 +40,8 @@ typedef struct
   uintptr_t method_type;
   uintptr_t eval_lo;           /* _PyEval_EvalFrameDefault */
   uintptr_t eval_hi;
+  uintptr_t text_lo;           /* the executable segments of its module */
+  uintptr_t text_hi;
 } LwPyInterpreter;
 
 static GMutex lw_python_lock;
@@ -190,6 +192,53 @@ lw_python_find_layout (uintptr_t runtime, guint32 version, LwPyOffsets *layout)
   return TRUE;
 }
 
+typedef struct
+{
+  uintptr_t base;
+  uintptr_t lo;
+  uintptr_t hi;
+} LwPyText;
+
+static int
+lw_python_text_of (struct dl_phdr_info *info, size_t size, void *data)
+{
+  LwPyText *text = data;
+
+  if (info->dlpi_addr != text->base)
+    return 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+    {
+      const ElfW(Phdr) *phdr = &info->dlpi_phdr[i];
+
+      if (phdr->p_type != PT_LOAD || !(phdr->p_flags & PF_X))
+        continue;
+      text->lo = MIN (text->lo, info->dlpi_addr + phdr->p_vaddr);
+      text->hi = MAX (text->hi, info->dlpi_addr + phdr->p_vaddr + phdr->p_memsz);
+    }
+  return 1;
+}
+
+/* Any thread, normal context. The executable segments of the module that
+ * holds @addr (the interpreter's code: every evaluation loop runs there,
+ * even a loop the linker split), in *@lo, *@hi. */
+static gboolean
+lw_python_text (uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+  struct link_map *map = NULL;
+  LwPyText text = { 0, UINTPTR_MAX, 0 };
+  Dl_info info;
+
+  if (dladdr1 ((void *) addr, &info, (void **) &map, RTLD_DL_LINKMAP) == 0 || map == NULL)
+    return FALSE;
+  text.base = map->l_addr;
+  dl_iterate_phdr (lw_python_text_of, &text);
+  if (text.lo >= text.hi)
+    return FALSE;
+  *lo = text.lo;
+  *hi = text.hi;
+  return TRUE;
+}
+
 /* Any thread, normal context. HOLDS: lw_python_lock. Looks for a CPython
  * whose layout is known, through the symbols it exports. */
 static gboolean
@@ -227,6 +276,11 @@ lw_python_find_unlocked (void)
       return FALSE;
     }
   interp.eval_hi = interp.eval_lo + eval_size;
+  if (!lw_python_text (interp.eval_lo, &interp.text_lo, &interp.text_hi))
+    {
+      interp.text_lo = 0;
+      interp.text_hi = UINTPTR_MAX;
+    }
   lw_python_interp = interp;
   lw_python_interp.offsets = &lw_python_interp.layout;
   return TRUE;
@@ -671,16 +725,18 @@ lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *i
 
   if (n_ips == 0 || (interp = lw_python_interpreter ()) == NULL)
     return n_ips;
-  /* Cheap first: a stack with no evaluation loop and no way to place one. */
-  if (interp->offsets->entry != LW_PY_ENTRY_SHIM || sps == NULL)
-    {
-      guint n_eval = 0;
+  /* Cheap first: a stack with no evaluation loop (by its symbol, or, to
+   * be placed by the stack, no frame in the interpreter's code at all). */
+  {
+    gboolean may_run_python = FALSE;
 
-      for (guint i = 0; i < n_ips; i++)
-        n_eval += lw_python_is_eval (interp, ips[i], i);
-      if (n_eval == 0)
-        return n_ips;
-    }
+    for (guint i = 0; i < n_ips && !may_run_python; i++)
+      may_run_python = interp->offsets->entry == LW_PY_ENTRY_SHIM && sps != NULL
+                       ? ips[i] >= interp->text_lo && ips[i] < interp->text_hi
+                       : lw_python_is_eval (interp, ips[i], i);
+    if (!may_run_python)
+      return n_ips;
+  }
   n_frames = lw_python_read_frames (python, interp, tid);
   if (n_frames == 0 || !python->frames[n_frames - 1].is_entry)
     return n_ips;
