@@ -12,7 +12,9 @@ the Python handler that froze the loop:
   goes through.
 - CPython 3.6 to 3.10: no Python frame and one line saying why.
 On each one lagwatch reads, CHECK_OFFSETS (check-offsets.py, with SAMPLER)
-checks the layout lagwatch found against the interpreter's live objects.
+checks the layout lagwatch found against the interpreter's live objects,
+and check-churn.py beside it samples a thread that calls and returns
+without pause.
 A version with no interpreter here is a visible skip.
 """
 import glob
@@ -121,6 +123,14 @@ for version in READ:
         print("# offsets: " + line)
     check(offsets.returncode == 0 and offsets.stdout.startswith("1..") and not failed,
           "%s: every offset of lagwatch's layout finds its field in live objects (check-offsets.py)" % label)
+    churn = subprocess.run([python, os.path.join(os.path.dirname(check_offsets), "check-churn.py"), sampler],
+                           capture_output=True, text=True, timeout=300)
+    failed = [line for line in churn.stdout.splitlines() if line.startswith("not ok")]
+    for line in [l for l in churn.stdout.splitlines() if l.startswith("# ")][:3] + failed:
+        print("# churn: " + line)
+    check(churn.returncode == 0 and "1..3" in churn.stdout and not failed,
+          "%s: frames read while the thread calls and returns without pause: never a wrong name "
+          "(check-churn.py)" % label)
     first, _ = run(python, "python_spin_handler")
     check_named(label, first, "python_spin_handler")
     again, _ = run(python, "python_spin_handler")
