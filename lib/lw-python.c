@@ -199,6 +199,7 @@ typedef struct
   uintptr_t hi;
 } LwPyText;
 
+/* Any thread, normal context: dl_iterate_phdr()'s callback. */
 static int
 lw_python_text_of (struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -705,7 +706,9 @@ lw_python_place_by_stack (LwPython *python, const uintptr_t *sps, guint n_ips, g
         continue;
       if (at == 0)
         return FALSE;
-      while (k < n_ips && !(sps[k] != 0 && sps[k] <= at && (k + 1 == n_ips || at < sps[k + 1])))
+      /* The outermost frame copied owns everything above it only when
+       * the walk reached the end of the stack. */
+      while (k < n_ips && !(sps[k] != 0 && sps[k] <= at && (k + 1 < n_ips ? at < sps[k + 1] : !truncated)))
         k++;
       if (k == n_ips)
         /* Beyond the copy: its outer frames were cut, so are these. */

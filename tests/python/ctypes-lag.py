@@ -1,4 +1,4 @@
-"""ctypes-lag.py LIBLAGWATCH HANDLER: a GLib main loop driven through ctypes, frozen once by Python.
+"""ctypes-lag.py LIBLAGWATCH HANDLER [MAX_FRAMES]: a GLib main loop driven through ctypes, frozen once by Python.
 
 Needs no PyGObject, so it runs on any CPython 3 with GLib on the system:
 loads libglib-2.0 and LIBLAGWATCH with ctypes, watches the default main
@@ -7,6 +7,7 @@ whose callback is HANDLER (one of the functions below, 300 ms of Python
 each), runs g_main_loop_run() and prints on stdout one JSON object: the
 first report's JSON, the interpreter's version, and the line of this file
 each handler spins on (the line carrying its "spins here" comment).
+MAX_FRAMES: lagwatch_config_set_max_frames(), to cut the stacks short.
 Run by run-ctypes-lags.py, once per interpreter and handler.
 """
 import ctypes
@@ -37,6 +38,7 @@ for name, restype, argtypes in (
         ("lagwatch_config_new", ctypes.c_void_p, ()),
         ("lagwatch_config_set_threshold_ms", ctypes.c_int, (ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p)),
         ("lagwatch_config_set_output", ctypes.c_int, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)),
+        ("lagwatch_config_set_max_frames", ctypes.c_int, (ctypes.c_void_p, ctypes.c_uint)),
         ("lagwatch_attach_with_config", ctypes.c_void_p, (ctypes.c_void_p, ctypes.c_void_p)),
         ("lagwatch_set_report_func", None, (ctypes.c_void_p, REPORT_FUNC, ctypes.c_void_p, ctypes.c_void_p)),
         ("lagwatch_detach", None, (ctypes.c_void_p,)),
@@ -83,6 +85,8 @@ def main():
     config = lagwatch.lagwatch_config_new()
     lagwatch.lagwatch_config_set_threshold_ms(config, 100, None)
     lagwatch.lagwatch_config_set_output(config, b"none", None)
+    if len(sys.argv) > 3:
+        lagwatch.lagwatch_config_set_max_frames(config, int(sys.argv[3]))
     watch = lagwatch.lagwatch_attach_with_config(None, config)
     if not watch:
         print("lagwatch_attach_with_config() failed", file=sys.stderr)

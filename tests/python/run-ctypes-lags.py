@@ -60,12 +60,16 @@ def interpreters():
     return found
 
 
-def run(python, handler, *options):
+def run_env():
     env = dict(os.environ)
     if env.get("LW_ASAN_RUNTIME"):
         env["LD_PRELOAD"] = env["LW_ASAN_RUNTIME"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    proc = subprocess.run([python, *options, child, library, handler], env=env, capture_output=True,
+    return env
+
+
+def run(python, handler, *options):
+    proc = subprocess.run([python, *options, child, library, handler], env=run_env(), capture_output=True,
                           text=True, timeout=150)
     for line in proc.stderr.splitlines():
         print("# " + line)
@@ -73,6 +77,12 @@ def run(python, handler, *options):
         print("# %s %s %s exited %d" % (python, " ".join(options), handler, proc.returncode))
         return None, proc.stderr
     return json.loads(proc.stdout), proc.stderr
+
+
+def run_cut(python, handler, max_frames):
+    proc = subprocess.run([python, child, library, handler, str(max_frames)], env=run_env(),
+                          capture_output=True, text=True, timeout=150)
+    return (json.loads(proc.stdout) if proc.returncode == 0 else None), proc.stderr
 
 
 def python_frames(result):
@@ -143,6 +153,16 @@ for version in READ:
               "%s: one fingerprint per handler, the same from run to run" % label)
     else:
         check(False, "%s: one fingerprint per handler, the same from run to run" % label)
+    # Cut between the handler's evaluation loop and main's: the handler's
+    # frame replaces its loop, main's and <module>'s are cut with their
+    # loop, never placed on the last native frame copied.
+    cut, _ = run_cut(python, "python_spin_handler", 12)
+    cut_frames = [(f["symbol"], f.get("lang")) for f in cut["report"]["stack"]] if cut else []
+    print("# %s cut at 12 frames: %s" % (label, cut_frames))
+    check(cut is not None and cut["report"].get("stack_truncated")
+          and [s for s, lang in cut_frames if lang == "python"] == ["python_spin_handler"]
+          and cut_frames[0][0] == "python_spin_handler",
+          "%s: a stack cut at 12 frames keeps the handler's frame and places no cut one" % label)
     if version >= (3, 12):
         perf, _ = run(python, "python_spin_handler", "-X", "perf")
         check_named(label + " -X perf", perf, "python_spin_handler")
