@@ -1,7 +1,8 @@
 /* bench-python.c: the cost of one sample of a Python stack, beside a native one
  *
- * A module that bench-python.py loads into /usr/bin/python3 through ctypes
- * (so it runs beside a real CPython 3.11). It samples, in alternating
+ * A module that bench-python.py loads into a CPython through ctypes (so it
+ * runs beside a real interpreter: /usr/bin/python3 in the suite, any
+ * version 3.11 to 3.14 by hand). It samples, in alternating
  * blocks, two threads stuck at the same depth: Python's main thread (the
  * loop thread of a PyGObject program) spinning in Python twenty calls
  * deep, and a C thread of its own spinning twenty calls deep. Only one of
