@@ -88,6 +88,21 @@ struct _LwPython
   guint8        window[4096];
   uintptr_t     window_start;
   gsize         window_len;
+  guint8        window2[4096];
+  uintptr_t     window2_start;
+  gsize         window2_len;
+  /* What the previous merge read, read again in one system call with the
+   * thread state at the next: a stuck thread keeps its frames and code, so
+   * in steady state a merge costs one process_vm_readv. All of it is
+   * checked as if read afresh. */
+  uintptr_t     spec_cframe;              /* 3.11, 3.12: where current_frame was */
+  uintptr_t     spec_window_start;        /* the page of the innermost frame */
+  gsize         spec_window_len;
+  uintptr_t     spec_window2_start;       /* the page last missed */
+  gsize         spec_window2_len;
+  uintptr_t     spec_codes[LW_PY_MAX_FRAMES];
+  guint         n_spec;                   /* code_heads hold spec_codes' heads when heads_fresh */
+  gboolean      heads_fresh;
   uintptr_t    *scratch;       /* scratch_len of each */
   gint         *loop_of;       /* per native frame: the entry frame it ran, or -1 */
   guint         scratch_len;
@@ -484,19 +499,29 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   return slot;
 }
 
+/* Any thread. The bytes of a PyThreadState read. */
+static gsize
+lw_python_tstate_head (const LwPyOffsets *o)
+{
+  return MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next)) + sizeof (uintptr_t);
+}
+
 /* Watcher thread. The PyThreadState of thread @tid, or 0; in *@frame_at,
- * its field tstate_frame (its _PyCFrame, or its current frame). */
+ * its field tstate_frame (its _PyCFrame, or its current frame).
+ * @prefetched (nullable): the cached thread state's bytes, read already. */
 static uintptr_t
 lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid,
-                        uintptr_t *frame_at)
+                        const guint8 *prefetched, uintptr_t *frame_at)
 {
   const LwPyOffsets *o = interp->offsets;
-  gsize head = MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next)) + sizeof (uintptr_t);
+  gsize head = lw_python_tstate_head (o);
   uintptr_t interp_state, tstate;
   guint8 block[LW_PY_TSTATE_READ];
 
   g_assert (head <= sizeof block);
-  if (python->tstate_tid == tid && lw_python_read (python->tstate, block, head)
+  if (prefetched != NULL)
+    memcpy (block, prefetched, head);
+  if (python->tstate_tid == tid && (prefetched != NULL || lw_python_read (python->tstate, block, head))
       && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
       *frame_at = lw_python_field (block, o->tstate_frame);
@@ -528,27 +553,53 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
   return 0;
 }
 
+/* Any thread. Whether @window (@len bytes copied from @start) holds the
+ * @size bytes at @addr. */
+static gboolean
+lw_python_window_has (uintptr_t start, gsize len, uintptr_t addr, gsize size)
+{
+  return addr >= start && addr - start <= len && len - (addr - start) >= size;
+}
+
 /* Watcher thread. Copies the @len bytes of the frame at @frame into
- * @block, through the window: a miss reads from the start of the frame's
- * page to its end, a range readable whenever the frame is. */
+ * @block, through the two windows: the first holds the page of the
+ * innermost frame (most of a thread's frames), the second the page last
+ * missed (3.12+: an evaluation loop's shim frame, on the C stack). A miss
+ * reads from the start of the frame's page to its end, a range readable
+ * whenever the frame is. */
 static gboolean
 lw_python_frame_block (LwPython *python, uintptr_t frame, guint8 *block, gsize len)
 {
   uintptr_t start;
+  guint8 *window;
 
-  if (frame < python->window_start || frame - python->window_start > python->window_len
-      || python->window_len - (frame - python->window_start) < len)
+  if (lw_python_window_has (python->window_start, python->window_len, frame, len))
     {
-      start = frame & ~(uintptr_t) (sizeof python->window - 1);
-      if (frame + len - start > sizeof python->window)
-        start = frame;
-      python->window_len = 0;
-      if (!lw_python_read (start, python->window, frame + len - start))
-        return FALSE;
+      memcpy (block, python->window + (frame - python->window_start), len);
+      return TRUE;
+    }
+  if (lw_python_window_has (python->window2_start, python->window2_len, frame, len))
+    {
+      memcpy (block, python->window2 + (frame - python->window2_start), len);
+      return TRUE;
+    }
+  start = frame & ~(uintptr_t) (sizeof python->window - 1);
+  if (frame + len - start > sizeof python->window)
+    start = frame;
+  window = python->window_len == 0 ? python->window : python->window2;
+  if (!lw_python_read (start, window, frame + len - start))
+    return FALSE;
+  if (window == python->window)
+    {
       python->window_start = start;
       python->window_len = frame + len - start;
     }
-  memcpy (block, python->window + (frame - python->window_start), len);
+  else
+    {
+      python->window2_start = start;
+      python->window2_len = frame + len - start;
+    }
+  memcpy (block, window + (frame - start), len);
   return TRUE;
 }
 
@@ -559,6 +610,12 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
 {
   gsize len = interp->offsets->code_code_adaptive;
   struct iovec local[LW_PY_MAX_FRAMES], remote[LW_PY_MAX_FRAMES];
+  gboolean same = python->heads_fresh && n == python->n_spec;
+
+  for (guint i = 0; i < n && same; i++)
+    same = python->frames[i].code == python->spec_codes[i];
+  if (same)
+    return TRUE;
 
   for (guint i = 0; i < n; i++)
     {
@@ -574,22 +631,79 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
   return TRUE;
 }
 
+/* Watcher thread. Reads, in one system call, thread @tid's cached thread
+ * state into @tstate_block and what the previous merge read (its
+ * _PyCFrame's current frame into *@spec_frame, its innermost frame's page
+ * into the window, its code objects' heads). FALSE when any part failed:
+ * then nothing of it is used. */
+static gboolean
+lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, guint8 *tstate_block,
+                    uintptr_t *spec_frame)
+{
+  const LwPyOffsets *o = interp->offsets;
+  struct iovec local[LW_PY_MAX_FRAMES + 4], remote[LW_PY_MAX_FRAMES + 4];
+  gsize total = 0, len = o->code_code_adaptive;
+  guint n = 0;
+
+  if (python->tstate_tid != tid || python->n_spec == 0 || python->spec_window_len == 0
+      || (o->has_cframe && python->spec_cframe == 0))
+    return FALSE;
+  local[n] = (struct iovec) { tstate_block, lw_python_tstate_head (o) };
+  remote[n++] = (struct iovec) { (void *) python->tstate, lw_python_tstate_head (o) };
+  if (o->has_cframe)
+    {
+      local[n] = (struct iovec) { spec_frame, sizeof *spec_frame };
+      remote[n++] = (struct iovec) { (void *) (python->spec_cframe + o->cframe_current_frame), sizeof *spec_frame };
+    }
+  local[n] = (struct iovec) { python->window, python->spec_window_len };
+  remote[n++] = (struct iovec) { (void *) python->spec_window_start, python->spec_window_len };
+  if (python->spec_window2_len > 0)
+    {
+      local[n] = (struct iovec) { python->window2, python->spec_window2_len };
+      remote[n++] = (struct iovec) { (void *) python->spec_window2_start, python->spec_window2_len };
+    }
+  for (guint i = 0; i < python->n_spec; i++)
+    {
+      local[n] = (struct iovec) { python->code_heads[i], len };
+      remote[n++] = (struct iovec) { (void *) python->spec_codes[i], len };
+    }
+  for (guint i = 0; i < n; i++)
+    total += local[i].iov_len;
+  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote, (unsigned long) n, 0UL)
+      != (ssize_t) total)
+    return FALSE;
+  python->window_start = python->spec_window_start;
+  python->window_len = python->spec_window_len;
+  python->window2_start = python->spec_window2_start;
+  python->window2_len = python->spec_window2_len;
+  python->heads_fresh = TRUE;
+  return TRUE;
+}
+
 /* Watcher thread. Reads thread @tid's Python frames, innermost first,
  * into python->frames; returns how many (0 on any inconsistency). */
 static guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t frame_at = 0, frame;
+  uintptr_t frame_at = 0, frame = 0, spec_frame = 0;
+  guint8 tstate_block[LW_PY_TSTATE_READ];
+  gboolean prefetched;
   guint n = 0;
 
   python->window_len = 0;
-  if (lw_python_thread_state (python, interp, tid, &frame_at) == 0)
+  python->window2_len = 0;
+  python->heads_fresh = FALSE;
+  prefetched = lw_python_prefetch (python, interp, tid, tstate_block, &spec_frame);
+  if (lw_python_thread_state (python, interp, tid, prefetched ? tstate_block : NULL, &frame_at) == 0)
     return 0;
   if (!o->has_cframe)
     frame = frame_at;
+  else if (prefetched && frame_at == python->spec_cframe)
+    frame = spec_frame;
   else if (!lw_python_read_word (frame_at + o->cframe_current_frame, &frame))
     return 0;
+  python->spec_cframe = o->has_cframe ? frame_at : 0;
   /* Shims count against the bound too: every chain read ends. */
   for (guint records = 0; frame != 0; records++)
     {
@@ -600,6 +714,14 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       g_assert (o->frame_read <= sizeof block);
       if (records == 2 * LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_read))
         return 0;
+      if (records == 0)
+        {
+          gboolean first = lw_python_window_has (python->window_start, python->window_len, frame,
+                                                 o->frame_read);
+
+          python->spec_window_start = first ? python->window_start : python->window2_start;
+          python->spec_window_len = first ? python->window_len : python->window2_len;
+        }
       lw_python_layout_frame (o, block, &record);
       at = frame;
       frame = record.previous;
@@ -623,9 +745,17 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       python->frames[n].entry_at = 0;
       n++;
     }
+  python->spec_window2_start = python->window2_start;
+  python->spec_window2_len = python->window2_len;
   g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
   if (n == 0 || !lw_python_read_code_heads (python, interp, n))
-    return 0;
+    {
+      python->n_spec = 0;
+      return 0;
+    }
+  for (guint i = 0; i < n; i++)
+    python->spec_codes[i] = python->frames[i].code;
+  python->n_spec = n;
   for (guint i = 0; i < n; i++)
     {
       LwPyFrameRead *read = &python->frames[i];
