@@ -1,7 +1,8 @@
 /* bench-python.c: the cost of one sample of a Python stack, beside a native one
  *
- * A module that bench-python.py loads into /usr/bin/python3 through ctypes
- * (so it runs beside a real CPython 3.11). It samples, in alternating
+ * A module that bench-python.py loads into a CPython through ctypes (so it
+ * runs beside a real interpreter: /usr/bin/python3 in the suite, any
+ * version 3.11 to 3.14 by hand). It samples, in alternating
  * blocks, two threads stuck at the same depth: Python's main thread (the
  * loop thread of a PyGObject program) spinning in Python twenty calls
  * deep, and a C thread of its own spinning twenty calls deep. Only one of
@@ -271,7 +272,8 @@ bench_take (BenchResults *results)
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, G_N_ELEMENTS (ips), &truncated);
   t2 = lw_clock_now_ns ();
-  merged = lw_python_merge (bench.python, tid, ips, native, G_N_ELEMENTS (ips), &truncated);
+  merged = lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
+                            G_N_ELEMENTS (ips), &truncated);
   t3 = lw_clock_now_ns ();
 
   append_us (results->times[BENCH_CHECKS], slot->capture.sent_ns - t0);

@@ -1,6 +1,8 @@
 """bench-python.py MODULE [--short]: one sample of a Python stack beside a native one.
 
-Runs on /usr/bin/python3. The main thread spins in Python 20 calls deep
+Runs on /usr/bin/python3 in the suite, and on any CPython lagwatch reads
+(3.11 to 3.14: `python3.X bench/bench-python.py MODULE`, docs/python.md's
+table by version). The main thread spins in Python 20 calls deep
 (the GIL held, as a stuck loop thread holds it); MODULE (bench-python.c),
 loaded with ctypes, samples it and a C thread of its own spinning 20 calls
 deep, in turns, as lagwatch's watcher samples a stuck loop thread: signal

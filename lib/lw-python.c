@@ -1,8 +1,6 @@
 /* lw-python.c: CPython frames from memory (lw-python.h says what and why) */
 #include "lw-python.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -10,93 +8,10 @@
 
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
-#include "lw-say.h"
+#include "lw-python-private.h"
 
-/* Where the fields lagwatch reads sit in one CPython version's structs.
- * Another version is one more table. */
-typedef struct
-{
-  guint version;                  /* PY_VERSION_HEX >> 16: major << 8 | minor */
-  /* _PyRuntimeState */
-  gsize runtime_interpreters_head;
-  /* PyInterpreterState */
-  gsize interp_next;
-  gsize interp_threads_head;
-  /* PyThreadState */
-  gsize tstate_next;
-  gsize tstate_cframe;
-  gsize tstate_native_thread_id;
-  /* _PyCFrame */
-  gsize cframe_current_frame;
-  /* _PyInterpreterFrame */
-  gsize frame_code;
-  gsize frame_previous;
-  gsize frame_prev_instr;
-  gsize frame_is_entry;
-  gsize frame_size;
-  /* PyObject, PyVarObject */
-  gsize object_type;
-  gsize var_size;
-  /* PyCodeObject (ob_size counts code units) */
-  gsize code_firstlineno;
-  gsize code_filename;
-  gsize code_qualname;
-  gsize code_linetable;
-  gsize code_code_adaptive;       /* the first code unit */
-  /* str: PyASCIIObject, PyCompactUnicodeObject */
-  gsize unicode_length;
-  gsize unicode_state;
-  gsize ascii_size;               /* a compact ASCII string's characters follow */
-  gsize compact_utf8_length;
-  gsize compact_utf8;
-  gsize compact_size;             /* a compact non-ASCII string's code units follow */
-  /* bytes */
-  gsize bytes_data;
-  /* function, bound method */
-  gsize function_qualname;
-  gsize method_function;
-} LwPyOffsets;
-
-/* CPython 3.11, from its headers (Include/internal/pycore_frame.h,
- * pycore_runtime.h, pycore_interp.h, cpython/pystate.h, cpython/code.h,
- * cpython/unicodeobject.h, cpython/bytesobject.h, cpython/funcobject.h,
- * cpython/classobject.h), x86-64. Checked against the running
- * interpreter by tests/python. */
-static const LwPyOffsets lw_python_3_11 = {
-  .version = 0x030b,
-  .runtime_interpreters_head = 40,
-  .interp_next = 0,
-  .interp_threads_head = 16,
-  .tstate_next = 8,
-  .tstate_cframe = 56,
-  .tstate_native_thread_id = 160,
-  .cframe_current_frame = 8,
-  .frame_code = 32,
-  .frame_previous = 48,
-  .frame_prev_instr = 56,
-  .frame_is_entry = 68,
-  .frame_size = 72,
-  .object_type = 8,
-  .var_size = 16,
-  .code_firstlineno = 72,
-  .code_filename = 112,
-  .code_qualname = 128,
-  .code_linetable = 136,
-  .code_code_adaptive = 184,
-  .unicode_length = 16,
-  .unicode_state = 32,
-  .ascii_size = 48,
-  .compact_utf8_length = 48,
-  .compact_utf8 = 56,
-  .compact_size = 72,
-  .bytes_data = 32,
-  .function_qualname = 40,
-  .method_function = 16,
-};
-
-static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
-
-/* PyASCIIObject.state bits (3.11): interned:2, kind:3, compact:1, ascii:1, ready:1. */
+/* PyASCIIObject.state bits (3.11 to 3.14): interned:2, kind:3, compact:1, ascii:1, then
+ * ready (3.11) or statically_allocated (3.12+). */
 #define LW_PY_STATE_KIND(state) (((state) >> 2) & 7)
 #define LW_PY_STATE_COMPACT (1u << 5)
 #define LW_PY_STATE_ASCII   (1u << 6)
@@ -108,26 +23,6 @@ static const LwPyOffsets *const lw_python_versions[] = { &lw_python_3_11 };
 #define LW_PY_MAX_STRING       512
 #define LW_PY_MAX_LINETABLE    (64 * 1024)
 #define LW_PY_CODE_CACHE       256
-
-/* The interpreter of this process, found once (again after a dlopen). */
-typedef struct
-{
-  const LwPyOffsets *offsets;
-  uintptr_t runtime;
-  uintptr_t code_type;
-  uintptr_t unicode_type;
-  uintptr_t bytes_type;
-  uintptr_t function_type;
-  uintptr_t method_type;
-  uintptr_t eval_lo;           /* _PyEval_EvalFrameDefault */
-  uintptr_t eval_hi;
-} LwPyInterpreter;
-
-static GMutex lw_python_lock;
-static LwPyInterpreter lw_python_interp;   /* HOLDS: lw_python_lock until found */
-static gint lw_python_found;               /* (atomic) lw_python_interp is final */
-static guint64 lw_python_tried_generation; /* HOLDS: lw_python_lock; the module table's then */
-static gboolean lw_python_said;            /* HOLDS: lw_python_lock; an unknown layout was reported */
 
 typedef struct
 {
@@ -148,13 +43,11 @@ typedef struct
 typedef struct
 {
   uintptr_t code;
-  uintptr_t prev_instr;
+  uintptr_t instr;
   uintptr_t tag;
-  gboolean  is_entry;
+  gboolean  is_entry;       /* the first frame its evaluation loop ran */
+  uintptr_t entry_at;       /* 3.12+, an entry frame: its loop's shim frame, on the C stack */
 } LwPyFrameRead;
-
-/* Bytes of a code object read per frame: up to its first code unit. */
-#define LW_PY_CODE_HEAD 256
 
 struct _LwPython
 {
@@ -163,28 +56,31 @@ struct _LwPython
   LwPyCode      codes[LW_PY_CODE_CACHE];
   LwPyFrameRead frames[LW_PY_MAX_FRAMES];
   guint8        code_heads[LW_PY_MAX_FRAMES][LW_PY_CODE_HEAD];
-  /* A copy of the page of the thread's frame stack last read: 3.11 keeps
-   * a thread's frames side by side, callers below callees, so one read
+  /* A copy of the page of the thread's frame stack last read: CPython
+   * keeps a thread's frames side by side, callers below callees, so one read
    * serves many frames. Valid for one merge. */
   guint8        window[4096];
   uintptr_t     window_start;
   gsize         window_len;
-  uintptr_t    *scratch;
+  guint8        window2[4096];
+  uintptr_t     window2_start;
+  gsize         window2_len;
+  /* What the previous merge read, read again in one system call with the
+   * thread state at the next: a stuck thread keeps its frames and code, so
+   * in steady state a merge costs one process_vm_readv. All of it is
+   * checked as if read afresh. */
+  uintptr_t     spec_cframe;              /* 3.11, 3.12: where current_frame was */
+  uintptr_t     spec_window_start;        /* the page of the innermost frame */
+  gsize         spec_window_len;
+  uintptr_t     spec_window2_start;       /* the page last missed */
+  gsize         spec_window2_len;
+  uintptr_t     spec_codes[LW_PY_MAX_FRAMES];
+  guint         n_spec;                   /* code_heads hold spec_codes' heads when heads_fresh */
+  gboolean      heads_fresh;
+  uintptr_t    *scratch;       /* scratch_len of each */
+  gint         *loop_of;       /* per native frame: the entry frame it ran, or -1 */
   guint         scratch_len;
 };
-
-/* Any thread, normal context. */
-static gboolean
-lw_python_read (uintptr_t addr, void *buf, gsize len)
-{
-  return addr != 0 && lw_modules_read_memory (addr, buf, len);
-}
-
-static gboolean
-lw_python_read_word (uintptr_t addr, uintptr_t *out)
-{
-  return lw_python_read (addr, out, sizeof *out);
-}
 
 static uintptr_t
 lw_python_field (const guint8 *block, gsize offset)
@@ -193,99 +89,6 @@ lw_python_field (const guint8 *block, gsize offset)
 
   memcpy (&value, block + offset, sizeof value);
   return value;
-}
-
-static gboolean
-lw_python_symbol (const char *name, uintptr_t *out, gsize *size)
-{
-  ElfW(Sym) *sym = NULL;
-  Dl_info info;
-  void *addr = dlsym (RTLD_DEFAULT, name);
-
-  if (addr == NULL)
-    return FALSE;
-  *out = (uintptr_t) addr;
-  if (size != NULL)
-    {
-      if (dladdr1 (addr, &info, (void **) &sym, RTLD_DL_SYMENT) == 0 || sym == NULL)
-        return FALSE;
-      *size = sym->st_size;
-    }
-  return TRUE;
-}
-
-/* Any thread, normal context. HOLDS: lw_python_lock. Looks for a CPython
- * whose layout is known, through the symbols it exports. */
-static gboolean
-lw_python_find_unlocked (void)
-{
-  LwPyInterpreter interp = { 0 };
-  uintptr_t version_addr;
-  guint32 version;
-  char cookie[8];
-  gsize eval_size = 0;
-
-  if (!lw_python_symbol ("Py_Version", &version_addr, NULL)
-      || !lw_python_read (version_addr, &version, sizeof version)
-      || !lw_python_symbol ("_PyRuntime", &interp.runtime, NULL))
-    return FALSE;
-  /* 3.13 and later publish their offsets at the start of _PyRuntime
-   * (_Py_DebugOffsets, cookie "xdebugpy"); their frames (no is_entry, C
-   * stack shim frames) are not read here yet. */
-  if (lw_python_read (interp.runtime, cookie, sizeof cookie) && memcmp (cookie, "xdebugpy", 8) == 0)
-    {
-      if (!lw_python_said)
-        lw_say ("CPython %u.%u publishes _Py_DebugOffsets, whose frame layout this lagwatch "
-                "does not read: its stacks show interpreter frames, not Python ones",
-                version >> 24, (version >> 16) & 0xff);
-      lw_python_said = TRUE;
-      return FALSE;
-    }
-  for (gsize i = 0; i < G_N_ELEMENTS (lw_python_versions); i++)
-    if (lw_python_versions[i]->version == version >> 16)
-      interp.offsets = lw_python_versions[i];
-  if (interp.offsets == NULL)
-    {
-      if (!lw_python_said)
-        lw_say ("CPython %u.%u: no table of its layout in this lagwatch: its stacks show "
-                "interpreter frames, not Python ones", version >> 24, (version >> 16) & 0xff);
-      lw_python_said = TRUE;
-      return FALSE;
-    }
-  if (!lw_python_symbol ("PyCode_Type", &interp.code_type, NULL)
-      || !lw_python_symbol ("PyUnicode_Type", &interp.unicode_type, NULL)
-      || !lw_python_symbol ("PyBytes_Type", &interp.bytes_type, NULL)
-      || !lw_python_symbol ("PyFunction_Type", &interp.function_type, NULL)
-      || !lw_python_symbol ("PyMethod_Type", &interp.method_type, NULL)
-      || !lw_python_symbol ("_PyEval_EvalFrameDefault", &interp.eval_lo, &eval_size)
-      || eval_size == 0)
-    return FALSE;
-  interp.eval_hi = interp.eval_lo + eval_size;
-  lw_python_interp = interp;
-  return TRUE;
-}
-
-void
-lw_python_init (void)
-{
-  /* Looked for again only when libraries were loaded since. */
-  guint64 generation = lw_modules_get_generation ();
-
-  g_mutex_lock (&lw_python_lock);
-  if (!g_atomic_int_get (&lw_python_found) && generation != lw_python_tried_generation)
-    {
-      lw_python_tried_generation = generation;
-      if (lw_python_find_unlocked ())
-        g_atomic_int_set (&lw_python_found, TRUE);
-    }
-  g_mutex_unlock (&lw_python_lock);
-}
-
-/* Any thread. The process's interpreter, or NULL. */
-static const LwPyInterpreter *
-lw_python_interpreter (void)
-{
-  return g_atomic_int_get (&lw_python_found) ? &lw_python_interp : NULL;
 }
 
 LwPython *
@@ -311,6 +114,7 @@ lw_python_free (LwPython *python)
   for (guint i = 0; i < LW_PY_CODE_CACHE; i++)
     lw_python_code_clear (&python->codes[i]);
   g_free (python->scratch);
+  g_free (python->loop_of);
   g_free (python);
 }
 
@@ -347,7 +151,7 @@ static char *
 lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 {
   const LwPyOffsets *o = interp->offsets;
-  guint8 head[128];
+  guint8 head[LW_PY_STRING_HEAD];
   uintptr_t data, length;
   guint32 state;
   guint kind;
@@ -394,7 +198,7 @@ static guint8 *
 lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *len)
 {
   const LwPyOffsets *o = interp->offsets;
-  guint8 head[64];
+  guint8 head[LW_PY_BYTES_HEAD];
   uintptr_t size;
   guint8 *data;
 
@@ -412,91 +216,6 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
     }
   *len = size;
   return data;
-}
-
-static gboolean
-lw_python_varint (const guint8 *table, gsize len, gsize *pos, guint *out)
-{
-  guint value = 0;
-  guint shift = 0;
-  guint8 byte;
-
-  do
-    {
-      if (*pos >= len || shift > 24)
-        return FALSE;
-      byte = table[(*pos)++];
-      value |= (guint) (byte & 63) << shift;
-      shift += 6;
-    }
-  while (byte & 64);
-  *out = value;
-  return TRUE;
-}
-
-static gboolean
-lw_python_svarint (const guint8 *table, gsize len, gsize *pos, int *out)
-{
-  guint value;
-
-  if (!lw_python_varint (table, len, pos, &value))
-    return FALSE;
-  *out = (value & 1) ? -(int) (value >> 1) : (int) (value >> 1);
-  return TRUE;
-}
-
-/* Any thread. The line of code unit @index from a 3.11 location table
- * (Objects/locations.md): entries of one header byte (bit 7 set, a 4-bit
- * code, a length of 1 to 8 code units) and the code's operands. 0 when
- * unknown. */
-static guint
-lw_python_line (const guint8 *table, gsize len, int firstlineno, gssize index)
-{
-  gssize addr = 0;
-  gsize pos = 0;
-  int line = firstlineno;
-
-  if (index < 0)
-    return firstlineno > 0 ? (guint) firstlineno : 0;
-  while (pos < len)
-    {
-      guint8 header = table[pos++];
-      guint code = (header >> 3) & 15;
-      gssize units = (header & 7) + 1;
-      gboolean has_line = TRUE;
-      int delta = 0;
-      guint ignored;
-
-      if (!(header & 0x80))
-        return 0;
-      if (code == 15)
-        has_line = FALSE;
-      else if (code == 14)
-        {
-          if (!lw_python_svarint (table, len, &pos, &delta)
-              || !lw_python_varint (table, len, &pos, &ignored)
-              || !lw_python_varint (table, len, &pos, &ignored)
-              || !lw_python_varint (table, len, &pos, &ignored))
-            return 0;
-        }
-      else if (code == 13)
-        {
-          if (!lw_python_svarint (table, len, &pos, &delta))
-            return 0;
-        }
-      else if (code >= 10)
-        {
-          delta = (int) code - 10;
-          pos += 2;
-        }
-      else
-        pos += 1;
-      line += delta;
-      if (index < addr + units)
-        return has_line && line > 0 ? (guint) line : 0;
-      addr += units;
-    }
-  return 0;
 }
 
 /* Watcher thread. The code object at @code_addr, whose first bytes are
@@ -546,22 +265,32 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   return slot;
 }
 
-/* Watcher thread. The PyThreadState of thread @tid, or 0; its current
- * _PyCFrame in *@cframe. */
+/* Any thread. The bytes of a PyThreadState read. */
+static gsize
+lw_python_tstate_head (const LwPyOffsets *o)
+{
+  return MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next)) + sizeof (uintptr_t);
+}
+
+/* Watcher thread. The PyThreadState of thread @tid, or 0; in *@frame_at,
+ * its field tstate_frame (its _PyCFrame, or its current frame).
+ * @prefetched (nullable): the cached thread state's bytes, read already. */
 static uintptr_t
 lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid,
-                        uintptr_t *cframe)
+                        const guint8 *prefetched, uintptr_t *frame_at)
 {
   const LwPyOffsets *o = interp->offsets;
-  gsize head = MAX (o->tstate_native_thread_id, MAX (o->tstate_cframe, o->tstate_next)) + sizeof (uintptr_t);
+  gsize head = lw_python_tstate_head (o);
   uintptr_t interp_state, tstate;
-  guint8 block[512];
+  guint8 block[LW_PY_TSTATE_READ];
 
   g_assert (head <= sizeof block);
-  if (python->tstate_tid == tid && lw_python_read (python->tstate, block, head)
+  if (prefetched != NULL)
+    memcpy (block, prefetched, head);
+  if (python->tstate_tid == tid && (prefetched != NULL || lw_python_read (python->tstate, block, head))
       && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
-      *cframe = lw_python_field (block, o->tstate_cframe);
+      *frame_at = lw_python_field (block, o->tstate_frame);
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -579,7 +308,7 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
-              *cframe = lw_python_field (block, o->tstate_cframe);
+              *frame_at = lw_python_field (block, o->tstate_frame);
               return tstate;
             }
           tstate = lw_python_field (block, o->tstate_next);
@@ -590,27 +319,53 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
   return 0;
 }
 
+/* Any thread. Whether @window (@len bytes copied from @start) holds the
+ * @size bytes at @addr. */
+static gboolean
+lw_python_window_has (uintptr_t start, gsize len, uintptr_t addr, gsize size)
+{
+  return addr >= start && addr - start <= len && len - (addr - start) >= size;
+}
+
 /* Watcher thread. Copies the @len bytes of the frame at @frame into
- * @block, through the window: a miss reads from the start of the frame's
- * page to its end, a range readable whenever the frame is. */
+ * @block, through the two windows: the first holds the page of the
+ * innermost frame (most of a thread's frames), the second the page last
+ * missed (3.12+: an evaluation loop's shim frame, on the C stack). A miss
+ * reads from the start of the frame's page to its end, a range readable
+ * whenever the frame is. */
 static gboolean
 lw_python_frame_block (LwPython *python, uintptr_t frame, guint8 *block, gsize len)
 {
   uintptr_t start;
+  guint8 *window;
 
-  if (frame < python->window_start || frame - python->window_start > python->window_len
-      || python->window_len - (frame - python->window_start) < len)
+  if (lw_python_window_has (python->window_start, python->window_len, frame, len))
     {
-      start = frame & ~(uintptr_t) (sizeof python->window - 1);
-      if (frame + len - start > sizeof python->window)
-        start = frame;
-      python->window_len = 0;
-      if (!lw_python_read (start, python->window, frame + len - start))
-        return FALSE;
+      memcpy (block, python->window + (frame - python->window_start), len);
+      return TRUE;
+    }
+  if (lw_python_window_has (python->window2_start, python->window2_len, frame, len))
+    {
+      memcpy (block, python->window2 + (frame - python->window2_start), len);
+      return TRUE;
+    }
+  start = frame & ~(uintptr_t) (sizeof python->window - 1);
+  if (frame + len - start > sizeof python->window)
+    start = frame;
+  window = python->window_len == 0 ? python->window : python->window2;
+  if (!lw_python_read (start, window, frame + len - start))
+    return FALSE;
+  if (window == python->window)
+    {
       python->window_start = start;
       python->window_len = frame + len - start;
     }
-  memcpy (block, python->window + (frame - python->window_start), len);
+  else
+    {
+      python->window2_start = start;
+      python->window2_len = frame + len - start;
+    }
+  memcpy (block, window + (frame - start), len);
   return TRUE;
 }
 
@@ -621,6 +376,12 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
 {
   gsize len = interp->offsets->code_code_adaptive;
   struct iovec local[LW_PY_MAX_FRAMES], remote[LW_PY_MAX_FRAMES];
+  gboolean same = python->heads_fresh && n == python->n_spec;
+
+  for (guint i = 0; i < n && same; i++)
+    same = python->frames[i].code == python->spec_codes[i];
+  if (same)
+    return TRUE;
 
   for (guint i = 0; i < n; i++)
     {
@@ -636,34 +397,131 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
   return TRUE;
 }
 
+/* Watcher thread. Reads, in one system call, thread @tid's cached thread
+ * state into @tstate_block and what the previous merge read (its
+ * _PyCFrame's current frame into *@spec_frame, its innermost frame's page
+ * into the window, its code objects' heads). FALSE when any part failed:
+ * then nothing of it is used. */
+static gboolean
+lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, guint8 *tstate_block,
+                    uintptr_t *spec_frame)
+{
+  const LwPyOffsets *o = interp->offsets;
+  struct iovec local[LW_PY_MAX_FRAMES + 4], remote[LW_PY_MAX_FRAMES + 4];
+  gsize total = 0, len = o->code_code_adaptive;
+  guint n = 0;
+
+  if (python->tstate_tid != tid || python->n_spec == 0 || python->spec_window_len == 0
+      || (o->has_cframe && python->spec_cframe == 0))
+    return FALSE;
+  local[n] = (struct iovec) { tstate_block, lw_python_tstate_head (o) };
+  remote[n++] = (struct iovec) { (void *) python->tstate, lw_python_tstate_head (o) };
+  if (o->has_cframe)
+    {
+      local[n] = (struct iovec) { spec_frame, sizeof *spec_frame };
+      remote[n++] = (struct iovec) { (void *) (python->spec_cframe + o->cframe_current_frame), sizeof *spec_frame };
+    }
+  local[n] = (struct iovec) { python->window, python->spec_window_len };
+  remote[n++] = (struct iovec) { (void *) python->spec_window_start, python->spec_window_len };
+  if (python->spec_window2_len > 0)
+    {
+      local[n] = (struct iovec) { python->window2, python->spec_window2_len };
+      remote[n++] = (struct iovec) { (void *) python->spec_window2_start, python->spec_window2_len };
+    }
+  for (guint i = 0; i < python->n_spec; i++)
+    {
+      local[n] = (struct iovec) { python->code_heads[i], len };
+      remote[n++] = (struct iovec) { (void *) python->spec_codes[i], len };
+    }
+  for (guint i = 0; i < n; i++)
+    total += local[i].iov_len;
+  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote, (unsigned long) n, 0UL)
+      != (ssize_t) total)
+    return FALSE;
+  python->window_start = python->spec_window_start;
+  python->window_len = python->spec_window_len;
+  python->window2_start = python->spec_window2_start;
+  python->window2_len = python->spec_window2_len;
+  python->heads_fresh = TRUE;
+  return TRUE;
+}
+
 /* Watcher thread. Reads thread @tid's Python frames, innermost first,
  * into python->frames; returns how many (0 on any inconsistency). */
 static guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t cframe = 0, frame;
+  uintptr_t frame_at = 0, frame = 0, spec_frame = 0;
+  guint8 tstate_block[LW_PY_TSTATE_READ];
+  gboolean prefetched;
   guint n = 0;
 
   python->window_len = 0;
-  if (lw_python_thread_state (python, interp, tid, &cframe) == 0
-      || !lw_python_read_word (cframe + o->cframe_current_frame, &frame))
+  python->window2_len = 0;
+  python->heads_fresh = FALSE;
+  prefetched = lw_python_prefetch (python, interp, tid, tstate_block, &spec_frame);
+  if (lw_python_thread_state (python, interp, tid, prefetched ? tstate_block : NULL, &frame_at) == 0)
     return 0;
-  for (; frame != 0; n++)
+  if (!o->has_cframe)
+    frame = frame_at;
+  else if (prefetched && frame_at == python->spec_cframe)
+    frame = spec_frame;
+  else if (!lw_python_read_word (frame_at + o->cframe_current_frame, &frame))
+    return 0;
+  python->spec_cframe = o->has_cframe ? frame_at : 0;
+  /* Shims count against the bound too: every chain read ends. */
+  for (guint records = 0; frame != 0; records++)
     {
-      guint8 block[128];
+      guint8 block[LW_PY_FRAME_READ];
+      LwPyFrameRecord record;
+      uintptr_t at;
 
-      g_assert (o->frame_size <= sizeof block);
-      if (n == LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_size))
+      g_assert (o->frame_read <= sizeof block);
+      if (records == 2 * LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_read))
         return 0;
-      python->frames[n].code = lw_python_field (block, o->frame_code);
-      python->frames[n].prev_instr = lw_python_field (block, o->frame_prev_instr);
-      python->frames[n].is_entry = block[o->frame_is_entry] != 0;
-      frame = lw_python_field (block, o->frame_previous);
+      if (records == 0)
+        {
+          gboolean first = lw_python_window_has (python->window_start, python->window_len, frame,
+                                                 o->frame_read);
+
+          python->spec_window_start = first ? python->window_start : python->window2_start;
+          python->spec_window_len = first ? python->window_len : python->window2_len;
+        }
+      lw_python_layout_frame (o, block, &record);
+      at = frame;
+      frame = record.previous;
+      if (record.kind == LW_PY_FRAME_BAD)
+        return 0;
+      if (record.kind == LW_PY_FRAME_SHIM)
+        {
+          /* The shim below the first frame an evaluation loop ran; one
+           * with no frame above it matches no loop. */
+          if (n == 0 || python->frames[n - 1].is_entry)
+            return 0;
+          python->frames[n - 1].is_entry = TRUE;
+          python->frames[n - 1].entry_at = at;
+          continue;
+        }
+      if (n == LW_PY_MAX_FRAMES)
+        return 0;
+      python->frames[n].code = record.code;
+      python->frames[n].instr = record.instr;
+      python->frames[n].is_entry = record.kind == LW_PY_FRAME_CODE_ENTRY;
+      python->frames[n].entry_at = 0;
+      n++;
     }
+  python->spec_window2_start = python->window2_start;
+  python->spec_window2_len = python->window2_len;
   g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
   if (n == 0 || !lw_python_read_code_heads (python, interp, n))
-    return 0;
+    {
+      python->n_spec = 0;
+      return 0;
+    }
+  for (guint i = 0; i < n; i++)
+    python->spec_codes[i] = python->frames[i].code;
+  python->n_spec = n;
   for (guint i = 0; i < n; i++)
     {
       LwPyFrameRead *read = &python->frames[i];
@@ -673,12 +531,12 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
 
       if (code == NULL)
         return 0;
-      /* prev_instr: the code unit (2 bytes) last executed, one before
-       * the first when the frame has not started. */
-      index = ((gssize) read->prev_instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
+      /* The code unit (2 bytes) executing: prev_instr (3.11, 3.12) is
+       * one before the first when the frame has not started. */
+      index = ((gssize) read->instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
       if (index < -1 || index >= code->n_units)
         return 0;
-      line = lw_python_line (code->linetable, code->linetable_len, code->firstlineno, index);
+      line = lw_python_layout_line (code->linetable, code->linetable_len, code->firstlineno, index);
       if (code->last_tag == 0 || code->last_line != line)
         {
           code->last_tag = lw_lang_frame_intern (LW_LANG_PYTHON, code->qualname, code->filename, line);
@@ -700,39 +558,103 @@ lw_python_is_eval (const LwPyInterpreter *interp, uintptr_t ip, guint index)
   return pc >= interp->eval_lo && pc < interp->eval_hi;
 }
 
+/* Watcher thread. The evaluation-loop frame of each entry frame, by the
+ * symbol: one loop frame per entry frame, innermost first. FALSE when the
+ * counts differ (the thread returned or called since its stack was
+ * copied, or the copy was cut short): pairing them would misname frames. */
+static gboolean
+lw_python_place_by_symbol (LwPython *python, const LwPyInterpreter *interp, const uintptr_t *ips,
+                           guint n_ips, guint n_frames, gboolean truncated, gint *loop_of)
+{
+  guint n_eval = 0, n_entries = 0, next = 0;
+
+  for (guint i = 0; i < n_ips; i++)
+    n_eval += lw_python_is_eval (interp, ips[i], i);
+  for (guint i = 0; i < n_frames; i++)
+    n_entries += python->frames[i].is_entry;
+  if (n_eval == 0 || (n_entries != n_eval && !(truncated && n_eval < n_entries)))
+    return FALSE;
+  for (guint i = 0; i < n_ips; i++)
+    loop_of[i] = lw_python_is_eval (interp, ips[i], i) ? (gint) next++ : -1;
+  return TRUE;
+}
+
+/* Watcher thread. The evaluation-loop frame of each entry frame, by the
+ * stack (3.12+): the shim frame below an entry frame is a local variable
+ * of the loop that ran it, so it lies inside that native frame's stack,
+ * [sps[k], sps[k + 1]). Needs no symbol: a loop whose code the linker
+ * split (Debian's 3.14 exports only the first 1184 bytes of it as
+ * _PyEval_EvalFrameDefault) is found all the same. FALSE when a shim lies
+ * in no frame, or two in one, or out of order. */
+static gboolean
+lw_python_place_by_stack (LwPython *python, const uintptr_t *sps, guint n_ips, guint n_frames,
+                          gboolean truncated, gint *loop_of)
+{
+  guint k = 0, next = 0;
+
+  for (guint i = 0; i < n_ips; i++)
+    loop_of[i] = -1;
+  for (guint i = 0; i < n_frames; i++)
+    {
+      uintptr_t at = python->frames[i].entry_at;
+
+      if (!python->frames[i].is_entry)
+        continue;
+      if (at == 0)
+        return FALSE;
+      /* The outermost frame copied owns everything above it only when
+       * the walk reached the end of the stack. */
+      while (k < n_ips && !(sps[k] != 0 && sps[k] <= at && (k + 1 < n_ips ? at < sps[k + 1] : !truncated)))
+        k++;
+      if (k == n_ips)
+        /* Beyond the copy: its outer frames were cut, so are these. */
+        return truncated && next > 0 && n_ips > 0 && sps[n_ips - 1] != 0 && at >= sps[n_ips - 1];
+      loop_of[k++] = (gint) next++;
+    }
+  return next > 0;
+}
+
 guint
-lw_python_merge (LwPython *python, pid_t tid, uintptr_t *ips, guint n_ips, guint max_ips,
-                 gboolean *truncated)
+lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *ips, guint n_ips,
+                 guint max_ips, gboolean *truncated)
 {
   const LwPyInterpreter *interp;
-  guint n_eval = 0, n_entries = 0, n_frames, out = 0, next = 0;
+  guint n_frames, out = 0, next = 0;
+  gint *loop_of;
 
   if (n_ips == 0 || (interp = lw_python_interpreter ()) == NULL)
     return n_ips;
-  for (guint i = 0; i < n_ips; i++)
-    if (lw_python_is_eval (interp, ips[i], i))
-      n_eval++;
-  if (n_eval == 0)
-    return n_ips;
+  /* Cheap first: a stack with no evaluation loop (by its symbol, or, to
+   * be placed by the stack, no frame in the interpreter's code at all). */
+  {
+    gboolean may_run_python = FALSE;
+
+    for (guint i = 0; i < n_ips && !may_run_python; i++)
+      may_run_python = interp->offsets->entry == LW_PY_ENTRY_SHIM && sps != NULL
+                       ? ips[i] >= interp->text_lo && ips[i] < interp->text_hi
+                       : lw_python_is_eval (interp, ips[i], i);
+    if (!may_run_python)
+      return n_ips;
+  }
   n_frames = lw_python_read_frames (python, interp, tid);
   if (n_frames == 0 || !python->frames[n_frames - 1].is_entry)
     return n_ips;
-  for (guint i = 0; i < n_frames; i++)
-    n_entries += python->frames[i].is_entry;
-  /* One evaluation loop per entry frame. A mismatch means the thread
-   * moved on since its stack was copied (or the copy was cut short):
-   * pairing them would misname frames. */
-  if (n_entries != n_eval && !(*truncated && n_eval < n_entries))
+
+  if (python->scratch_len < MAX (max_ips, n_ips))
+    {
+      python->scratch = g_renew (uintptr_t, python->scratch, MAX (max_ips, n_ips));
+      python->loop_of = g_renew (gint, python->loop_of, MAX (max_ips, n_ips));
+      python->scratch_len = MAX (max_ips, n_ips);
+    }
+  loop_of = python->loop_of;
+  if (!(interp->offsets->entry == LW_PY_ENTRY_SHIM && sps != NULL
+        && lw_python_place_by_stack (python, sps, n_ips, n_frames, *truncated, loop_of))
+      && !lw_python_place_by_symbol (python, interp, ips, n_ips, n_frames, *truncated, loop_of))
     return n_ips;
 
-  if (python->scratch_len < max_ips)
-    {
-      python->scratch = g_renew (uintptr_t, python->scratch, max_ips);
-      python->scratch_len = max_ips;
-    }
   for (guint i = 0; i < n_ips && out < max_ips; i++)
     {
-      if (!lw_python_is_eval (interp, ips[i], i))
+      if (loop_of[i] < 0)
         {
           python->scratch[out++] = ips[i];
           continue;

@@ -17,10 +17,9 @@
  * language LW_LANG_PYTHON; the reporting thread turns it back into a frame
  * with lw_lang_frame_resolve().
  *
- * Interpreter layouts are tables of offsets (struct LwPyOffsets in
- * lw-python.c), one per CPython version, chosen from the interpreter's
- * Py_Version; interpreters that publish _Py_DebugOffsets (3.13+) are
- * recognised by its cookie at the start of _PyRuntime.
+ * Interpreter layouts (lw-python-layout.h): a table per version for 3.11
+ * and 3.12, chosen from the interpreter's Py_Version; from 3.13 on, the
+ * interpreter's own _Py_DebugOffsets, validated before use.
  */
 #pragma once
 
@@ -53,15 +52,20 @@ void      lw_python_free (LwPython *python);
 /* Watcher thread, right after a capture of thread @tid, while it is still
  * stuck. Replaces, in @ips (@n_ips native frames, room for @max_ips), each
  * native frame of the evaluation loop by the Python frames it was running,
- * innermost first. Returns the new count; sets *@truncated when frames had
- * to be dropped for room. Leaves @ips unchanged when the process runs no
- * CPython this file knows, or the frames cannot be read consistently. */
-guint     lw_python_merge (LwPython  *python,
-                           pid_t      tid,
-                           uintptr_t *ips,
-                           guint      n_ips,
-                           guint      max_ips,
-                           gboolean  *truncated);
+ * innermost first. @sps (nullable): the stack pointer of each of @ips
+ * (lw_unwinder_stack_pointers()), which places each loop's Python frames
+ * by where its shim frame lies on the stack (3.12+); without it, or on
+ * 3.11, loop frames are known by the symbol _PyEval_EvalFrameDefault.
+ * Returns the new count; sets *@truncated when frames had to be dropped
+ * for room. Leaves @ips unchanged when the process runs no CPython this
+ * file knows, or the frames cannot be read consistently. */
+guint     lw_python_merge (LwPython        *python,
+                           pid_t            tid,
+                           const uintptr_t *sps,
+                           uintptr_t       *ips,
+                           guint            n_ips,
+                           guint            max_ips,
+                           gboolean        *truncated);
 
 /* Any thread, normal context. TRUE when @ip is a Python frame made by
  * lw_python_merge(). */

@@ -198,7 +198,7 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
 {
   LwSnapshot *snap = watch->snapshot;
   gboolean truncated;
-  guint n;
+  guint n, walked;
 
   if (lag->caught_ns < 0)
     lag->first_result = result;
@@ -222,10 +222,14 @@ lw_watcher_took (LagWatch *watch, LwLag *lag, LwCaptureResult result)
   n = lw_unwinder_walk (watch->unwinder, snap, watch->ips, watch->config->max_frames, &truncated);
   /* The JavaScript and Python frames are the stuck thread's memory: read
    * them now. JavaScript first: it places frames by the native frames'
-   * stack pointers, which the walk's indices hold. */
+   * stack pointers, which the walk's indices hold; Python places its
+   * own by them too, while they still match (JavaScript added none). */
+  walked = n;
   n = lw_gjs_merge (lag->tid, watch->ips, lw_unwinder_stack_pointers (watch->unwinder), n,
                     watch->config->max_frames, &truncated);
-  n = lw_python_merge (watch->python, lag->tid, watch->ips, n, watch->config->max_frames, &truncated);
+  n = lw_python_merge (watch->python, lag->tid,
+                       n == walked ? lw_unwinder_stack_pointers (watch->unwinder) : NULL,
+                       watch->ips, n, watch->config->max_frames, &truncated);
   if (lw_profile_add (watch->profile, watch->ips, n, truncated, snap->taken_ns))
     {
       lw_profile_thin (watch->profile);

@@ -1,26 +1,52 @@
-"""check-offsets.py LW_PYTHON_C: lagwatch's CPython 3.11 layout table, checked on the running interpreter.
+"""check-offsets.py SAMPLER: lagwatch's layout of the running CPython, checked on its live objects.
 
-Reads the table lw_python_3_11 out of lib/lw-python.c (the offsets lagwatch
-reads the interpreter's memory with) and checks every entry (TAP) against
-the live objects of this interpreter, through ctypes: each offset must find
-the field it names in a real runtime, thread state, frame, code object,
-string, bytes, function and bound method. Run on /usr/bin/python3
-(Debian's 3.11).
+SAMPLER (python-sampler.c, loaded with ctypes) gives the layout lagwatch
+reads this interpreter with, found as lagwatch finds it: parsed from the
+interpreter's own _Py_DebugOffsets (3.13+), else its version's table (3.11,
+3.12). Every entry is checked (TAP) against the live objects of this
+interpreter through ctypes: each offset must find the field it names in a
+real runtime, thread state, frame, code object, string, bytes, function and
+bound method. An interpreter lagwatch does not read (older than 3.11, a
+version it does not know, a free-threaded build) is a visible skip.
+Run on /usr/bin/python3 by the suite, and on every CPython of this machine
+by run-ctypes-lags.py.
 """
 import ctypes
-import re
+import os
 import sys
 import threading
 
-source = open(sys.argv[1], encoding="utf-8").read()
-block = re.search(r"lw_python_3_11 = \{(.*?)\n\};", source, re.S).group(1)
-table = {name: int(value, 0) for name, value in re.findall(r"\.(\w+) = (0x[0-9a-fA-F]+|\d+),", block)}
+# An ASan build of the module in an uninstrumented interpreter needs ASan's
+# runtime loaded first: run again with it preloaded.
+runtime = os.environ.get("LW_ASAN_RUNTIME")
+if runtime and runtime not in os.environ.get("LD_PRELOAD", ""):
+    os.environ["LD_PRELOAD"] = runtime + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
+    os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+try:
+    sampler = ctypes.CDLL(sys.argv[1])
+except OSError as error:
+    print("1..0 # SKIP the sampler module cannot be loaded here: %s" % error)
+    sys.exit(0)
+buf = ctypes.create_string_buffer(1 << 16)
+status = sampler.lw_test_python_layout(buf, len(buf))
+if status != 1:
+    print("1..0 # SKIP lagwatch does not read CPython %d.%d: %s"
+          % (sys.version_info[0], sys.version_info[1], buf.value.decode(errors="replace")))
+    sys.exit(0)
+table = {name: int(value) for name, value in (line.split() for line in buf.value.decode().splitlines())}
 results = []
 api = ctypes.pythonapi
+SHIM = 3  # a shim frame's owner, 3.12 to 3.14
 
 
 def word(addr):
     return ctypes.c_void_p.from_address(addr).value or 0
+
+
+def byte(addr):
+    return ctypes.c_uint8.from_address(addr).value
 
 
 def check(name, ok, detail=""):
@@ -32,26 +58,45 @@ class Widget:
         pass
 
 
+def frame_code(frame):
+    code = word(frame + table["frame_code"])
+    return code & ~3 if table["code_tagged"] else code
+
+
 def inner_frame_checks():
     api.PyThreadState_Get.restype = ctypes.c_void_p
     tstate = api.PyThreadState_Get()
     # Read inline (ctypes' C methods push no Python frame): the current
     # frame is then this function's own.
-    cframe = ctypes.c_void_p.from_address(tstate + table["tstate_cframe"]).value
-    frame = ctypes.c_void_p.from_address(cframe + table["cframe_current_frame"]).value
+    at = ctypes.c_void_p.from_address(tstate + table["tstate_frame"]).value
+    frame = ctypes.c_void_p.from_address(at + table["cframe_current_frame"]).value if table["has_cframe"] else at
     code = sys._getframe().f_code
-    check("tstate_cframe", cframe != 0)
+    check("tstate_frame", frame != 0)
+    check("has_cframe", table["has_cframe"] == (sys.version_info < (3, 13)), "(3.11 and 3.12 have a _PyCFrame)")
     check("cframe_current_frame", frame != 0)
-    check("frame_code", word(frame + table["frame_code"]) == id(code), "(this function's code)")
+    check("frame_code", frame_code(frame) == id(code), "(this function's code)")
+    check("code_tagged", table["code_tagged"] == (sys.version_info >= (3, 14)), "(3.14's f_executable is tagged)")
     previous = word(frame + table["frame_previous"])
-    check("frame_previous", word(previous + table["frame_code"]) == id(sys._getframe(1).f_code),
-          "(the caller's frame)")
-    prev_instr = word(frame + table["frame_prev_instr"])
+    check("frame_previous", frame_code(previous) == id(sys._getframe(1).f_code), "(the caller's frame)")
+    instr = word(frame + table["frame_instr"])
     first = id(code) + table["code_code_adaptive"]
-    check("frame_prev_instr", first <= prev_instr < first + len(code.co_code), "(inside this code)")
-    entry = [ctypes.c_bool.from_address(f + table["frame_is_entry"]).value for f in (frame, previous)]
-    check("frame_is_entry", entry == [False, False], "(Python-to-Python calls are not entries)")
-    check("frame_size", table["frame_size"] > table["frame_is_entry"])
+    check("frame_instr", first <= instr < first + len(code.co_code), "(inside this code)")
+    if table["entry"] == 0:
+        entry = [byte(f + table["frame_is_entry"]) for f in (frame, previous)]
+        check("frame_is_entry", entry == [0, 0], "(Python-to-Python calls are not entries)")
+        check("frame_owner", True, "(not read with is_entry)")
+        check("entry", sys.version_info < (3, 12), "(is_entry: 3.11)")
+    else:
+        owners, at = [], frame
+        while at and len(owners) < 1000:
+            owners.append(byte(at + table["frame_owner"]))
+            at = word(at + table["frame_previous"])
+        check("frame_owner", owners[:2] == [0, 0] and owners[-1] == SHIM,
+              "(this frame and its caller are the thread's, the outermost is a shim: %s)" % owners[-8:])
+        check("frame_is_entry", True, "(not read with shims)")
+        check("entry", sys.version_info >= (3, 12), "(shims: 3.12+)")
+    check("frame_read", table["frame_read"] > max(table["frame_previous"], table["frame_code"],
+                                                  table["frame_instr"], table["frame_owner"]))
 
 
 def main():

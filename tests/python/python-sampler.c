@@ -3,13 +3,18 @@
  * Loaded with ctypes by check-churn.py into /usr/bin/python3. Takes
  * @samples stacks of thread @tid as the watcher does (signal + copy,
  * unwind, Python frames merged) and writes every Python frame it got, one
- * "qualname\tfile\tline" line each, into @out.
+ * "qualname\tfile\tline" line each, into @out. check-offsets.py loads it
+ * into any CPython for lw_test_python_layout(): the layout lagwatch reads
+ * that interpreter with.
  */
+#include <dlfcn.h>
+
 #include "lagwatch.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-lang-frames.h"
 #include "lw-python.h"
+#include "lw-python-layout.h"
 #include "lw-unwind.h"
 #include "lw-watcher.h"
 
@@ -41,7 +46,8 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
       if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, snap, 50 * LW_NSEC_PER_MSEC) != LW_CAPTURE_OK)
         continue;
       n = lw_unwinder_walk (unwinder, snap, ips, G_N_ELEMENTS (ips), &truncated);
-      n = lw_python_merge (python, tid, ips, n, G_N_ELEMENTS (ips), &truncated);
+      n = lw_python_merge (python, tid, lw_unwinder_stack_pointers (unwinder), ips, n, G_N_ELEMENTS (ips),
+                           &truncated);
       for (guint j = 0; j < n; j++)
         {
           LwFrame frame = { 0 };
@@ -65,4 +71,89 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
     memcpy (out, frames->str, frames->len + 1);
   g_string_free (frames, TRUE);
   return with_python;
+}
+
+__attribute__ ((visibility ("default"))) int lw_test_python_layout (char *out, int size);
+
+/* The running interpreter's thread, normal context. Writes into @out the
+ * layout lagwatch reads this interpreter with, one "name value" line per
+ * offset, found as lw-python.c finds it (its _Py_DebugOffsets, else its
+ * version's table). Returns 1; 0 with the reason in @out when lagwatch
+ * would not read it; -1 when @out is too small. */
+int
+lw_test_python_layout (char *out, int size)
+{
+  const guint32 *version = dlsym (RTLD_DEFAULT, "Py_Version");
+  const guint8 *runtime = dlsym (RTLD_DEFAULT, "_PyRuntime");
+  g_autoptr(GString) text = g_string_new (NULL);
+  LwPyOffsets layout;
+  char why[160];
+  int status = 1;
+
+  if (version == NULL || runtime == NULL)
+    g_string_assign (text, "no Py_Version: a CPython older than 3.11");
+  else
+    switch (lw_python_layout_from_debug_offsets (runtime, lw_python_layout_debug_offsets_size (), *version,
+                                                 &layout, why, sizeof why))
+      {
+      case LW_PY_LAYOUT_OK:
+        break;
+      case LW_PY_LAYOUT_NOT_PUBLISHED:
+        if (lw_python_layout_table (*version >> 16) != NULL)
+          {
+            layout = *lw_python_layout_table (*version >> 16);
+            break;
+          }
+        g_string_printf (text, "no table for CPython %u.%u", *version >> 24, (*version >> 16) & 0xff);
+        status = 0;
+        break;
+      default:
+        g_string_assign (text, why);
+        status = 0;
+        break;
+      }
+  if (version == NULL || runtime == NULL)
+    status = 0;
+  if (status == 1)
+    {
+#define LW_FIELD(name) g_string_append_printf (text, #name " %" G_GSIZE_FORMAT "\n", (gsize) layout.name)
+      LW_FIELD (version);
+      LW_FIELD (runtime_interpreters_head);
+      LW_FIELD (interp_next);
+      LW_FIELD (interp_threads_head);
+      LW_FIELD (tstate_next);
+      LW_FIELD (tstate_native_thread_id);
+      LW_FIELD (tstate_frame);
+      LW_FIELD (has_cframe);
+      LW_FIELD (cframe_current_frame);
+      LW_FIELD (frame_code);
+      LW_FIELD (code_tagged);
+      LW_FIELD (frame_previous);
+      LW_FIELD (frame_instr);
+      LW_FIELD (entry);
+      LW_FIELD (frame_is_entry);
+      LW_FIELD (frame_owner);
+      LW_FIELD (frame_read);
+      LW_FIELD (object_type);
+      LW_FIELD (var_size);
+      LW_FIELD (code_firstlineno);
+      LW_FIELD (code_filename);
+      LW_FIELD (code_qualname);
+      LW_FIELD (code_linetable);
+      LW_FIELD (code_code_adaptive);
+      LW_FIELD (unicode_length);
+      LW_FIELD (unicode_state);
+      LW_FIELD (ascii_size);
+      LW_FIELD (compact_utf8_length);
+      LW_FIELD (compact_utf8);
+      LW_FIELD (compact_size);
+      LW_FIELD (bytes_data);
+      LW_FIELD (function_qualname);
+      LW_FIELD (method_function);
+#undef LW_FIELD
+    }
+  if (text->len + 1 > (gsize) size)
+    return -1;
+  memcpy (out, text->str, text->len + 1);
+  return status;
 }
