@@ -2,8 +2,13 @@
  * test (through the user's own LD_PRELOAD, which the launcher must keep).
  * Once the program's loop runs, it adds one named timeout to the default
  * context whose callback spins for LW_TEST_SLOW_MS, then, shortly after,
- * asks the application to quit. The program itself is not changed. */
+ * asks the application to quit. The program itself is not changed.
+ * When LW_TEST_SLOW_TIMES names a file, the wall-clock times (µs since the
+ * epoch, as a report's "time") of the spin's start and end and of the quit
+ * are written to it as they happen: the test finds the lag that holds the
+ * spin by them, on a loaded machine too. */
 #include <gio/gio.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define LAGGY __attribute__ ((noipa))
@@ -17,10 +22,25 @@ launcher_test_spin (gint64 ms)
     ;
 }
 
+/* Loop thread. Appends "@what TIME_US" to the LW_TEST_SLOW_TIMES file. */
+static void
+note_time (const char *what)
+{
+  const char *path = g_getenv ("LW_TEST_SLOW_TIMES");
+  FILE *file;
+
+  if (path == NULL || (file = fopen (path, "a")) == NULL)
+    return;
+  fprintf (file, "%s %" G_GINT64_FORMAT "\n", what, g_get_real_time ());
+  fclose (file);
+}
+
 static gboolean
 quit_application (gpointer data)
 {
   GApplication *app = g_application_get_default ();
+
+  note_time ("quit");
 
   if (app != NULL)
     g_application_quit (app);
@@ -32,7 +52,9 @@ quit_application (gpointer data)
 static LAGGY gboolean
 launcher_test_slow_callback (gpointer data)
 {
+  note_time ("spin_start");
   launcher_test_spin (atoi (g_getenv ("LW_TEST_SLOW_MS")));
+  note_time ("spin_end");
   g_timeout_add (300, quit_application, NULL);
   __asm__ volatile ("" ::: "memory");
   return G_SOURCE_REMOVE;
