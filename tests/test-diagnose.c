@@ -22,14 +22,18 @@
 
 #define KEEP_FRAME() __asm__ volatile ("" ::: "memory")  /* no tail call: keep the caller's frame */
 
-/* The phases spin for CPU time, not wall time: a running thread is
- * sampled per 10 ms of its CPU, and a loaded machine would give a
- * wall-clock spin a few samples at random (4 in a 600 ms lag, measured
- * beside two busy loops), too few to say which phase was heavier. */
+/* The first phase holds the threshold (100 ms) and lasts 130 ms of wall
+ * time: a handful of samples at most, whatever the load. The second spins
+ * for CPU time: a running thread is sampled per 10 ms of its CPU (and,
+ * when the watcher finds it preempted, through /proc by wall time), so
+ * the lag gets tens of samples (30 to 45 beside two busy loops), where
+ * wall-clock spins on a loaded machine got 4 in all: too few to say which
+ * phase was heavier. With both phases spinning for CPU time, the first
+ * one, starved longer, once outweighed the second in 10 runs. */
 static LAGGY void
 first_phase (int ms)
 {
-  spin_cpu_ms (GINT_TO_POINTER (ms));
+  spin_ms (GINT_TO_POINTER (ms));
   KEEP_FRAME ();
 }
 
