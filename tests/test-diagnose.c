@@ -28,8 +28,9 @@
  * when the watcher finds it preempted, through /proc by wall time), so
  * the lag gets tens of samples (30 to 45 beside two busy loops), where
  * wall-clock spins on a loaded machine got 4 in all: too few to say which
- * phase was heavier. With both phases spinning for CPU time, the first
- * one, starved longer, once outweighed the second in 10 runs. */
+ * phase was heavier. Were the first to spin for CPU time too, a loaded
+ * machine could stretch it, and its samples by wall time, past the
+ * second's. */
 static LAGGY void
 first_phase (int ms)
 {
