@@ -17,10 +17,13 @@
  * 5. Sampling: CPU of lagwatch's thread during a long hang, beside a
  *    thread that only wakes as often (the floor of any sleeping sampler).
  *
- * Deterministic results (instruction counts, wake-up counts, memory) are
- * checked against the targets in both modes; timing results (latency,
- * sample cost, CPU share) only in the full mode, where runs are long enough
- * to mean something on a noisy machine. Exit status 1 on a missed target.
+ * The full mode checks every target. The short mode (the test suite, on a
+ * shared and possibly busy CI machine) fails only on what no noise moves:
+ * wrong results (a lag not caught, frames that differ from libunwind's),
+ * idle wake-ups, memory. Ratios and timings (instruction overheads, whose
+ * callgrind runs a loaded machine can make lag, so that lagwatch samples
+ * them; latency, sample cost, CPU share, samples per CPU time) are reported
+ * there, as (info), never failed on. Exit status 1 on a missed target.
  */
 #include <errno.h>
 #include <semaphore.h>
@@ -343,6 +346,7 @@ bench_hot_path (const char *self)
               100.0 * (per[m] - per[0]) / per[0], 100.0 * (per[m] - per[1]) / per[1],
               wall[m][rounds / 2], wall[m][rounds / 2] / wall[0][rounds / 2]);
     }
+<<<<<<< HEAD
   wrapper = trackers ? per[7] - per[6] : per[3] - per[1];
   verdict (wrapper / per[1] <= 0.03, TRUE,
            "lagwatch's poll wrapper adds %.1f instructions (%.1f%%) to a no-op iteration of a program "
@@ -353,6 +357,12 @@ bench_hot_path (const char *self)
              "wrapper add %.1f instructions (%.1f%%), the price of firing every source on time",
              per[3] - per[1], 100.0 * (per[3] - per[1]) / per[1]);
   verdict (trackers || (per[2] - per[1]) / per[1] <= 0.03, !trackers,
+=======
+  verdict ((per[3] - per[1]) / per[1] <= 0.03, !short_mode,
+           "lagwatch adds %.1f instructions (%.1f%%) to a no-op iteration of a program with threads "
+           "(target <= 3%%)", per[3] - per[1], 100.0 * (per[3] - per[1]) / per[1]);
+  verdict ((per[2] - per[1]) / per[1] <= 0.03, !short_mode,
+>>>>>>> underload
            "without its latency profile (LAGWATCH_STATS=0): %.1f instructions (%.1f%%); the profile "
            "itself: %+.1f (its trampolines read the TSC without asking which clock to use)",
            per[2] - per[1], 100.0 * (per[2] - per[1]) / per[1], per[3] - per[2]);
@@ -364,7 +374,11 @@ bench_hot_path (const char *self)
   real_lagwatch = instructions_per_iteration (self, "lagwatch", units);
   printf ("  realistic loop (%.0f instructions per iteration, %.1f us natively here):\n",
           real_bare, native_work_us ());
+<<<<<<< HEAD
   verdict ((real_lagwatch - real_bare) / real_bare <= 0.001, !trackers,
+=======
+  verdict ((real_lagwatch - real_bare) / real_bare <= 0.001, !short_mode,
+>>>>>>> underload
            "lagwatch adds %.3f%% to an iteration of a program with threads (target <= 0.1%%)",
            100.0 * (real_lagwatch - real_bare) / real_bare);
 }
@@ -858,7 +872,8 @@ bench_sampling (void)
   /* One per 10 ms of the hang's CPU time past the threshold, give or take
    * a tick. */
   expected = (hang_cpu_ns / LW_NSEC_PER_MSEC - LW_DEFAULT_THRESHOLD_MS) / LW_DEFAULT_SAMPLE_MS;
-  verdict (samples >= expected * 8 / 10, TRUE,
+  verdict (samples > 0, TRUE, "the hang was sampled");
+  verdict (samples >= expected * 8 / 10, !short_mode,
            "%u samples for %.0f ms of CPU in the hang past the threshold (at least 80%% of %"
            G_GINT64_FORMAT ", one per %d ms)",
            samples, hang_cpu_ns / 1e6 - LW_DEFAULT_THRESHOLD_MS, expected, LW_DEFAULT_SAMPLE_MS);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <glib.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "lagwatch.h"
@@ -50,6 +52,40 @@ spin_cpu_ms (gpointer data)
 
   while (thread_cpu_ms () < end)
     ;
+}
+
+/* Any thread. How long thread @tid has waited for a CPU so far (its
+ * run-queue delay, the second field of /proc/self/task/TID/schedstat), in
+ * ms; -1 where the kernel keeps no scheduler statistics. */
+static G_GNUC_UNUSED double
+thread_wait_ms (pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) tid);
+  g_autofree char *contents = NULL;
+  guint64 cpu_ns, wait_ns;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL)
+      || sscanf (contents, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &cpu_ns, &wait_ns) != 2)
+    return -1;
+  return (double) wait_ns / 1e6;
+}
+
+/* Any thread. The thread named "lagwatch" (the watcher), or 0. */
+static G_GNUC_UNUSED pid_t
+watcher_tid (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *tid;
+
+  while (dir != NULL && (tid = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+      g_autofree char *comm = NULL;
+
+      if (g_file_get_contents (path, &comm, NULL, NULL) && g_str_equal (g_strstrip (comm), "lagwatch"))
+        return (pid_t) g_ascii_strtoll (tid, NULL, 10);
+    }
+  return 0;
 }
 
 typedef struct

@@ -278,6 +278,18 @@ test_thread_exits_while_attached (void)
 
 static _Atomic gint64 forever_entered_us;
 
+/* The lag's timeline of waiting for a CPU: every millisecond or so, how
+ * long the loop thread and the watcher thread have waited, together,
+ * since the loop entered the lag. Written by the detacher thread, read by
+ * the reporting thread after the detach. */
+#define WAIT_POINTS 1024
+static struct
+{
+  double elapsed_ms;
+  double wait_ms;
+} wait_points[WAIT_POINTS];
+static guint n_wait_points;
+
 static LAGGY void
 spin_forever (void)
 {
@@ -293,12 +305,18 @@ never_returns (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Watcher thread of the child: hand the report to the parent, end. */
+/* Watcher thread of the child: hand the report to the parent, with the
+ * timeline of waiting for a CPU ("ELAPSED_MS WAIT_MS" lines), end. */
 static void
 write_report_json (LagWatchReport *report, gpointer data)
 {
   g_autofree char *json = lagwatch_report_to_json (report);
+  g_autofree char *wait_path = g_strconcat (g_getenv ("LW_TEST_REPORT_FILE"), ".wait", NULL);
+  g_autoptr(GString) waits = g_string_new ("");
 
+  for (guint i = 0; i < n_wait_points; i++)
+    g_string_append_printf (waits, "%.3f %.3f\n", wait_points[i].elapsed_ms, wait_points[i].wait_ms);
+  g_assert_true (g_file_set_contents (wait_path, waits->str, -1, NULL));
   g_assert_true (g_file_set_contents (g_getenv ("LW_TEST_REPORT_FILE"), json, -1, NULL));
   _exit (0);
 }
@@ -306,10 +324,27 @@ write_report_json (LagWatchReport *report, gpointer data)
 static gpointer
 detach_after (gpointer data)
 {
+  pid_t loop_tid = getpid (), watcher = watcher_tid ();
+  double base_ms = -1;
+
+  while (forever_entered_us == 0)
+    g_usleep (1000);
   /* The observation window: by 400 ms into the lag the stack must have
    * been taken (the assertion is on caught_ms, measured by lagwatch). */
-  while (forever_entered_us == 0 || g_get_monotonic_time () - forever_entered_us < 400 * 1000)
-    g_usleep (1000);
+  while (g_get_monotonic_time () - forever_entered_us < 400 * 1000)
+    {
+      double loop_wait = thread_wait_ms (loop_tid), watcher_wait = thread_wait_ms (watcher);
+
+      if (base_ms < 0 && loop_wait >= 0 && watcher_wait >= 0)
+        base_ms = loop_wait + watcher_wait;
+      if (base_ms >= 0 && loop_wait >= 0 && watcher_wait >= 0 && n_wait_points < WAIT_POINTS)
+        {
+          wait_points[n_wait_points].elapsed_ms = (g_get_monotonic_time () - forever_entered_us) / 1000.0;
+          wait_points[n_wait_points].wait_ms = loop_wait + watcher_wait - base_ms;
+          n_wait_points++;
+        }
+      g_usleep (1000);
+    }
   lagwatch_detach (data);
   return NULL;
 }
@@ -344,13 +379,37 @@ json_stack_has (JsonObject *object, const char *symbol)
   return json_frames_have (json_object_get_array_member (object, "stack"), symbol);
 }
 
+/* Test process. From @timeline ("ELAPSED_MS WAIT_MS" lines, elapsed since
+ * the lag began), how long the loop and watcher threads had waited for a
+ * CPU at the first point at or past @at_ms (the last point if none; 0 for
+ * none at all, as where the kernel keeps no scheduler statistics). The
+ * lag began a little before the timeline's zero: the point found is, if
+ * anything, later than @at_ms, and its wait larger. */
+static double
+waited_until (const char *timeline, double at_ms)
+{
+  g_auto(GStrv) lines = g_strsplit (timeline, "\n", -1);
+  double wait_ms = 0;
+
+  for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+    {
+      char *end;
+      double elapsed_ms = g_ascii_strtod (lines[i], &end);
+
+      wait_ms = g_ascii_strtod (end, NULL);
+      if (elapsed_ms >= at_ms)
+        break;
+    }
+  return wait_ms;
+}
+
 static void
 test_never_returns (void)
 {
   g_autoptr(JsonParser) parser = json_parser_new ();
-  g_autofree char *dir = NULL, *path = NULL, *json = NULL;
+  g_autofree char *dir = NULL, *path = NULL, *json = NULL, *wait_path = NULL, *wait = NULL;
   JsonObject *report;
-  double caught;
+  double caught, wait_ms;
 
   if (g_test_subprocess ())
     {
@@ -359,18 +418,32 @@ test_never_returns (void)
     }
   dir = g_dir_make_tmp ("lagwatch-hang-XXXXXX", NULL);
   path = g_build_filename (dir, "report.json", NULL);
+  wait_path = g_strconcat (path, ".wait", NULL);
   g_setenv ("LW_TEST_REPORT_FILE", path, TRUE);
   g_test_trap_subprocess (NULL, 20 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
   g_unsetenv ("LW_TEST_REPORT_FILE");
-  g_test_trap_assert_passed ();
-  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  g_file_get_contents (path, &json, NULL, NULL);
+  g_file_get_contents (wait_path, &wait, NULL, NULL);
   g_unlink (path);
+  g_unlink (wait_path);
   g_rmdir (dir);
+  g_test_trap_assert_passed ();
+  g_assert_nonnull (json);
+  g_assert_nonnull (wait);
   report = parse_json_object (parser, json);
   caught = json_object_get_double_member (report, "caught_ms");
-  g_test_message ("stack taken %.1f ms into the lag", caught);
+  wait_ms = waited_until (wait, caught);
+  g_test_message ("stack taken %.1f ms into the lag; the loop and watcher threads had waited %.1f ms "
+                  "for a CPU by then", caught, wait_ms);
+  /* Never before the threshold (100 ms, the default). After it, by 10 ms
+   * at most (the watcher's wake-up and one signal round trip take well
+   * under 1 ms on an idle machine; a catch one sampling interval late
+   * would be 110 ms or more), plus the time the watcher and the loop
+   * thread waited for a CPU by then, which a loaded machine adds to the
+   * watcher's wake-up and to the handler's run: exact on an idle machine,
+   * as wide as the measured starvation on a loaded one. */
   g_assert_cmpfloat (caught, >=, 100.0);
-  g_assert_cmpfloat (caught, <=, 110.0);
+  g_assert_cmpfloat (caught, <=, 110.0 + wait_ms);
   g_assert_false (json_object_get_boolean_member (report, "complete"));
   g_assert_true (json_stack_has (report, "spin_forever"));
 }

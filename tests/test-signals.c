@@ -28,9 +28,60 @@
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-report.h"
+#include "lw-symbols.h"
 #include "lw-watcher.h"
 
 #define CHILD_TIMEOUT_US (60 * G_USEC_PER_SEC)
+
+/* The environment variable that hands a subprocess the directory its test
+ * process made for it (shared_tmp_new). */
+#define SHARED_TMP_ENV "LW_TEST_SHARED_TMP"
+
+/* Test process. A fresh temporary directory for the next subprocess, named
+ * to it in SHARED_TMP_ENV; owned by @uid (-1: the caller), so a subprocess
+ * that changes its user can still write in it. The test process removes
+ * it (shared_tmp_remove) whatever the subprocess did. */
+static char *
+shared_tmp_new (uid_t uid)
+{
+  char *dir = g_dir_make_tmp ("lagwatch-signals-XXXXXX", NULL);
+
+  g_assert_nonnull (dir);
+  if (uid != (uid_t) -1)
+    g_assert_cmpint (chown (dir, uid, uid), ==, 0);
+  g_setenv (SHARED_TMP_ENV, dir, TRUE);
+  return dir;
+}
+
+/* Test process. Removes @path and everything under it. */
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+/* Test process, once its subprocess has ended (passed or not): the
+ * directory shared_tmp_new() made is gone, with anything left in it. */
+static void
+shared_tmp_remove (char *dir)
+{
+  remove_tree (dir);
+  g_unsetenv (SHARED_TMP_ENV);
+  g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  g_free (dir);
+}
 
 /* In a subprocess: let messages and warnings print, as in an app. */
 static void
@@ -171,10 +222,11 @@ spin_all_blocked (gpointer data)
 static void
 test_hang_with_blocked_thread (void)
 {
+  char *dir;
+
   if (g_test_subprocess ())
     {
-      g_autofree char *dir = g_dir_make_tmp ("lagwatch-signals-XXXXXX", NULL);
-      g_autofree char *state = g_build_filename (dir, "state", NULL);
+      g_autofree char *state = g_build_filename (g_getenv (SHARED_TMP_ENV), "state", NULL);
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
       Spinner spinner = { 0, 0 };
       GThread *thread;
@@ -202,10 +254,11 @@ test_hang_with_blocked_thread (void)
       harness_clear (&h);
       /* The hang record is gone once its lag is reported. */
       g_assert_cmpint (g_rmdir (state), ==, 0);
-      g_assert_cmpint (g_rmdir (dir), ==, 0);
       return;
     }
+  dir = shared_tmp_new ((uid_t) -1);
   g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  shared_tmp_remove (g_steal_pointer (&dir));
   g_test_trap_assert_passed ();
 }
 
@@ -424,30 +477,39 @@ test_low_stack (void)
 
 /* A process that is not dumpable (/proc/self/task/TID/syscall closed to
  * it): a running lag is reported with its stack, a sleeping one too, with
- * the reason it has no stack. */
+ * the reason it has no stack.
+ *
+ * The files of a process that is not dumpable belong to root, and root
+ * reads them anyway (and owns them, so no dropped capability closes them):
+ * run as root, the subprocess becomes the unprivileged user 65534 to meet
+ * the closed files. That user may not be able to read the test program
+ * itself (a checkout under a 0700 home): its symbol table is loaded
+ * before, as root. A setuid program reads its own file as it starts too. */
 static void
 test_not_dumpable (void)
 {
+  char *dir;
+
   if (g_test_subprocess ())
     {
-      g_autofree char *dir = NULL;
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      LwFrame frame = { 0 };
       Harness h;
 
       child_allow_warnings ();
-      /* Root reads the files of a process that is not dumpable anyway. */
       if (getuid () == 0)
         {
+          lw_symbols_resolve ((uintptr_t) spin_ms, FALSE, &frame);
+          g_assert_cmpstr (frame.symbol, ==, "spin_ms");
+          lw_frame_clear (&frame);
           g_assert_cmpint (setgroups (0, NULL), ==, 0);
           g_assert_cmpint (setresgid (65534, 65534, 65534), ==, 0);
           g_assert_cmpint (setresuid (65534, 65534, 65534), ==, 0);
         }
       g_assert_cmpint (prctl (PR_SET_DUMPABLE, 0, 0, 0, 0), ==, 0);
-      dir = g_dir_make_tmp ("lagwatch-signals-XXXXXX", NULL);
-      g_assert_nonnull (dir);
       g_assert_true (lagwatch_config_set_threshold_ms (config, 50));
       g_assert_true (lagwatch_config_set_output (config, "none", NULL));
-      g_assert_true (lagwatch_config_set_state_dir (config, dir));
+      g_assert_true (lagwatch_config_set_state_dir (config, g_getenv (SHARED_TMP_ENV)));
       harness_init_with_config (&h, config);
       harness_run_lag (&h, spin_ms, GINT_TO_POINTER (250));
       harness_wait_reports (&h, 1);
@@ -455,15 +517,18 @@ test_not_dumpable (void)
       harness_run_lag (&h, (HarnessLagFunc) (void (*) (void)) g_usleep, GINT_TO_POINTER (250 * 1000));
       harness_wait_reports (&h, 2);
       /* Unless a sample met the thread running at the lag's very end. */
+      g_test_message ("the sleeping lag: %u frames, %s", lagwatch_report_get_n_frames (harness_report (&h, 1)),
+                      stack_error (harness_report (&h, 1)));
       if (lagwatch_report_get_n_frames (harness_report (&h, 1)) == 0)
         g_assert_nonnull (strstr (stack_error (harness_report (&h, 1)), "not dumpable"));
       harness_clear (&h);
-      g_assert_cmpint (g_rmdir (dir), ==, 0);
       /* LeakSanitizer, at exit, needs to ptrace the process. */
       prctl (PR_SET_DUMPABLE, 1, 0, 0, 0);
       return;
     }
+  dir = shared_tmp_new (getuid () == 0 ? 65534 : (uid_t) -1);
   g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  shared_tmp_remove (g_steal_pointer (&dir));
   g_test_trap_assert_passed ();
 }
 

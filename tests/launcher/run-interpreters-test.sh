@@ -22,6 +22,14 @@ fi
 # another build without it.
 python=/usr/bin/python3
 
+# The record of the 300 ms freeze: a lag in a dispatch. Only "lag" records
+# count: GJS's freeze is 300 ms of CPU time, which a loaded machine may
+# stretch past the hang threshold (2 s), and the "hang" record then written
+# is an early copy of the same lag. A program starved of CPU as it exits
+# (Python's finalization measured at 310 ms, 16 ms of it on CPU) is a lag
+# too, but in the loop's own phase, not a dispatch.
+freeze='select(.event == "lag" and .phase == "dispatch" and .duration_ms >= 250)'
+
 # run NAME COMMAND...: runs under the launcher, JSON into $tmp/NAME.jsonl;
 # checks exactly one report of the 300 ms freeze.
 run() {
@@ -31,16 +39,16 @@ run() {
   code=$?
   [ $code -eq 0 ] || { fail "$name: exit status $code"; tail -20 "$tmp/$name.log"; return 1; }
   [ -s "$json" ] || { fail "$name: no report at all"; tail -20 "$tmp/$name.log"; return 1; }
-  count=$(jq -c 'select(.duration_ms >= 250)' "$json" | wc -l)
-  [ "$count" -eq 1 ] || { fail "$name: expected one report of the 300 ms freeze, got $count: $(jq -c '{duration_ms, source}' "$json")"; return 1; }
-  echo "ok $name: $(jq -c 'select(.duration_ms >= 250) | {duration_ms, phase, source, samples}' "$json")"
+  count=$(jq -c "$freeze" "$json" | wc -l)
+  [ "$count" -eq 1 ] || { fail "$name: expected one report of the 300 ms freeze, got $count: $(jq -c '{event, phase, duration_ms, source}' "$json")"; return 1; }
+  echo "ok $name: $(jq -c "$freeze | {duration_ms, phase, source, samples}" "$json")"
   return 0
 }
 
-# lag_check FILE FILTER: the record of the freeze in FILE (one lag of 250 ms
-# or more; other records, a "stats" event say, left out) meets FILTER.
+# lag_check FILE FILTER: the record of the freeze in FILE (other records, a
+# "stats" event say, left out) meets FILTER.
 lag_check() {
-  jq -c 'select(.event == "lag" and .duration_ms >= 250)' "$1" | jq -e "$2" > /dev/null
+  jq -c "$freeze" "$1" | jq -e "$2" > /dev/null
 }
 
 # GLib's dispatch frame, by its exported name (GLib before 2.77) or by
@@ -57,7 +65,7 @@ run python-iteration "$python" "$programs/iteration.py"
 if run gjs-loop-run gjs "$programs/loop-run.js"; then
   # JIT code (SpiderMonkey's, on by default) is marked, and the walk goes
   # on through it: gjs, GLib's dispatch and main below, nothing cut.
-  lag='select(.event == "lag" and .duration_ms >= 250)'
+  lag=$freeze
   modules=$(jq -c "$lag | [.stack[] | .module // \"null\" | split(\"/\") | last]" "$tmp/gjs-loop-run.jsonl")
   symbols=$(jq -c "$lag | [.stack[] | .symbol]" "$tmp/gjs-loop-run.jsonl")
   if ! lag_check "$tmp/gjs-loop-run.jsonl" ".stack_truncated == false"; then
@@ -84,42 +92,79 @@ fi
 # with its file and the line of its definition; the source is named by the
 # handler, the summary by the innermost function; each handler has its own
 # fingerprint, the same in every run; LAGWATCH_JS_FRAMES=0 turns it off.
+#
+# Which sample is the lag's "stack" is not the script's to say: GJS's
+# samples differ in their innermost frames (GJS's and SpiderMonkey's code,
+# which Debian ships without symbols, and JIT code), so each is a stack of
+# its own, and the report's is the most recent of these ties. Some samples
+# meet the spin in JIT code entered with no profiling-stack entry: their
+# only JavaScript frame is "(top level)". So the names are checked on every
+# stack the lag lists: each names JavaScript functions from the bottom of
+# the expected list only (never a wrong function, line or order), and one
+# of them names them all. What depends on the report's own stack (the
+# source named by the handler, the summary, the fingerprints) is checked
+# when that stack names them all, which most runs do, and the ok line says
+# when it did not.
 js_line() { grep -n "^function $1(" "$programs/loop-run.js" | cut -d: -f1; }
+# js_stacks FILE: the JavaScript frames of each stack of the freeze's lag.
+js_stacks() {
+  jq -c "$freeze"' | [.stacks[] | [.stack[] | select(.lang == "javascript") | [.symbol, (.file | split("/") | last), .line]]]' "$1"
+}
+# js_named FILE EXPECTED: every stack's JavaScript frames are the bottom of
+# EXPECTED, and one stack has them all.
+js_named() {
+  js_stacks "$1" | jq -e --argjson expected "$2" \
+    'any(. == $expected) and all(length <= ($expected | length) and . == $expected[($expected | length) - length:])' > /dev/null
+}
+# heaviest_named FILE HANDLER: the report's own stack names HANDLER.
+heaviest_named() {
+  lag_check "$1" "[.stack[] | select(.lang == \"javascript\") | .symbol] | index(\"$2\") == 1"
+}
 if [ -s "$tmp/gjs-loop-run.jsonl" ] \
    && run gjs-again gjs "$programs/loop-run.js" \
    && run gjs-other env LW_TEST_JS_HANDLER=other gjs "$programs/loop-run.js" \
    && run gjs-off env LAGWATCH_JS_FRAMES=0 gjs "$programs/loop-run.js"; then
-  lag='select(.event == "lag" and .duration_ms >= 250)'
-  js=$(jq -c "$lag | [.stack[] | select(.lang == \"javascript\") | [.symbol, (.file | split(\"/\") | last), .line]]" \
-         "$tmp/gjs-loop-run.jsonl")
+  lag=$freeze
   fingerprint() { jq -r "$lag | .fingerprint" "$tmp/$1.jsonl"; }
   expected="[[\"jsSpinFor\",\"loop-run.js\",$(js_line jsSpinFor)],[\"jsSlowHandler\",\"loop-run.js\",$(js_line jsSlowHandler)],[\"(top level)\",\"loop-run.js\",null]]"
-  if [ "$js" != "$expected" ]; then
-    fail "gjs: JavaScript frames $js, expected $expected"
-  elif ! lag_check "$tmp/gjs-loop-run.jsonl" "[.stack[] | .symbol] as \$s
-         | (\$s | index(\"jsSlowHandler\")) < (\$s | $dispatch)
-         and (\$s | index(\"g_main_loop_run\")) < (\$s | index(\"(top level)\"))
-         and (\$s | index(\"(top level)\")) < (\$s | index(\"gjs_context_eval\"))"; then
-    fail "gjs: JavaScript frames out of place: $(jq -c "$lag | [.stack[] | .symbol]" "$tmp/gjs-loop-run.jsonl")"
-  elif ! lag_check "$tmp/gjs-loop-run.jsonl" '.source_callback == "jsSlowHandler"'; then
-    fail "gjs: the source is not named by the handler: $(jq -c "$lag | [.source, .source_callback]" "$tmp/gjs-loop-run.jsonl")"
-  elif ! grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9a-f]{16} +jsSpinFor$' "$tmp/gjs-loop-run.log"; then
-    fail "gjs: the summary does not name jsSpinFor: $(grep -A3 'summary of' "$tmp/gjs-loop-run.log")"
-  elif [ "$(fingerprint gjs-loop-run)" != "$(fingerprint gjs-again)" ] \
-       || [ "$(fingerprint gjs-loop-run)" = "$(fingerprint gjs-other)" ]; then
-    fail "gjs: fingerprints: $(fingerprint gjs-loop-run) and, run again, $(fingerprint gjs-again); other handler $(fingerprint gjs-other)"
-  elif ! lag_check "$tmp/gjs-other.jsonl" '[.stack[] | select(.lang == "javascript") | .symbol] | index("jsOtherHandler") == 1'; then
-    fail "gjs: the other handler is not named: $(jq -c "$lag | [.stack[] | select(.lang) | .symbol]" "$tmp/gjs-other.jsonl")"
-  elif ! lag_check "$tmp/gjs-off.jsonl" '[.stack[] | select(.lang == "javascript")] | length == 0'; then
+  expected_other="[[\"jsSpinFor\",\"loop-run.js\",$(js_line jsSpinFor)],[\"jsOtherHandler\",\"loop-run.js\",$(js_line jsOtherHandler)],[\"(top level)\",\"loop-run.js\",null]]"
+  if ! js_named "$tmp/gjs-loop-run.jsonl" "$expected"; then
+    fail "gjs: JavaScript frames of the lag's stacks $(js_stacks "$tmp/gjs-loop-run.jsonl"), expected $expected (or its bottom)"
+  elif ! lag_check "$tmp/gjs-loop-run.jsonl" '[.stacks[].stack | map(.symbol) | select(index("jsSlowHandler") != null)
+         | index("jsSlowHandler") < '"$dispatch"'
+           and index("g_main_loop_run") < index("(top level)")
+           and index("(top level)") < index("gjs_context_eval")] | all'; then
+    fail "gjs: JavaScript frames out of place: $(jq -c "$lag | [.stacks[].stack | map(.symbol)]" "$tmp/gjs-loop-run.jsonl")"
+  elif ! js_named "$tmp/gjs-other.jsonl" "$expected_other"; then
+    fail "gjs: the other handler is not named: $(js_stacks "$tmp/gjs-other.jsonl")"
+  elif ! jq -s -e '[.[] | select(.event == "lag") | .stacks[].stack[] | select(.lang == "javascript")] | length == 0' \
+         "$tmp/gjs-off.jsonl" > /dev/null; then
     fail "gjs: LAGWATCH_JS_FRAMES=0 still names JavaScript functions"
+  elif heaviest_named "$tmp/gjs-loop-run.jsonl" jsSlowHandler \
+       && ! lag_check "$tmp/gjs-loop-run.jsonl" '.source_callback == "jsSlowHandler"'; then
+    fail "gjs: the source is not named by the handler: $(jq -c "$lag | [.source, .source_callback]" "$tmp/gjs-loop-run.jsonl")"
+  elif heaviest_named "$tmp/gjs-loop-run.jsonl" jsSlowHandler \
+       && ! grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9a-f]{16} +jsSpinFor$' "$tmp/gjs-loop-run.log"; then
+    fail "gjs: the summary does not name jsSpinFor: $(grep -A3 'summary of' "$tmp/gjs-loop-run.log")"
+  elif heaviest_named "$tmp/gjs-loop-run.jsonl" jsSlowHandler && heaviest_named "$tmp/gjs-again.jsonl" jsSlowHandler \
+       && heaviest_named "$tmp/gjs-other.jsonl" jsOtherHandler \
+       && { [ "$(fingerprint gjs-loop-run)" != "$(fingerprint gjs-again)" ] \
+            || [ "$(fingerprint gjs-loop-run)" = "$(fingerprint gjs-other)" ]; }; then
+    fail "gjs: fingerprints: $(fingerprint gjs-loop-run) and, run again, $(fingerprint gjs-again); other handler $(fingerprint gjs-other)"
   else
-    echo "ok gjs-names: $js; fingerprints $(fingerprint gjs-loop-run) (again: $(fingerprint gjs-again)), other $(fingerprint gjs-other)"
+    unchecked=""
+    if ! heaviest_named "$tmp/gjs-loop-run.jsonl" jsSlowHandler; then
+      unchecked="; not checked this run: the source's name, the summary and fingerprints (the first run's report is a sample without its handler)"
+    elif ! heaviest_named "$tmp/gjs-again.jsonl" jsSlowHandler || ! heaviest_named "$tmp/gjs-other.jsonl" jsOtherHandler; then
+      unchecked="; not checked this run: the fingerprints (a later run's report is a sample without its handler)"
+    fi
+    echo "ok gjs-names: $expected; fingerprints $(fingerprint gjs-loop-run) (again: $(fingerprint gjs-again)), other $(fingerprint gjs-other)$unchecked"
   fi
 fi
 # An unnamed source is named by its callback's function; a name set with
 # g_source_set_name() wins.
 if run c-dlsym-loop "$dlsym_loop"; then
-  lag='select(.event == "lag" and .duration_ms >= 250)'
+  lag=$freeze
   if ! lag_check "$tmp/c-dlsym-loop.jsonl" ".source == null and .source_callback == \"freeze_busy\"
               and .source_callback_kind == \"g_timeout_add\""; then
     fail "c-dlsym-loop: the source is not named by its callback: $(jq -c "$lag | [.source, .source_callback, .source_callback_kind]" "$tmp/c-dlsym-loop.jsonl")"
@@ -130,7 +175,7 @@ if run c-dlsym-loop "$dlsym_loop"; then
   fi
 fi
 if run c-dlsym-loop-named "$dlsym_loop" named; then
-  if ! jq -s -e 'map(select(.event == "lag" and .duration_ms >= 250)) | length == 1 and (.[0] | .source == "dlsym-loop: named freeze" and .source_callback == null)' \
+  if ! jq -s -e "map($freeze)"' | length == 1 and (.[0] | .source == "dlsym-loop: named freeze" and .source_callback == null)' \
        "$tmp/c-dlsym-loop-named.jsonl" > /dev/null; then
     fail "c-dlsym-loop-named: the source's own name does not win: $(jq -c '[.source, .source_callback]' "$tmp/c-dlsym-loop-named.jsonl")"
   else
