@@ -11,6 +11,8 @@
 #  4. the installed pkg-config file (moved with the DESTDIR) builds the
 #     same program.
 # Environment: CC (the build's C compiler), PKG_CONFIG.
+# The compiler command and compiler flags are split into words on purpose.
+# shellcheck disable=SC2086,SC2046
 set -u
 build=$1 srcdir=$2 prefix=$3 bindir=$4 libdir=$5 meson=${6:-}
 cc=${CC:-cc}
