@@ -7,6 +7,7 @@
 #  2. `meson install` into a DESTDIR whose path holds a space: the installed
 #     launcher runs with no LD_LIBRARY_PATH and no ldconfig, finds its
 #     preload library, and a lag of an unmodified program is written;
+#     a preload path the loader cannot be given is refused;
 #  3. the installed lagwatch-report names its cause;
 #  4. the installed pkg-config file (moved with the DESTDIR) builds the
 #     same program.
@@ -38,7 +39,7 @@ unset LAGWATCH_OUTPUT LAGWATCH_DISABLE
 # whether the installed files find each other on their own.
 unset LD_LIBRARY_PATH
 
-echo "1..5"
+echo "1..6"
 
 # 1. The build tree, as `meson devenv` or PKG_CONFIG_PATH sets it up.
 uninstalled="$build/meson-uninstalled"
@@ -60,7 +61,7 @@ fi
 # 2. meson install into a DESTDIR whose path holds a space.
 if [ -z "$meson" ]; then
   skip "meson not found: no install to check"
-  skip "meson not found"; skip "meson not found"; skip "meson not found"
+  skip "meson not found"; skip "meson not found"; skip "meson not found"; skip "meson not found"
   exit $status
 fi
 dest="$tmp/dest dir"
@@ -94,6 +95,17 @@ if $cc -g -o "$tmp/plain" "$srcdir/lag-once.c" $($pkg_config --cflags --libs gli
 else
   not_ok "installed launcher: no lag record"
   show "$tmp/out" "$tmp/err" "$json"
+fi
+
+# A preload library the loader cannot be given (':' in its directory):
+# refused with a message before PROGRAM runs.
+LAGWATCH_PRELOAD_LIBRARY="$tmp/a:b/liblagwatch-preload.so" "$launcher" -- /bin/true 2> "$tmp/err"
+code=$?
+if [ "$code" -eq 2 ] && grep -q "cannot preload" "$tmp/err"; then
+  ok "a preload path with ':' in its directory: $(cat "$tmp/err")"
+else
+  not_ok "a preload path with ':' in its directory: status $code"
+  show "$tmp/err"
 fi
 
 # 4. The installed report tool names the cause.
