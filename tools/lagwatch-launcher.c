@@ -123,6 +123,54 @@ lw_launcher_preload_usable (const char *path, const char **why)
   return *why == NULL;
 }
 
+/* Appends @value to the list in the variable @name, after what the user
+ * put there (their entries come first). Main thread. */
+static void
+lw_launcher_append_env (const char *name, const char *separator, const char *value)
+{
+  const char *previous = g_getenv (name);
+  g_autofree char *list = NULL;
+
+  if (previous != NULL && previous[0] != '\0')
+    list = g_strconcat (previous, separator, value, NULL);
+  else
+    list = g_strdup (value);
+  g_setenv (name, list, TRUE);
+}
+
+/* Puts @preload in LD_PRELOAD. The loader splits LD_PRELOAD at spaces and
+ * colons, with no escape, so a path holding one (an install prefix such as
+ * "/opt/my apps") cannot be written there: the library is then named by
+ * its file name alone, which the loader looks for in LD_LIBRARY_PATH, and
+ * its directory is appended to LD_LIBRARY_PATH (split at colons and
+ * semicolons only; the directory holds nothing else the program could
+ * load). Main thread. */
+static gboolean
+lw_launcher_add_preload (const char *preload, GError **error)
+{
+  g_autofree char *dir = NULL;
+  g_autofree char *name = NULL;
+
+  if (strpbrk (preload, " :") == NULL)
+    {
+      lw_launcher_append_env ("LD_PRELOAD", " ", preload);
+      return TRUE;
+    }
+  dir = g_path_get_dirname (preload);
+  name = g_path_get_basename (preload);
+  if (strpbrk (name, " :") != NULL || strpbrk (dir, ":;") != NULL)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                   "cannot preload '%s': the loader takes no library whose directory "
+                   "holds ':' or ';', nor one whose file name holds a space or ':'",
+                   preload);
+      return FALSE;
+    }
+  lw_launcher_append_env ("LD_LIBRARY_PATH", ":", dir);
+  lw_launcher_append_env ("LD_PRELOAD", " ", name);
+  return TRUE;
+}
+
 /* An option given (not -1) becomes its variable. */
 static void
 lw_launcher_setenv_ms (const char *name, int ms)
@@ -150,8 +198,6 @@ main (int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autofree char *preload = NULL;
   g_autofree char *pid = NULL;
-  g_autofree char *value = NULL;
-  const char *previous;
 
   g_option_context_set_summary (context,
     "Run PROGRAM, an unmodified GLib or GTK program, and report every moment its\n"
@@ -208,18 +254,17 @@ main (int argc, char **argv)
       }
   }
 
+  if (!lw_launcher_add_preload (preload, &error))
+    {
+      fprintf (stderr, "lagwatch: %s\n", error->message);
+      return 2;
+    }
+
   lw_launcher_setenv_ms ("LAGWATCH_THRESHOLD_MS", opt_threshold);
   lw_launcher_setenv_ms ("LAGWATCH_SAMPLE_MS", opt_sample);
   lw_launcher_setenv_ms ("LAGWATCH_HANG_MS", opt_hang);
   if (opt_output != NULL)
     g_setenv ("LAGWATCH_OUTPUT", opt_output, TRUE);
-  /* The user's own preloads stay, and come first. */
-  previous = g_getenv ("LD_PRELOAD");
-  if (previous != NULL && previous[0] != '\0')
-    value = g_strdup_printf ("%s %s", previous, preload);
-  else
-    value = g_strdup (preload);
-  g_setenv ("LD_PRELOAD", value, TRUE);
   /* exec keeps our process id: only this very process attaches. */
   pid = g_strdup_printf ("%d", (int) getpid ());
   g_setenv ("LAGWATCH_LAUNCHER_PID", pid, TRUE);
