@@ -98,7 +98,10 @@ else
 fi
 
 # A preload library the loader cannot be given (':' in its directory):
-# refused with a message before PROGRAM runs.
+# refused with a message before PROGRAM runs. A real copy of the library,
+# so that it is refused for its path, not for being missing.
+mkdir "$tmp/a:b"
+cp "$(find "$dest" -name liblagwatch-preload.so | head -n 1)" "$tmp/a:b/"
 LAGWATCH_PRELOAD_LIBRARY="$tmp/a:b/liblagwatch-preload.so" "$launcher" -- /bin/true 2> "$tmp/err"
 code=$?
 if [ "$code" -eq 2 ] && grep -q "cannot preload" "$tmp/err"; then
