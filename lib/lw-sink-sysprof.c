@@ -232,6 +232,12 @@ lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
   return TRUE;
 }
 
+/* Writers whose descriptor the program took over. They are never
+ * unref'd (that would close the program's descriptor) and kept here, so
+ * that what they hold stays reachable: one writer per capture lost. */
+static GMutex lw_syscap_abandoned_lock;
+static GSList *lw_syscap_abandoned;
+
 void
 lw_syscap_close (LwSyscap *capture)
 {
@@ -241,6 +247,12 @@ lw_syscap_close (LwSyscap *capture)
     {
       sysprof_capture_writer_flush (capture->writer);
       sysprof_capture_writer_unref (capture->writer);
+    }
+  else
+    {
+      g_mutex_lock (&lw_syscap_abandoned_lock);
+      lw_syscap_abandoned = g_slist_prepend (lw_syscap_abandoned, capture->writer);
+      g_mutex_unlock (&lw_syscap_abandoned_lock);
     }
   g_free (capture->path);
   g_free (capture);
