@@ -244,10 +244,12 @@ ok "demo window $window mapped and focused"
 check_freeze ctrl+1 demo_freeze_busy 'by signal \(the thread was running\)' \
   '.thread_state == "running"'
 busy_id=$id
-lag_json "$busy_id" '. as $lag | [.frames_missed[] | select(.title | startswith("lagwatch demo"))]
-                     | length == 1 and .[0].refresh_interval_ms > 0
-                       and (.[0].frames_missed - ($lag.duration_ms / .[0].refresh_interval_ms | floor)) as $off
-                       | $off >= -2 and $off <= 2' \
+# (Parenthesised throughout: jq 1.8 binds "A and B as $x | C" otherwise
+# than jq 1.6 and 1.7.)
+lag_json "$busy_id" '. as $lag | [.frames_missed[] | select(.title | startswith("lagwatch demo"))] as $windows
+                     | ($windows | length) == 1 and $windows[0].refresh_interval_ms > 0
+                       and (($windows[0].frames_missed - ($lag.duration_ms / $windows[0].refresh_interval_ms | floor))
+                            | . >= -2 and . <= 2)' \
   && report_text "$busy_id" | grep -Eq "^  the window 'lagwatch demo[^']*' missed [0-9]+ frames \(one every [0-9.]+ ms\)\$" \
   || fail "ctrl+1: frames missed by the demo's window: duration / refresh interval ± 2
 # $(lag_record "$busy_id" '{duration_ms, frames_missed}')"
