@@ -245,6 +245,25 @@ LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
                                                       guint           max_frames);
 
 /**
+ * lagwatch_config_set_replaceable:
+ * @config: a configuration
+ * @replaceable: %TRUE for a watch that gives way to a later one
+ *
+ * A replaceable watch is a default for a program that may bring its own:
+ * when another lagwatch_attach() (of a configuration that is not
+ * replaceable) names the same context, this watch is detached first and
+ * the new one takes its place, instead of the new attach failing with
+ * %LAGWATCH_ERROR_ALREADY_WATCHED. A replaceable attach to a context
+ * already watched still fails. The `lagwatch` launcher attaches this way.
+ * Its handle is invalid once replaced; a watch is replaced by an attach on
+ * any thread, also from a report callback.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_config_set_replaceable (LagWatchConfig *config,
+                                                   gboolean        replaceable);
+
+/**
  * lagwatch_attach: (skip)
  * @context: (nullable): the context to watch, or %NULL for the global
  *   default context

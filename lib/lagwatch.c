@@ -205,6 +205,49 @@ lw_attach_abort (LagWatch *watch)
   lw_watch_free (watch);
 }
 
+/* Any thread, @watch just taken out of lw_watches: stops its watcher,
+ * unhooks and frees it; from its own report callback, the reporting thread
+ * finishes the job once the callback has returned. */
+static void
+lw_watch_stop (LagWatch *watch)
+{
+  lw_watcher_stop (watch);
+  lw_note_stats (watch, FALSE);
+  if (lw_reporter_is_current (watch->reporter))
+    {
+      lw_reporter_finish_after_callback (watch->reporter);
+      return;
+    }
+  lw_reporter_stop (g_steal_pointer (&watch->reporter));
+  lw_watch_release (watch);
+}
+
+/* Any thread. A program attaching its own watch to @context: a replaceable
+ * watch there (the launcher's) is detached first, so that the program's
+ * attach succeeds and each lag is reported once, by the program's watch. */
+static void
+lw_replace_watch (GMainContext *context)
+{
+  LagWatch *replaced = NULL;
+  GHashTableIter iter;
+  gpointer watch;
+
+  g_mutex_lock (&lw_lock);
+  if (lw_watches != NULL)
+    {
+      g_hash_table_iter_init (&iter, lw_watches);
+      while (replaced == NULL && g_hash_table_iter_next (&iter, &watch, NULL))
+        if (((LagWatch *) watch)->slot->context == context && ((LagWatch *) watch)->config->replaceable)
+          {
+            replaced = watch;
+            g_hash_table_iter_remove (&iter);
+          }
+    }
+  g_mutex_unlock (&lw_lock);
+  if (replaced != NULL)
+    lw_watch_stop (replaced);
+}
+
 G_DEFINE_QUARK (lagwatch-error-quark, lagwatch_error)
 /* The internal codes are the public ones (one quark, one numbering). */
 G_STATIC_ASSERT ((int) LW_ERROR_INVALID == (int) LAGWATCH_ERROR_INVALID);
@@ -253,6 +296,8 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   g_mutex_unlock (&lw_lock);
   if (context == NULL)
     context = g_main_context_default ();
+  if (config == NULL || !config->replaceable)
+    lw_replace_watch (context);
 
   watch = g_new0 (LagWatch, 1);
   watch->config = lw_config_copy (config);
@@ -353,17 +398,7 @@ lagwatch_detach (LagWatch *watch)
   g_mutex_unlock (&lw_lock);
   g_return_if_fail (known);
 
-  lw_watcher_stop (watch);
-  lw_note_stats (watch, FALSE);
-  if (lw_reporter_is_current (watch->reporter))
-    {
-      /* Called from the report callback: the reporting thread finishes the
-       * job once the callback has returned. */
-      lw_reporter_finish_after_callback (watch->reporter);
-      return;
-    }
-  lw_reporter_stop (g_steal_pointer (&watch->reporter));
-  lw_watch_release (watch);
+  lw_watch_stop (watch);
 }
 
 /* Any thread. TRUE when @watch is a live handle. */

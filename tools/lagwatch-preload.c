@@ -25,6 +25,7 @@
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -44,7 +45,10 @@ typedef int (*LwPpollFunc) (struct pollfd *fds, nfds_t n_fds, const struct times
 static gpointer
 lw_preload_attach (gpointer data)
 {
+  g_autoptr(LagWatchConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
   g_autofree char *identity = NULL;
+  LagWatch *watch;
 
   /* A setuid/setgid program: the environment that asked for lagwatch is
    * the caller's, not the program's. Said when the launcher asked. */
@@ -66,10 +70,16 @@ lw_preload_attach (gpointer data)
   identity = lw_launcher_process_identity ();
   if (g_strcmp0 (g_getenv ("LAGWATCH_LAUNCHER_PROCESS"), identity) != 0)
     return NULL;
-  /* A program that attaches lagwatch itself keeps its own watch. */
-  if (lagwatch_is_attached (NULL))
-    return NULL;
-  return lagwatch_attach (NULL);
+  /* A program that attaches lagwatch itself keeps its own watch: this
+   * one is not attached if the program's came first, and gives way to it
+   * if it comes later. */
+  config = lagwatch_config_new ();
+  lagwatch_config_set_replaceable (config, TRUE);
+  watch = lagwatch_attach_full (NULL, config, &error);
+  if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED)
+      && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
+    fprintf (stderr, "lagwatch: %s\n", error->message);
+  return watch;
 }
 
 static GOnce lw_preload_once = G_ONCE_INIT;

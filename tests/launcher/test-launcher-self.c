@@ -88,6 +88,56 @@ count_json_lags (Run *run, const char *source)
   return n;
 }
 
+/* Lag reports on stderr. */
+static guint
+count_stderr_lags (Run *run)
+{
+  guint n = 0;
+
+  for (const char *p = run->err; (p = strstr (p, "lagwatch: lag of ")) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* The program attaches in @mode under the launcher: its attach succeeds,
+ * its callback gets each freeze, its own output (the JSON file) has each
+ * once, and the launcher's watch (stderr) reports none. */
+static void
+check_own_watch (const char *mode, guint freezes)
+{
+  const char *argv[] = { g_getenv ("LW_TEST_LAUNCHER"), "--", g_getenv ("LW_TEST_SELF_ATTACH"), mode, NULL };
+  g_autofree char *expected = g_strdup_printf ("callback reports: %u of %u", freezes, freezes);
+  g_autofree char *line = NULL;
+  Run run;
+
+  run_spawn (&run, argv);
+  line = output_line (&run, "callback reports:");
+  g_assert_cmpstr (line, ==, expected);
+  g_assert_cmpint (run.status, ==, 0);
+  g_assert_cmpuint (count_json_lags (&run, "self-attach: freeze"), ==, freezes);
+  g_assert_cmpuint (count_stderr_lags (&run), ==, 0);
+  run_clear (&run);
+}
+
+static void
+test_attach_before_loop (void)
+{
+  check_own_watch ("before", 1);
+}
+
+static void
+test_attach_in_loop (void)
+{
+  check_own_watch ("loop", 1);
+}
+
+static void
+test_attach_in_startup (void)
+{
+  check_own_watch ("startup", 1);
+}
+
+
 /* The launcher as pid 1 of a pid namespace; the program starts a child in
  * a new pid namespace, where it is pid 1 too: only the program is
  * watched. */
@@ -153,5 +203,8 @@ main (int argc, char **argv)
   g_assert_nonnull (g_getenv ("LW_TEST_LAUNCHER"));
   g_assert_nonnull (g_getenv ("LW_TEST_SELF_ATTACH"));
   g_test_add_func ("/launcher/pid-namespace/child", test_child_in_pid_namespace);
+  g_test_add_func ("/launcher/self-attach/before-loop", test_attach_before_loop);
+  g_test_add_func ("/launcher/self-attach/in-loop", test_attach_in_loop);
+  g_test_add_func ("/launcher/self-attach/gapplication-startup", test_attach_in_startup);
   return g_test_run ();
 }
