@@ -335,7 +335,9 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * signal disposition once no capture is in flight). Safe at any moment, also
  * in the middle of a lag, from any thread including the watched one and a
  * report callback. A lag in progress that was already caught is reported,
- * marked incomplete. @watch is invalid afterwards.
+ * marked incomplete. @watch is invalid afterwards; its context can be
+ * watched again as soon as this returns, also from the report callback
+ * that detached it.
  *
  * Reports already handed over reach the callback first; the sinks then get
  * 2 seconds at most to take what is queued and the summary: a sink thread

@@ -169,27 +169,35 @@ lw_watch_free (LagWatch *watch)
   g_free (watch);
 }
 
-/* Any thread, both of @watch's threads gone (or the reporting thread
- * finishing): unhooks it and frees it. */
+/* Any thread, @watch's watcher thread gone: gives its context back (its
+ * slot, the poll function) and its hold on the capture signal. */
 static void
-lw_watch_release (LagWatch *watch)
+lw_watch_unhook (LagWatch *watch)
 {
   lw_hooks_detach (watch->slot);
   g_mutex_lock (&lw_lock);
   if (watch->signo != 0)
     lw_capture_release_signal ();
   g_mutex_unlock (&lw_lock);
+}
+
+/* Any thread, both of @watch's threads gone: unhooks it and frees it. */
+static void
+lw_watch_release (LagWatch *watch)
+{
+  lw_watch_unhook (watch);
   lw_watch_free (watch);
 }
 
-/* Reporting thread, once the callback that detached @data has returned. */
+/* Reporting thread, once the callback that detached @data (and unhooked
+ * it) has returned. */
 static void
 lw_watch_finish_detached (gpointer data)
 {
   LagWatch *watch = data;
 
   lw_reporter_abandon (g_steal_pointer (&watch->reporter));
-  lw_watch_release (watch);
+  lw_watch_free (watch);
 }
 
 /* Any thread, lw_lock held. Undoes a partial attach. */
@@ -206,8 +214,9 @@ lw_attach_abort (LagWatch *watch)
 }
 
 /* Any thread, @watch just taken out of lw_watches: stops its watcher,
- * unhooks and frees it; from its own report callback, the reporting thread
- * finishes the job once the callback has returned. */
+ * unhooks and frees it. From its own report callback, the context is
+ * given back at once (the callback may attach to it again) and the
+ * reporting thread frees the rest once the callback has returned. */
 static void
 lw_watch_stop (LagWatch *watch)
 {
@@ -215,6 +224,7 @@ lw_watch_stop (LagWatch *watch)
   lw_note_stats (watch, FALSE);
   if (lw_reporter_is_current (watch->reporter))
     {
+      lw_watch_unhook (watch);
       lw_reporter_finish_after_callback (watch->reporter);
       return;
     }

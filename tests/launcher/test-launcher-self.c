@@ -138,6 +138,25 @@ test_attach_in_startup (void)
 }
 
 
+/* The report callback detaches its watch and attaches the same context
+ * again: the attach succeeds and the new watch reports the second freeze. */
+static void
+test_reattach_from_callback (void)
+{
+  g_autofree char *line = NULL;
+  const char *argv[] = { g_getenv ("LW_TEST_LAUNCHER"), "--", g_getenv ("LW_TEST_SELF_ATTACH"), "reattach", NULL };
+  Run run;
+
+  check_own_watch ("reattach", 2);
+  /* The same program directly, with no launcher's watch to replace. */
+  run_spawn (&run, argv + 2);
+  line = output_line (&run, "re-attach from the callback:");
+  g_assert_cmpstr (line, ==, "re-attach from the callback: attached");
+  g_assert_cmpint (run.status, ==, 0);
+  g_assert_cmpuint (count_json_lags (&run, "self-attach: freeze"), ==, 2);
+  run_clear (&run);
+}
+
 /* The launcher as pid 1 of a pid namespace; the program starts a child in
  * a new pid namespace, where it is pid 1 too: only the program is
  * watched. */
@@ -206,5 +225,6 @@ main (int argc, char **argv)
   g_test_add_func ("/launcher/self-attach/before-loop", test_attach_before_loop);
   g_test_add_func ("/launcher/self-attach/in-loop", test_attach_in_loop);
   g_test_add_func ("/launcher/self-attach/gapplication-startup", test_attach_in_startup);
+  g_test_add_func ("/launcher/self-attach/reattach-from-callback", test_reattach_from_callback);
   return g_test_run ();
 }
