@@ -232,30 +232,27 @@ lw_watch_stop (LagWatch *watch)
   lw_watch_release (watch);
 }
 
-/* Any thread. A program attaching its own watch to @context: a replaceable
- * watch there (the launcher's) is detached first, so that the program's
- * attach succeeds and each lag is reported once, by the program's watch. */
-static void
-lw_replace_watch (GMainContext *context)
+/* Any thread, lw_lock held. Takes the replaceable watch of @context (the
+ * launcher's) out of lw_watches and returns it, or NULL when there is none.
+ * A watch is listed once fully attached, under lw_lock: a replaceable
+ * attach under way on another thread is either listed or has taken no
+ * slot yet. */
+static LagWatch *
+lw_take_replaceable_unlocked (GMainContext *context)
 {
-  LagWatch *replaced = NULL;
   GHashTableIter iter;
   gpointer watch;
 
-  g_mutex_lock (&lw_lock);
-  if (lw_watches != NULL)
-    {
-      g_hash_table_iter_init (&iter, lw_watches);
-      while (replaced == NULL && g_hash_table_iter_next (&iter, &watch, NULL))
-        if (((LagWatch *) watch)->slot->context == context && ((LagWatch *) watch)->config->replaceable)
-          {
-            replaced = watch;
-            g_hash_table_iter_remove (&iter);
-          }
-    }
-  g_mutex_unlock (&lw_lock);
-  if (replaced != NULL)
-    lw_watch_stop (replaced);
+  if (lw_watches == NULL)
+    return NULL;
+  g_hash_table_iter_init (&iter, lw_watches);
+  while (g_hash_table_iter_next (&iter, &watch, NULL))
+    if (((LagWatch *) watch)->slot->context == context && ((LagWatch *) watch)->config->replaceable)
+      {
+        g_hash_table_iter_remove (&iter);
+        return watch;
+      }
+  return NULL;
 }
 
 G_DEFINE_QUARK (lagwatch-error-quark, lagwatch_error)
@@ -283,7 +280,7 @@ LagWatch *
 lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GError **out_error)
 {
   g_autoptr(GError) error = NULL;
-  LagWatch *watch;
+  LagWatch *watch, *replaced;
 
   if (lw_config_disabled ())
     {
@@ -306,8 +303,6 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   g_mutex_unlock (&lw_lock);
   if (context == NULL)
     context = g_main_context_default ();
-  if (config == NULL || !config->replaceable)
-    lw_replace_watch (context);
 
   watch = g_new0 (LagWatch, 1);
   watch->config = lw_config_copy (config);
@@ -325,6 +320,15 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   lw_clock_init ();
 
   g_mutex_lock (&lw_lock);
+  /* A program attaching its own watch: a replaceable one there (the
+   * launcher's) is detached first, so that this attach succeeds and each
+   * lag is reported once, by the program's watch. */
+  while (!watch->config->replaceable && (replaced = lw_take_replaceable_unlocked (context)) != NULL)
+    {
+      g_mutex_unlock (&lw_lock);
+      lw_watch_stop (replaced);
+      g_mutex_lock (&lw_lock);
+    }
   if (lw_watches == NULL)
     lw_watches = g_hash_table_new (NULL, NULL);
 
