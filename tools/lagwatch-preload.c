@@ -41,7 +41,9 @@ typedef int (*LwPollFunc) (struct pollfd *fds, nfds_t n_fds, int timeout);
 typedef int (*LwPpollFunc) (struct pollfd *fds, nfds_t n_fds, const struct timespec *timeout,
                             const sigset_t *sigmask);
 
-/* Loop thread (the first to iterate the default context), normal context. */
+/* Loop thread (the first to iterate the default context), normal context.
+ * The watch returned (lw_preload_once's result) is only ever compared with
+ * NULL: the program's own attach may replace and free it later. */
 static gpointer
 lw_preload_attach (gpointer data)
 {
