@@ -245,6 +245,25 @@ LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
                                                       guint           max_frames);
 
 /**
+ * lagwatch_config_set_replaceable:
+ * @config: a configuration
+ * @replaceable: %TRUE for a watch that gives way to a later one
+ *
+ * A replaceable watch is a default for a program that may bring its own:
+ * when another lagwatch_attach() (of a configuration that is not
+ * replaceable) names the same context, this watch is detached first and
+ * the new one takes its place, instead of the new attach failing with
+ * %LAGWATCH_ERROR_ALREADY_WATCHED. A replaceable attach to a context
+ * already watched still fails. The `lagwatch` launcher attaches this way.
+ * Its handle is invalid once replaced; a watch is replaced by an attach on
+ * any thread, also from a report callback.
+ *
+ * Since: 0.1
+ */
+LAGWATCH_API void lagwatch_config_set_replaceable (LagWatchConfig *config,
+                                                   gboolean        replaceable);
+
+/**
  * lagwatch_attach: (skip)
  * @context: (nullable): the context to watch, or %NULL for the global
  *   default context
@@ -316,7 +335,9 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * signal disposition once no capture is in flight). Safe at any moment, also
  * in the middle of a lag, from any thread including the watched one and a
  * report callback. A lag in progress that was already caught is reported,
- * marked incomplete. @watch is invalid afterwards.
+ * marked incomplete. @watch is invalid afterwards; its context can be
+ * watched again as soon as this returns, also from the report callback
+ * that detached it.
  *
  * Reports already handed over reach the callback first; the sinks then get
  * 2 seconds at most to take what is queued and the summary: a sink thread

@@ -169,27 +169,35 @@ lw_watch_free (LagWatch *watch)
   g_free (watch);
 }
 
-/* Any thread, both of @watch's threads gone (or the reporting thread
- * finishing): unhooks it and frees it. */
+/* Any thread, @watch's watcher thread gone: gives its context back (its
+ * slot, the poll function) and its hold on the capture signal. */
 static void
-lw_watch_release (LagWatch *watch)
+lw_watch_unhook (LagWatch *watch)
 {
   lw_hooks_detach (watch->slot);
   g_mutex_lock (&lw_lock);
   if (watch->signo != 0)
     lw_capture_release_signal ();
   g_mutex_unlock (&lw_lock);
+}
+
+/* Any thread, both of @watch's threads gone: unhooks it and frees it. */
+static void
+lw_watch_release (LagWatch *watch)
+{
+  lw_watch_unhook (watch);
   lw_watch_free (watch);
 }
 
-/* Reporting thread, once the callback that detached @data has returned. */
+/* Reporting thread, once the callback that detached @data (and unhooked
+ * it) has returned. */
 static void
 lw_watch_finish_detached (gpointer data)
 {
   LagWatch *watch = data;
 
   lw_reporter_abandon (g_steal_pointer (&watch->reporter));
-  lw_watch_release (watch);
+  lw_watch_free (watch);
 }
 
 /* Any thread, lw_lock held. Undoes a partial attach. */
@@ -203,6 +211,48 @@ lw_attach_abort (LagWatch *watch)
   if (watch->signo != 0)
     lw_capture_release_signal ();
   lw_watch_free (watch);
+}
+
+/* Any thread, @watch just taken out of lw_watches: stops its watcher,
+ * unhooks and frees it. From its own report callback, the context is
+ * given back at once (the callback may attach to it again) and the
+ * reporting thread frees the rest once the callback has returned. */
+static void
+lw_watch_stop (LagWatch *watch)
+{
+  lw_watcher_stop (watch);
+  lw_note_stats (watch, FALSE);
+  if (lw_reporter_is_current (watch->reporter))
+    {
+      lw_watch_unhook (watch);
+      lw_reporter_finish_after_callback (watch->reporter);
+      return;
+    }
+  lw_reporter_stop (g_steal_pointer (&watch->reporter));
+  lw_watch_release (watch);
+}
+
+/* Any thread, lw_lock held. Takes the replaceable watch of @context (the
+ * launcher's) out of lw_watches and returns it, or NULL when there is none.
+ * A watch is listed once fully attached, under lw_lock: a replaceable
+ * attach under way on another thread is either listed or has taken no
+ * slot yet. */
+static LagWatch *
+lw_take_replaceable_unlocked (GMainContext *context)
+{
+  GHashTableIter iter;
+  gpointer watch;
+
+  if (lw_watches == NULL)
+    return NULL;
+  g_hash_table_iter_init (&iter, lw_watches);
+  while (g_hash_table_iter_next (&iter, &watch, NULL))
+    if (((LagWatch *) watch)->slot->context == context && ((LagWatch *) watch)->config->replaceable)
+      {
+        g_hash_table_iter_remove (&iter);
+        return watch;
+      }
+  return NULL;
 }
 
 G_DEFINE_QUARK (lagwatch-error-quark, lagwatch_error)
@@ -230,7 +280,7 @@ LagWatch *
 lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GError **out_error)
 {
   g_autoptr(GError) error = NULL;
-  LagWatch *watch;
+  LagWatch *watch, *replaced;
 
   if (lw_config_disabled ())
     {
@@ -270,6 +320,15 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   lw_clock_init ();
 
   g_mutex_lock (&lw_lock);
+  /* A program attaching its own watch: a replaceable one there (the
+   * launcher's) is detached first, so that this attach succeeds and each
+   * lag is reported once, by the program's watch. */
+  while (!watch->config->replaceable && (replaced = lw_take_replaceable_unlocked (context)) != NULL)
+    {
+      g_mutex_unlock (&lw_lock);
+      lw_watch_stop (replaced);
+      g_mutex_lock (&lw_lock);
+    }
   if (lw_watches == NULL)
     lw_watches = g_hash_table_new (NULL, NULL);
 
@@ -353,17 +412,7 @@ lagwatch_detach (LagWatch *watch)
   g_mutex_unlock (&lw_lock);
   g_return_if_fail (known);
 
-  lw_watcher_stop (watch);
-  lw_note_stats (watch, FALSE);
-  if (lw_reporter_is_current (watch->reporter))
-    {
-      /* Called from the report callback: the reporting thread finishes the
-       * job once the callback has returned. */
-      lw_reporter_finish_after_callback (watch->reporter);
-      return;
-    }
-  lw_reporter_stop (g_steal_pointer (&watch->reporter));
-  lw_watch_release (watch);
+  lw_watch_stop (watch);
 }
 
 /* Any thread. TRUE when @watch is a live handle. */

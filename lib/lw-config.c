@@ -86,6 +86,13 @@ lagwatch_config_set_max_frames (LagWatchConfig *config, guint max_frames)
   return TRUE;
 }
 
+void
+lagwatch_config_set_replaceable (LagWatchConfig *config, gboolean replaceable)
+{
+  g_return_if_fail (config != NULL);
+  config->replaceable = replaceable;
+}
+
 gboolean
 lagwatch_config_set_sample_ms (LagWatchConfig *config, guint sample_ms)
 {

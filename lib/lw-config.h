@@ -34,6 +34,7 @@ struct _LagWatchConfig
   guint     calls_min_ms;     /* shortest call in the call tree; 0: two sampling intervals */
   guint     calls_depth;      /* deepest call in the call tree below dispatch; 0: all */
   gboolean  js_frames;        /* LAGWATCH_JS_FRAMES: GJS's profiling stack (lw-gjs.h) */
+  gboolean  replaceable;      /* a later attach to its context detaches it (the launcher's) */
 };
 
 /* Any thread. */

@@ -48,6 +48,40 @@ test_attach_twice (void)
   g_main_context_unref (context);
 }
 
+/* A replaceable watch gives way to a later attach that is not replaceable,
+ * and only to that. */
+static void
+test_attach_replaceable (void)
+{
+  g_autoptr(LagWatchConfig) replaceable = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  GMainContext *context = g_main_context_new ();
+  LagWatch *first, *own;
+
+  lagwatch_config_set_replaceable (replaceable, TRUE);
+  first = lagwatch_attach_full (context, replaceable, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (first);
+  g_assert_null (lagwatch_attach_full (context, replaceable, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED);
+  g_clear_error (&error);
+
+  own = lagwatch_attach_full (context, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (own);
+  g_assert_true (lagwatch_is_attached (context));
+  /* The program's own watch is not replaceable, by either kind. */
+  g_assert_null (lagwatch_attach_full (context, replaceable, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED);
+  g_clear_error (&error);
+  g_assert_null (lagwatch_attach_full (context, NULL, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED);
+  g_clear_error (&error);
+  lagwatch_detach (own);
+  g_assert_false (lagwatch_is_attached (context));
+  g_main_context_unref (context);
+}
+
 static void
 test_detach_null_and_twice (void)
 {
@@ -546,6 +580,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/api/attach-twice", test_attach_twice);
+  g_test_add_func ("/api/attach-replaceable", test_attach_replaceable);
   g_test_add_func ("/api/detach-null-and-twice", test_detach_null_and_twice);
   for (guint i = 0; i < G_N_ELEMENTS (env_cases); i++)
     {

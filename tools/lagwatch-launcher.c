@@ -21,6 +21,7 @@
 
 #include "lagwatch.h"
 #include "lw-build-config.h"
+#include "lw-launcher-process.h"
 
 static int opt_threshold = -1, opt_sample = -1, opt_hang = -1;
 static char *opt_output;
@@ -197,7 +198,7 @@ main (int argc, char **argv)
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
   g_autoptr(GError) error = NULL;
   g_autofree char *preload = NULL;
-  g_autofree char *pid = NULL;
+  g_autofree char *identity = NULL;
 
   g_option_context_set_summary (context,
     "Run PROGRAM, an unmodified GLib or GTK program, and report every moment its\n"
@@ -265,9 +266,10 @@ main (int argc, char **argv)
   lw_launcher_setenv_ms ("LAGWATCH_HANG_MS", opt_hang);
   if (opt_output != NULL)
     g_setenv ("LAGWATCH_OUTPUT", opt_output, TRUE);
-  /* exec keeps our process id: only this very process attaches. */
-  pid = g_strdup_printf ("%d", (int) getpid ());
-  g_setenv ("LAGWATCH_LAUNCHER_PID", pid, TRUE);
+  /* exec keeps our process id and pid namespace: only this very process
+   * attaches (lw-launcher-process.h). */
+  identity = lw_launcher_process_identity ();
+  g_setenv ("LAGWATCH_LAUNCHER_PROCESS", identity, TRUE);
 
   execvp (argv[1], argv + 1);
   fprintf (stderr, "lagwatch: cannot run '%s': %s\n", argv[1], g_strerror (errno));

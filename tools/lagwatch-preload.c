@@ -17,18 +17,20 @@
  * program's poll function GLib called) by the thread that owns the default
  * context is an iteration of that context, however the loop was entered.
  * A program that never runs a GLib loop, and any program the watched one
- * starts (it inherits LD_PRELOAD but not the process id the launcher named),
+ * starts (it inherits LD_PRELOAD but is not the process the launcher
+ * named, even as pid 1 of a new pid namespace: lw-launcher-process.h),
  * are left alone; so are setuid/setgid programs (said in one line).
  */
 #include <dlfcn.h>
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include "lagwatch.h"
+#include "lw-launcher-process.h"
 
 /* Interposed symbols must be visible: this library exists to export them. */
 #define LW_PRELOAD_API __attribute__ ((visibility ("default")))
@@ -39,17 +41,22 @@ typedef int (*LwPollFunc) (struct pollfd *fds, nfds_t n_fds, int timeout);
 typedef int (*LwPpollFunc) (struct pollfd *fds, nfds_t n_fds, const struct timespec *timeout,
                             const sigset_t *sigmask);
 
-/* Loop thread (the first to iterate the default context), normal context. */
+/* Loop thread (the first to iterate the default context), normal context.
+ * The watch returned (lw_preload_once's result) is only ever compared with
+ * NULL: the program's own attach may replace and free it later. */
 static gpointer
 lw_preload_attach (gpointer data)
 {
-  const char *pid;
+  g_autoptr(LagWatchConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *identity = NULL;
+  LagWatch *watch;
 
   /* A setuid/setgid program: the environment that asked for lagwatch is
    * the caller's, not the program's. Said when the launcher asked. */
   if (getauxval (AT_SECURE))
     {
-      if (g_getenv ("LAGWATCH_LAUNCHER_PID") != NULL)
+      if (g_getenv ("LAGWATCH_LAUNCHER_PROCESS") != NULL)
         {
           /* Not g_warning(): G_DEBUG=fatal-warnings would kill the program. */
           static const char message[] = "lagwatch: this program runs setuid or setgid (AT_SECURE): "
@@ -60,14 +67,21 @@ lw_preload_attach (gpointer data)
         }
       return NULL;
     }
-  /* Only the process the launcher started, never its children. */
-  pid = g_getenv ("LAGWATCH_LAUNCHER_PID");
-  if (pid == NULL || atoi (pid) != getpid ())
+  /* Only the process the launcher started, never its children, in its
+   * pid namespace or in another (lw-launcher-process.h). */
+  identity = lw_launcher_process_identity ();
+  if (g_strcmp0 (g_getenv ("LAGWATCH_LAUNCHER_PROCESS"), identity) != 0)
     return NULL;
-  /* A program that attaches lagwatch itself keeps its own watch. */
-  if (lagwatch_is_attached (NULL))
-    return NULL;
-  return lagwatch_attach (NULL);
+  /* A program that attaches lagwatch itself keeps its own watch: this
+   * one is not attached if the program's came first, and gives way to it
+   * if it comes later. */
+  config = lagwatch_config_new ();
+  lagwatch_config_set_replaceable (config, TRUE);
+  watch = lagwatch_attach_full (NULL, config, &error);
+  if (watch == NULL && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED)
+      && !g_error_matches (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DISABLED))
+    fprintf (stderr, "lagwatch: %s\n", error->message);
+  return watch;
 }
 
 static GOnce lw_preload_once = G_ONCE_INIT;
