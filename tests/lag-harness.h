@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -16,6 +17,23 @@
 #include "lagwatch.h"
 
 #define HARNESS_DEADLINE_US (10 * G_USEC_PER_SEC)
+
+/* Test thread. Removes @path and all it holds, never following a symlink. */
+static G_GNUC_UNUSED void
+harness_remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  if (!g_file_test (path, G_FILE_TEST_IS_SYMLINK) && (dir = g_dir_open (path, 0, NULL)) != NULL)
+    while ((name = g_dir_read_name (dir)) != NULL)
+      {
+        g_autofree char *child = g_build_filename (path, name, NULL);
+
+        harness_remove_tree (child);
+      }
+  g_remove (path);
+}
 
 /* Functions whose frames a test looks for in a stack: never inlined,
  * cloned or folded into their callers. */

@@ -28,23 +28,6 @@
 
 static char *tmp_dir;
 
-/* Removes @path and all it holds, never following a symlink. */
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
-
-  if (!g_file_test (path, G_FILE_TEST_IS_SYMLINK) && (dir = g_dir_open (path, 0, NULL)) != NULL)
-    while ((name = g_dir_read_name (dir)) != NULL)
-      {
-        g_autofree char *child = g_build_filename (path, name, NULL);
-
-        remove_tree (child);
-      }
-  g_remove (path);
-}
-
 /* The pid of a process that has exited: a record naming it is from a run
  * that is gone. */
 static int
@@ -426,7 +409,7 @@ main (int argc, char **argv)
   status = g_test_run ();
   if (!g_test_subprocess ())
     {
-      remove_tree (tmp_dir);
+      harness_remove_tree (tmp_dir);
       g_unsetenv ("LW_TEST_HANG_DIR");
     }
   return status;

@@ -32,23 +32,6 @@
 
 static char *tmp_dir;
 
-/* Removes @path and all it holds, never following a symlink. */
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
-
-  if (!g_file_test (path, G_FILE_TEST_IS_SYMLINK) && (dir = g_dir_open (path, 0, NULL)) != NULL)
-    while ((name = g_dir_read_name (dir)) != NULL)
-      {
-        g_autofree char *child = g_build_filename (path, name, NULL);
-
-        remove_tree (child);
-      }
-  g_remove (path);
-}
-
 /* A config with no output of its own but @output, and a state directory
  * in the test's directory. */
 static LagWatchConfig *
@@ -781,6 +764,6 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/descriptors/syscap", test_syscap_taken);
   status = g_test_run ();
   if (!g_test_subprocess ())
-    remove_tree (tmp_dir);
+    harness_remove_tree (tmp_dir);
   return status;
 }

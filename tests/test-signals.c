@@ -53,31 +53,12 @@ shared_tmp_new (uid_t uid)
   return dir;
 }
 
-/* Test process. Removes @path and everything under it. */
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 /* Test process, once its subprocess has ended (passed or not): the
  * directory shared_tmp_new() made is gone, with anything left in it. */
 static void
 shared_tmp_remove (char *dir)
 {
-  remove_tree (dir);
+  harness_remove_tree (dir);
   g_unsetenv (SHARED_TMP_ENV);
   g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
   g_free (dir);
