@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "bench-stats.h"
 #include "lagwatch.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
@@ -53,23 +54,6 @@ static struct
 } bench;
 
 typedef enum { PHASE_WAIT, PHASE_JS, PHASE_NATIVE, PHASE_DONE } BenchPhase;
-
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return (x > y) - (x < y);
-}
-
-static double
-median (GArray *values)
-{
-  if (values->len == 0)
-    return 0.0;
-  g_array_sort (values, compare_doubles);
-  return g_array_index (values, double, values->len / 2);
-}
 
 /* The sampler. One sample of the main thread, timed into @series when it
  * has @wanted_js JavaScript frames or more (the JavaScript series leaves
@@ -164,7 +148,7 @@ series_print (const char *name, Series *series)
 {
   printf ("%-7s %4u samples:", name, series->times[TIME_WHOLE]->len);
   for (int k = 0; k < N_TIMES; k++)
-    printf (" %s %.1f", time_names[k], median (series->times[k]));
+    printf (" %s %.1f", time_names[k], bench_median (series->times[k]));
   printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript\n",
           series->native, series->merged, series->js);
 }

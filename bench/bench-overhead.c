@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench-stats.h"
 #include "lagwatch.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
@@ -291,14 +292,6 @@ wall_ns_per_iteration (const char *self, const char *mode, guint64 n)
   return out != NULL ? g_ascii_strtod (out, NULL) : -1.0;
 }
 
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
 /* The realistic loop's work: a fixed instruction count (deterministic
  * under callgrind), about 60,000 instructions: 20 µs at 3 instructions per
  * nanosecond. Its native time is printed for reference. */
@@ -341,7 +334,7 @@ bench_hot_path (const char *self)
   printf ("  %-10s %14s %12s %12s %16s\n", "mode", "instr/iter", "vs bare", "vs thread", "wall ns/iter");
   for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
     {
-      qsort (wall[m], rounds, sizeof (double), compare_doubles);
+      qsort (wall[m], rounds, sizeof (double), bench_compare_doubles);
       printf ("  %-10s %14.1f %+11.1f%% %+11.1f%% %16.0f (x%.2f)\n", modes[m], per[m],
               100.0 * (per[m] - per[0]) / per[0], 100.0 * (per[m] - per[1]) / per[1],
               wall[m][rounds / 2], wall[m][rounds / 2] / wall[0][rounds / 2]);
@@ -565,13 +558,6 @@ bench_idle (void)
 
 /* ---- section 3: detection latency and the cost of one sample ---- */
 
-static double
-percentile (GArray *values, double p)
-{
-  g_array_sort (values, compare_doubles);
-  return g_array_index (values, double, MIN (values->len - 1, (guint) (p * values->len)));
-}
-
 typedef struct
 {
   volatile gboolean stop;
@@ -642,9 +628,9 @@ bench_latency (void)
   if (c.caught->len == 0)
     verdict (FALSE, TRUE, "no lag was caught");
   else
-    verdict (percentile (c.caught, 0.99) <= 2.0, !short_mode,
+    verdict (bench_percentile (c.caught, 0.99) <= 2.0, !short_mode,
              "from threshold to first stack: p50 %.3f ms, p99 %.3f ms, max %.3f ms (target p99 <= 2 ms)",
-             percentile (c.caught, 0.50), percentile (c.caught, 0.99), percentile (c.caught, 1.0));
+             bench_percentile (c.caught, 0.50), bench_percentile (c.caught, 0.99), bench_percentile (c.caught, 1.0));
 
   /* One sample of a running thread 30 frames deep: signal + stack copy,
    * then the unwind, timed apart, through the watch's own slot (its watcher
@@ -687,8 +673,8 @@ bench_latency (void)
     verdict (FALSE, TRUE, "one sample: no capture of the spinning thread succeeded");
   else
     {
-      double capture = percentile (capture_us, 0.5), unwind = percentile (unwind_us, 0.5);
-      double reference_unwind = percentile (reference_us, 0.5);
+      double capture = bench_percentile (capture_us, 0.5), unwind = bench_percentile (unwind_us, 0.5);
+      double reference_unwind = bench_percentile (reference_us, 0.5);
 
       verdict (capture + unwind <= 20.0, !short_mode,
                "one sample, warm: signal + copy %.1f us, unwind of %u frames %.1f us: %.1f us "

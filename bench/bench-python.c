@@ -46,6 +46,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bench-stats.h"
 #include "lagwatch.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
@@ -122,23 +123,6 @@ static struct
 } bench;
 
 static _Atomic int64_t bench_signal_entry_ns;
-
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return (x > y) - (x < y);
-}
-
-static double
-median (GArray *values)
-{
-  if (values->len == 0)
-    return 0.0;
-  g_array_sort (values, compare_doubles);
-  return g_array_index (values, double, values->len / 2);
-}
 
 static void
 append_us (GArray *values, int64_t ns)
@@ -343,7 +327,7 @@ bench_bare_signal (pid_t tid, int samples)
   /* Left installed if a signal may still be queued. */
   if (atomic_load (&bench_signal_entry_ns) != 0 || delays->len == 0)
     sigaction (signo, &old, NULL);
-  return median (delays);
+  return bench_median (delays);
 }
 
 /* Python's main thread, through ctypes. Attaches a watch (its watcher
@@ -441,7 +425,7 @@ lw_bench_python_finish (int samples, double *medians_us, int *counts)
 
         for (int j = 0; j < BENCH_N_TIMES; j++)
           {
-            medians_us[series * BENCH_N_TIMES + j] = median (results->times[j]);
+            medians_us[series * BENCH_N_TIMES + j] = bench_median (results->times[j]);
             g_array_unref (results->times[j]);
           }
         memcpy (counts + series * BENCH_N_COUNTS, results->counts, sizeof results->counts);
