@@ -11,12 +11,25 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "lagwatch.h"
 
 #define HARNESS_DEADLINE_US (10 * G_USEC_PER_SEC)
+
+/* Test thread, right after g_test_init(). GLib 2.78 and later make a test
+ * subprocess non-dumpable (no core dumps of expected crashes), which makes
+ * its own threads' /proc files root's: a non-root run could not read them.
+ * A subprocess that tests lagwatch's /proc reads is made dumpable again,
+ * as a program is. */
+static G_GNUC_UNUSED void
+harness_subprocess_dumpable (void)
+{
+  if (g_test_subprocess ())
+    g_assert_cmpint (prctl (PR_SET_DUMPABLE, 1, 0, 0, 0), ==, 0);
+}
 
 /* Test thread. Removes @path and all it holds, never following a symlink. */
 static G_GNUC_UNUSED void

@@ -28,9 +28,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
+#include "lag-harness.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-watcher.h"
@@ -368,12 +368,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  /* GLib 2.78 and later make a test subprocess non-dumpable (no core
-   * dumps of expected crashes), which makes its own threads' /proc files
-   * root's: a non-root run could not read them. Reading them is what these
-   * tests test, so the subprocess is made dumpable again, as a program is. */
-  if (g_test_subprocess ())
-    g_assert_cmpint (prctl (PR_SET_DUMPABLE, 1, 0, 0, 0), ==, 0);
+  harness_subprocess_dumpable ();
 
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);

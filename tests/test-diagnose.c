@@ -787,12 +787,7 @@ main (int argc, char **argv)
     return child_attach_once ();
 
   g_test_init (&argc, &argv, NULL);
-  /* GLib 2.78 and later make a test subprocess non-dumpable (no core
-   * dumps of expected crashes), which makes its own threads' /proc files
-   * root's: a non-root run could not read them. Reading them is what these
-   * tests test, so the subprocess is made dumpable again, as a program is. */
-  if (g_test_subprocess ())
-    g_assert_cmpint (prctl (PR_SET_DUMPABLE, 1, 0, 0, 0), ==, 0);
+  harness_subprocess_dumpable ();
   g_test_add_func ("/diagnose/heaviest-stack", test_heaviest_stack);
   g_test_add_func ("/diagnose/cpu-and-state", test_cpu_and_state);
   g_test_add_func ("/diagnose/running-and-sleeping-halves", test_running_and_sleeping_halves);

@@ -517,13 +517,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  /* GLib 2.78 and later make a test subprocess non-dumpable (no core
-   * dumps of expected crashes), which makes its own threads' /proc files
-   * root's: a non-root run could not read them. The subprocesses here are
-   * made dumpable again, as a program is; /signals/not-dumpable makes its
-   * own non-dumpable on purpose. */
-  if (g_test_subprocess ())
-    g_assert_cmpint (prctl (PR_SET_DUMPABLE, 1, 0, 0, 0), ==, 0);
+  /* /signals/not-dumpable makes its own subprocess non-dumpable on purpose. */
+  harness_subprocess_dumpable ();
   g_setenv ("LAGWATCH_SIGNAL", "SIGRTMIN+7", TRUE);
   g_test_add_data_func ("/signals/taken/sig-dfl", GINT_TO_POINTER (TAKE_DEFAULT), test_taken_over);
   g_test_add_data_func ("/signals/taken/sig-ign", GINT_TO_POINTER (TAKE_IGNORE), test_taken_over);
