@@ -23,6 +23,10 @@
 
 #include "lag-harness.h"
 #include "lw-hang.h"
+#include "lw-report.h"
+#include "lw-reporter.h"
+#include "lw-sink.h"
+#include "lw-summary.h"
 
 #define SUBPROCESS_TIMEOUT_US (60 * G_USEC_PER_SEC)
 
@@ -258,6 +262,117 @@ test_fork_child_leaves_records (void)
   g_assert_false (g_file_test (record, G_FILE_TEST_EXISTS));
 }
 
+/* A record bigger than the reader takes, saved by an instance still
+ * running (here a fork child of this program): not ours to judge, kept.
+ * The still-running check comes before the size check. */
+static void
+test_running_big_record_kept (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "big-running-state", NULL);
+  g_autofree char *record = g_build_filename (state, "hang-7-1.rec", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autofree char *padding = g_strnfill (LW_HANG_MAX_RECORD + 1, 'x');
+      g_autofree char *contents = NULL;
+      g_autoptr(GPtrArray) found = NULL;
+      LwHangStore *store;
+      pid_t other = fork ();
+
+      if (other == 0)
+        {
+          pause ();
+          _exit (0);
+        }
+      contents = g_strdup_printf ("lagwatch-hang 1\nexe=%s\npid=%d\njson={\"event\":\"hang\"}\ntext:\n%s",
+                                  exe, (int) other, padding);
+      g_assert_cmpint (g_mkdir (state, 0700), ==, 0);
+      g_assert_true (g_file_set_contents (record, contents, -1, NULL));
+      store = lw_hang_store_open (state);
+      g_assert_nonnull (store);
+      found = lw_hang_store_take_previous (store);
+      lw_hang_store_close (store);
+      kill (other, SIGKILL);
+      waitpid (other, NULL, 0);
+      g_assert_cmpuint (found->len, ==, 0);
+      g_assert_true (g_file_test (record, G_FILE_TEST_EXISTS));
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr_unmatched ("*too big*");
+}
+
+/* A hang of a process with thousands of threads: its record is cut to the size
+ * the next run reads back, the threads' stacks left out (the last ones
+ * first) and counted, not refused nor written whole. */
+static void
+test_big_hang_capped (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "big-hang-state", NULL);
+  g_autofree char *record = g_build_filename (state, "hang-9-1.rec", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autofree char *contents = NULL;
+      g_autoptr(GError) error = NULL;
+      LwHangStore *store = lw_hang_store_open (state);
+      LwSummary *summary = lw_summary_new ();
+      LagWatchReport *report = lw_report_new ();
+      LwPreviousHang *hang = NULL;
+      LwReporter *reporter;
+      const char *why = NULL;
+      gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US * 6;
+      gsize len;
+
+      g_assert_nonnull (store);
+      reporter = lw_reporter_start (lw_sinks_open ("none"), summary, store, NULL, NULL, &error);
+      g_assert_no_error (error);
+      report->event = "hang";
+      report->id = g_strdup ("9-1");
+      report->pid = (int) getpid ();
+      report->complete = FALSE;
+      report->n_threads = 3000;
+      report->threads = g_new0 (LwReportStack, report->n_threads);
+      for (guint i = 0; i < report->n_threads; i++)
+        {
+          LwReportStack *thread = &report->threads[i];
+
+          thread->thread_id = 100000 + (int) i;
+          thread->thread_name = g_strdup ("worker");
+          thread->thread_state = g_strdup ("sleeping");
+          thread->n_frames = 8;
+          thread->frames = g_new0 (LwFrame, thread->n_frames);
+          for (guint f = 0; f < thread->n_frames; f++)
+            thread->frames[f].ip = (uintptr_t) test_running_big_record_kept + f;  /* in a module: named fast */
+        }
+      lw_reporter_submit (reporter, report, LW_REPORT_HANG);
+      while (!g_file_test (record, G_FILE_TEST_EXISTS))
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (10 * 1000);
+        }
+      lw_reporter_stop (reporter);
+      g_assert_true (g_file_get_contents (record, &contents, &len, NULL));
+      g_assert_cmpuint (len, <=, LW_HANG_MAX_RECORD);
+      g_assert_cmpint (lw_hang_record_parse (contents, len, exe, &hang, &why), ==, LW_HANG_RECORD_OK);
+      g_assert_nonnull (strstr (hang->json, "\"threads_stacks_left_out\":"));
+      g_assert_nonnull (strstr (hang->json, "\"stack_error\":\"left out: the hang record would have "
+                                            "exceeded its size limit\""));
+      /* The first threads keep their stacks. */
+      g_assert_nonnull (strstr (hang->json, "{\"id\":100000,\"name\":\"worker\",\"state\":\"sleeping\","
+                                            "\"stack_error\":null,\"stack\":[{"));
+      lw_previous_hang_free (hang);
+      lw_hang_store_close (store);
+      lw_summary_free (summary);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 static LAGGY gboolean
 hang_then_exit (gpointer data)
 {
@@ -404,6 +519,8 @@ main (int argc, char **argv)
   g_test_add_func ("/hang-store/forged-records", test_forged_records);
   g_test_add_func ("/hang-store/save-error-said", test_save_error_said);
   g_test_add_func ("/hang-store/fork-child-leaves-records", test_fork_child_leaves_records);
+  g_test_add_func ("/hang-store/running-big-record-kept", test_running_big_record_kept);
+  g_test_add_func ("/hang-store/big-hang-capped", test_big_hang_capped);
   g_test_add_data_func ("/hang-store/exit-during-hang", GINT_TO_POINTER (FALSE), test_exit_during_hang);
   g_test_add_data_func ("/hang-store/killed-during-hang", GINT_TO_POINTER (TRUE), test_exit_during_hang);
   status = g_test_run ();
