@@ -144,6 +144,9 @@ static struct
   guint               flame_rows;  /* its depth: rows of boxes */
   gboolean            flame_told;  /* its "flame:" line was printed (--print-reports) */
   gboolean            flame_scrolled; /* the graph was scrolled to its program box */
+  gint64              freeze_start_us; /* the last freeze the user asked for, wall clock; */
+  gint64              freeze_end_us;   /* 0 before the first */
+  gpointer            freeze_lag;      /* its DemoLag once reported, compared only */
   GdkFrameClock      *painting_clock; /* set while a "list:" line waits for a paint */
   gulong              after_paint_handler;
 } demo;
@@ -271,11 +274,24 @@ demo_freeze_recursion (guint depth, gint64 end_us)
   DEMO_KEEP_FRAME ();
 }
 
+/* Main thread. Notes that a freeze the user asked for ran from @start_us
+ * (wall clock) until now: its lag is the one to show. */
+static void
+demo_freeze_ran (gint64 start_us)
+{
+  demo.freeze_start_us = start_us;
+  demo.freeze_end_us = g_get_real_time ();
+  demo.freeze_lag = NULL;
+}
+
 /* Dispatched by the "demo: slow timer" source: computes for @data ms. */
 static __attribute__ ((noipa)) gboolean
 demo_freeze_timer_callback (gpointer data)
 {
+  gint64 start_us = g_get_real_time ();
+
   demo_compute_until (g_get_monotonic_time () + (gint64) GPOINTER_TO_UINT (data) * 1000);
+  demo_freeze_ran (start_us);
   return G_SOURCE_REMOVE;
 }
 
@@ -348,6 +364,8 @@ demo_add_stutter (void)
 static __attribute__ ((noipa)) void
 demo_freeze (DemoFreezeKind kind, guint ms)
 {
+  gint64 start_us = g_get_real_time ();
+
   switch (kind)
     {
     case DEMO_FREEZE_BUSY:
@@ -372,6 +390,9 @@ demo_freeze (DemoFreezeKind kind, guint ms)
       demo_add_stutter ();
       break;
     }
+  /* The timer and the stutter freeze later, in their own callbacks. */
+  if (kind != DEMO_FREEZE_TIMER && kind != DEMO_FREEZE_STUTTER)
+    demo_freeze_ran (start_us);
   DEMO_KEEP_FRAME ();
 }
 
@@ -988,10 +1009,24 @@ demo_on_after_paint (GdkFrameClock *clock, gpointer user_data)
   g_string_free (line, TRUE);
 }
 
+/* Main thread. TRUE when @report is the lag of the last freeze the user
+ * asked for: the lag was going on while the freeze ran. */
+static gboolean
+demo_report_is_the_freeze (LagWatchReport *report)
+{
+  gint64 start_us = lagwatch_report_get_start_time (report);
+  gint64 end_us = start_us + (gint64) (lagwatch_report_get_duration_ms (report) * 1000);
+
+  return demo.freeze_end_us != 0 && start_us <= demo.freeze_end_us && end_us >= demo.freeze_start_us;
+}
+
 /* Main thread, from an idle source that demo_on_report() added. Puts the
- * report at the head of the list (followed by the selection when it was on
- * the newest row), then prints it when --print-reports was given, so a test
- * sees on stdout only what went through the callback and into the list. */
+ * report at the head of the list, then prints it when --print-reports was
+ * given, so a test sees on stdout only what went through the callback and
+ * into the list. The selection (whose stack and flame graph show) goes to
+ * the lag of the freeze the user asked for, and stays on it: other lags
+ * that follow (the window repainting on a busy machine) do not take it.
+ * Otherwise it follows the newest lag while it was on the newest row. */
 static gboolean
 demo_show_report (gpointer data)
 {
@@ -999,14 +1034,24 @@ demo_show_report (gpointer data)
   g_autoptr(DemoLag) lag = NULL;
   g_autofree char *text = NULL;
   guint selected;
+  gboolean follow;
 
   if (demo.window == NULL)  /* closed: the application is quitting */
     return G_SOURCE_REMOVE;
   selected = gtk_single_selection_get_selected (demo.selection);
   lag = g_object_new (DEMO_TYPE_LAG, NULL);
   lag->report = lagwatch_report_ref (report);
+  if (demo.freeze_lag == NULL && demo_report_is_the_freeze (report))
+    {
+      demo.freeze_lag = lag;
+      follow = TRUE;
+    }
+  else if (demo.freeze_lag != NULL && demo.freeze_lag == gtk_single_selection_get_selected_item (demo.selection))
+    follow = FALSE;
+  else
+    follow = selected == 0 || selected == GTK_INVALID_LIST_POSITION;
   g_list_store_insert (demo.lags, 0, lag);
-  if (selected == 0 || selected == GTK_INVALID_LIST_POSITION)
+  if (follow)
     {
       gtk_single_selection_set_selected (demo.selection, 0);
       gtk_adjustment_set_value (demo.table_scroll, 0);
