@@ -266,9 +266,15 @@ printf '%s\n' "$flame" | grep -Eq "widest program box demo_freeze_busy \(([0-9]+
   || fail "flame graph of $busy_id: demo_freeze_busy holds all $busy_samples samples and is in view (got: $flame)"
 ok "flame graph of $busy_id: $flame"
 wait_until calls_drawn "$busy_id" || fail "call timeline of $busy_id drawn"
-printf '%s\n' "$calls" | grep -Eq ": [1-9][0-9]* calls, [1-9][0-9]* rows, deepest demo_freeze_busy \([0-9]+ ms\)\$" \
-  || fail "call timeline of $busy_id: demo_freeze_busy is the deepest call (got: $calls)"
-ok "call timeline of $busy_id: $calls"
+# A call tree is made of calls two samples or more saw: a machine so busy
+# that the freeze got one sample has none to draw, and the check says so.
+if [ "$busy_samples" -lt 2 ]; then
+  ok "call timeline of $busy_id: # SKIP the busy freeze got $busy_samples sample on this loaded machine: no call to draw ($calls)"
+else
+  printf '%s\n' "$calls" | grep -Eq ": [1-9][0-9]* calls, [1-9][0-9]* rows, deepest demo_freeze_busy \([0-9]+ ms\)\$" \
+    || fail "call timeline of $busy_id: demo_freeze_busy is the deepest call (got: $calls)"
+  ok "call timeline of $busy_id: $calls"
+fi
 check_freeze ctrl+2 demo_freeze_sleep '^  waiting: .*, sleeping in clock_nanosleep\(\)' \
   '.thread_state == "sleeping" and .syscall == "clock_nanosleep"'
 check_freeze ctrl+6 demo_freeze_timer_callback '^  in GSource "demo: slow timer"' \
