@@ -55,7 +55,11 @@ static const LwProbedCall lw_probed_calls[] = {
   { "gettid",             SYS_gettid,             -1 },
   { "timer_settime",      SYS_timer_settime,      -1 },
   { "timer_delete",       SYS_timer_delete,       -1 },
-  { "rt_sigtimedwait",    SYS_rt_sigtimedwait,    -1 },
+  /* GLib's g_thread_new(): the new thread takes its creator's scheduling
+   * settings; glibc's pthread_create() tries clone3 first. */
+  { "sched_getattr",      SYS_sched_getattr,      -1 },
+  { "sched_setattr",      SYS_sched_setattr,      -1 },
+  { "clone3",             SYS_clone3,             -1 },
 };
 
 static _Atomic int lw_seccomp_verdicts[LW_SYSCALL_N_OPTIONAL];  /* LwSyscallVerdict, WORKS = 0 */
