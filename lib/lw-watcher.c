@@ -436,6 +436,10 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
         thread.stack_error = g_strdup_printf ("not captured: the snapshot's budget of %d ms "
                                               "was spent on the threads before it",
                                               (int) (LW_THREADS_BUDGET_NS / LW_NSEC_PER_MSEC));
+      else if (result == LW_CAPTURE_TIMEOUT && lw_threadinfo_state (tid) == LW_THREAD_RUNNING)
+        thread.stack_error = g_strdup_printf ("not captured: runnable, it did not get a CPU to answer "
+                                              "the signal within %d ms",
+                                              (int) (MIN (left, LW_CAPTURE_TIMEOUT_NS) / LW_NSEC_PER_MSEC));
       else
         thread.stack_error = g_strdup (lw_watcher_capture_error (result));
       thread.frames = lw_watcher_frames (watch->ips, n);

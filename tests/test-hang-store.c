@@ -14,6 +14,7 @@
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -373,6 +374,133 @@ test_big_hang_capped (void)
   g_test_trap_assert_passed ();
 }
 
+/* Threads that stay busy (runnable) until told to stop. */
+static atomic_int busy_stop;
+
+static gpointer
+busy_thread (gpointer data)
+{
+  while (!atomic_load (&busy_stop))
+    spin_ms (GINT_TO_POINTER (1));
+  return NULL;
+}
+
+typedef struct
+{
+  const char *state;
+  char       *record;   /* the first hang record found */
+  gsize       len;
+} RecordWait;
+
+/* Freezes the loop until the hang's record is saved, then reads it. */
+static LAGGY gboolean
+freeze_until_record (gpointer data)
+{
+  RecordWait *wait = data;
+  /* The reporting thread shares the CPUs with the busy threads. */
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US * 10;
+
+  while (wait->record == NULL)
+    {
+      g_autoptr(GDir) dir = g_dir_open (wait->state, 0, NULL);
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        if (g_str_has_prefix (name, "hang-"))
+          {
+            g_autofree char *path = g_build_filename (wait->state, name, NULL);
+
+            g_assert_true (g_file_get_contents (path, &wait->record, &wait->len, NULL));
+          }
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (wait->record == NULL)
+        spin_ms (GINT_TO_POINTER (10));
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* A hang with many busy threads (runnable, answering the signal only once
+ * they get a CPU): every thread of the snapshot has a stack or says why
+ * not. LW_TEST_BUSY_THREADS changes the count (300 to measure); how many
+ * got a stack is printed. */
+static void
+test_busy_threads_snapshot (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "busy-threads-state", NULL);
+
+  if (g_test_subprocess ())
+    {
+      guint n_busy = g_getenv ("LW_TEST_BUSY_THREADS") ? (guint) atoi (g_getenv ("LW_TEST_BUSY_THREADS")) : 32;
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      GPtrArray *threads = g_ptr_array_new ();
+      RecordWait wait = { state, NULL, 0 };
+      LwPreviousHang *hang = NULL;
+      const char *why = NULL;
+      JsonArray *listed;
+      guint with_stack = 0, found_busy = 0;
+      g_autoptr(GHashTable) reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      GHashTableIter iter;
+      gpointer key, value;
+      LagWatch *watch;
+
+      g_assert_true (lagwatch_config_set_threshold_ms (config, 100));
+      g_assert_true (lagwatch_config_set_hang_ms (config, 200));
+      g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+      g_assert_true (lagwatch_config_set_state_dir (config, state));
+      watch = lagwatch_attach_with_config (NULL, config);
+      g_assert_nonnull (watch);
+      for (guint i = 0; i < n_busy; i++)
+        g_ptr_array_add (threads, g_thread_new ("busy", busy_thread, NULL));
+      g_idle_add (freeze_until_record, &wait);
+      while (wait.record == NULL)
+        g_main_context_iteration (NULL, TRUE);
+      atomic_store (&busy_stop, 1);
+      for (guint i = 0; i < threads->len; i++)
+        g_thread_join (threads->pdata[i]);
+      g_ptr_array_unref (threads);
+
+      g_assert_cmpint (lw_hang_record_parse (wait.record, wait.len, exe, &hang, &why), ==, LW_HANG_RECORD_OK);
+      g_assert_true (json_parser_load_from_data (parser, hang->json, -1, &error));
+      g_assert_no_error (error);
+      listed = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "threads");
+      for (guint i = 0; i < json_array_get_length (listed); i++)
+        {
+          JsonObject *thread = json_array_get_object_element (listed, i);
+          gboolean has_stack = json_array_get_length (json_object_get_array_member (thread, "stack")) > 0;
+
+          if (g_strcmp0 (json_object_get_string_member (thread, "name"), "busy") != 0)
+            continue;
+          found_busy++;
+          with_stack += has_stack;
+          if (!has_stack)
+            {
+              const char *reason = json_object_get_string_member (thread, "stack_error");
+
+              g_hash_table_insert (reasons, g_strdup (reason),
+                                   GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (reasons, reason)) + 1));
+            }
+          /* A stack, or why there is none. */
+          g_assert_true (json_object_has_member (thread, "stack_error"));
+          g_assert_true (has_stack || json_object_get_string_member (thread, "stack_error") != NULL);
+        }
+      g_assert_cmpuint (found_busy, ==, n_busy);
+      g_test_message ("%u busy threads: %u with a stack", n_busy, with_stack);
+      printf ("# %u busy threads: %u with a stack\n", n_busy, with_stack);
+      g_hash_table_iter_init (&iter, reasons);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        printf ("#   %u: %s\n", GPOINTER_TO_UINT (value), (const char *) key);
+      lw_previous_hang_free (hang);
+      g_free (wait.record);
+      lagwatch_detach (watch);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US * 3, G_TEST_SUBPROCESS_INHERIT_STDOUT);
+  g_test_trap_assert_passed ();
+}
+
 static LAGGY gboolean
 hang_then_exit (gpointer data)
 {
@@ -521,6 +649,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hang-store/fork-child-leaves-records", test_fork_child_leaves_records);
   g_test_add_func ("/hang-store/running-big-record-kept", test_running_big_record_kept);
   g_test_add_func ("/hang-store/big-hang-capped", test_big_hang_capped);
+  g_test_add_func ("/hang-store/busy-threads-snapshot", test_busy_threads_snapshot);
   g_test_add_data_func ("/hang-store/exit-during-hang", GINT_TO_POINTER (FALSE), test_exit_during_hang);
   g_test_add_data_func ("/hang-store/killed-during-hang", GINT_TO_POINTER (TRUE), test_exit_during_hang);
   status = g_test_run ();
