@@ -417,6 +417,7 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
       pid_t tid = (pid_t) g_ascii_strtoll (entry, NULL, 10);
       LwReportStack thread = { 0 };
       int64_t left = until - lw_clock_now_ns ();
+      LwThreadState state;
       LwCaptureResult result;
       gboolean truncated;
       guint n = 0;
@@ -425,10 +426,13 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
         continue;
       thread.thread_name = lw_threadinfo_name (tid);
       thread.thread_id = (int) tid;
-      thread.thread_state = g_strdup (lw_threadinfo_state_name (lw_threadinfo_state (tid)));
-      result = left > 0 ? lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
-                                                  MIN (left, LW_CAPTURE_TIMEOUT_NS))
-                        : LW_CAPTURE_TIMEOUT;
+      state = lw_threadinfo_state (tid);
+      thread.thread_state = g_strdup (lw_threadinfo_state_name (state));
+      /* Past the budget, a sleeping thread still costs only a look at /proc. */
+      result = left > 0 || state != LW_THREAD_RUNNING
+               ? lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
+                                         left > 0 ? MIN (left, LW_CAPTURE_TIMEOUT_NS) : LW_NSEC_PER_MSEC)
+               : LW_CAPTURE_TIMEOUT;
       if (result == LW_CAPTURE_OK)
         n = lw_unwinder_walk (watch->unwinder, watch->snapshot, watch->ips,
                               watch->config->max_frames, &truncated);

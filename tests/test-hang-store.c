@@ -374,6 +374,8 @@ test_big_hang_capped (void)
   g_test_trap_assert_passed ();
 }
 
+#define N_SLEEPERS 4
+
 /* Threads that stay busy (runnable) until told to stop. */
 static atomic_int busy_stop;
 
@@ -382,6 +384,17 @@ busy_thread (gpointer data)
 {
   while (!atomic_load (&busy_stop))
     spin_ms (GINT_TO_POINTER (1));
+  return NULL;
+}
+
+/* A thread asleep in read() until its pipe is closed. */
+static gpointer
+sleeper_thread (gpointer data)
+{
+  char byte;
+
+  while (read (GPOINTER_TO_INT (data), &byte, 1) < 0 && errno == EINTR)
+    ;
   return NULL;
 }
 
@@ -421,7 +434,7 @@ freeze_until_record (gpointer data)
 
 /* A hang with many busy threads (runnable, answering the signal only once
  * they get a CPU): every thread of the snapshot has a stack or says why
- * not. LW_TEST_BUSY_THREADS changes the count (300 to measure); how many
+ * not, and the threads asleep in a system call all have one. LW_TEST_BUSY_THREADS changes the count (300 to measure); how many
  * got a stack is printed. */
 static void
 test_busy_threads_snapshot (void)
@@ -440,7 +453,8 @@ test_busy_threads_snapshot (void)
       LwPreviousHang *hang = NULL;
       const char *why = NULL;
       JsonArray *listed;
-      guint with_stack = 0, found_busy = 0;
+      guint with_stack = 0, found_busy = 0, found_sleepers = 0;
+      int sleep_pipe[2];
       g_autoptr(GHashTable) reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
       GHashTableIter iter;
       gpointer key, value;
@@ -454,10 +468,16 @@ test_busy_threads_snapshot (void)
       g_assert_nonnull (watch);
       for (guint i = 0; i < n_busy; i++)
         g_ptr_array_add (threads, g_thread_new ("busy", busy_thread, NULL));
+      /* Listed after the busy ones (thread ids grow): the budget may be
+       * spent by then, but a sleeping thread costs only a look at /proc. */
+      g_assert_cmpint (pipe (sleep_pipe), ==, 0);
+      for (guint i = 0; i < N_SLEEPERS; i++)
+        g_ptr_array_add (threads, g_thread_new ("sleeper", sleeper_thread, GINT_TO_POINTER (sleep_pipe[0])));
       g_idle_add (freeze_until_record, &wait);
       while (wait.record == NULL)
         g_main_context_iteration (NULL, TRUE);
       atomic_store (&busy_stop, 1);
+      close (sleep_pipe[1]);
       for (guint i = 0; i < threads->len; i++)
         g_thread_join (threads->pdata[i]);
       g_ptr_array_unref (threads);
@@ -471,6 +491,13 @@ test_busy_threads_snapshot (void)
           JsonObject *thread = json_array_get_object_element (listed, i);
           gboolean has_stack = json_array_get_length (json_object_get_array_member (thread, "stack")) > 0;
 
+          if (g_strcmp0 (json_object_get_string_member (thread, "name"), "sleeper") == 0)
+            {
+              g_assert_cmpstr (json_object_get_string_member (thread, "stack_error"), ==, NULL);
+              g_assert_true (has_stack);
+              found_sleepers++;
+              continue;
+            }
           if (g_strcmp0 (json_object_get_string_member (thread, "name"), "busy") != 0)
             continue;
           found_busy++;
@@ -487,6 +514,7 @@ test_busy_threads_snapshot (void)
           g_assert_true (has_stack || json_object_get_string_member (thread, "stack_error") != NULL);
         }
       g_assert_cmpuint (found_busy, ==, n_busy);
+      g_assert_cmpuint (found_sleepers, ==, N_SLEEPERS);
       g_test_message ("%u busy threads: %u with a stack", n_busy, with_stack);
       printf ("# %u busy threads: %u with a stack\n", n_busy, with_stack);
       g_hash_table_iter_init (&iter, reasons);
