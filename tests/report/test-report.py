@@ -371,6 +371,27 @@ def test_unreadable_input(tmp):
     check("Traceback" not in err, "a crash:\n" + err)
 
 
+def test_decompression_bomb(tmp):
+    """A small gzip file whose one line expands past the line limit (16 MiB):
+    refused with one line and status 1, no traceback, the other inputs
+    still counted."""
+    first, _ = known_records()
+    good = write(tmp, "good.jsonl", jsonl(first))
+    bomb = os.path.join(tmp, "bomb.jsonl.gz")
+    chunk = b"0" * (1 << 20)
+    with gzip.open(bomb, "wb", compresslevel=1) as f:
+        for _ in range(64):
+            f.write(chunk)
+    check(os.path.getsize(bomb) < 1 << 20, "the bomb is small")
+    out, err, status = run([bomb, good], ok_status=(1,))
+    check_equal(status, 1, "exit status with a refused input")
+    check_equal(err.splitlines(),
+                ["lagwatch-report: %s:1: a line longer than 16 MiB: not lagwatch records "
+                 "(a compressed file that expands without end?); the rest of this input is skipped" % bomb],
+                "one line names the refusal")
+    check_equal(sum(v[0] for v in table_rows(out).values()), 3, "the good input still counted")
+
+
 def test_without_is_program(tmp):
     """Frames that do not say whether they are the program's (a record from
     another writer) count as the program's: the cause is named after the
@@ -681,6 +702,7 @@ CASES = [
     ("malformed lines", test_malformed_lines, None),
     ("hostile lines", test_hostile_lines, None),
     ("unreadable input", test_unreadable_input, None),
+    ("decompression bomb", test_decompression_bomb, None),
     ("without is_program", test_without_is_program, None),
     ("hangs", test_hangs, None),
     ("sketch accuracy", test_sketch_accuracy, None),

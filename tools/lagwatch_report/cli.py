@@ -16,7 +16,7 @@ from .chrome import write_chrome
 from .folded import write_folded
 from .grouping import SORT_KEYS, FrameKey, Grouping
 from .html_page import write_html
-from .reader import Reader
+from .reader import MAX_LINE_BYTES, Reader
 from .speedscope import write_speedscope
 from .symbolizer import Names
 from .text import write_text
@@ -32,8 +32,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
                     "(journalctl -o json --all) and journal files (read with journalctl); "
                     "'-' or none reads stdin.",
         epilog="Exit status: 0 the report was written (malformed lines are counted and named on stderr); "
-               "1 an input could not be opened or read to its end (the report covers the rest), or the "
-               "output could not be written; 2 bad command line.")
+               "1 an input could not be opened or read to its end (the report covers the rest; an input "
+               "with a line longer than %d MiB, as a gzip bomb makes, is refused there), or the "
+               "output could not be written; 2 bad command line." % (MAX_LINE_BYTES >> 20))
     parser.add_argument("files", nargs="*", metavar="FILE")
     parser.add_argument("-f", "--format", choices=FORMATS,
                         default="text", help="text (default): the causes and their heaviest stacks; folded: "

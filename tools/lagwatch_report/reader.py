@@ -1,11 +1,11 @@
 """The inputs: JSON Lines files (plain or gzip'd), journal exports
 (`journalctl -o json --all`, the record in the field LAGWATCH_RECORD) and
-journal files (through journalctl), read one line at a time.
+journal files (through journalctl), read one bounded line at a time.
 
 Bad input never stops the report: a malformed line is counted and named
 on stderr; an input that cannot be opened or read to its end (a cut gzip
-file) is named on stderr in one line, the records before counted, and
-makes the exit status 1.
+file, a line longer than MAX_LINE_BYTES) is named on stderr in one line,
+the records before counted, and makes the exit status 1.
 """
 
 import gzip
@@ -20,6 +20,19 @@ from typing import IO, Any, cast
 from .grouping import Grouping, Json, Malformed
 
 MAX_MALFORMED_NAMED = 10     # malformed lines named per input; the rest are counted
+# The longest line read, decompressed: a record is a few KiB, a hang's with
+# every thread's stack well under 1 MiB. A gzip file of a few KiB can expand
+# into one line of gigabytes: a longer line refuses the rest of its input
+# instead of filling memory.
+MAX_LINE_BYTES = 16 << 20
+
+
+class LineTooLong(Exception):
+    """A line past MAX_LINE_BYTES; .number is its line number."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
 
 
 def say(message: str) -> None:
@@ -95,6 +108,10 @@ class Reader:
             size = None
         try:
             self.read_stream(stream, raw, name, size)
+        except LineTooLong as error:
+            say("%s:%d: a line longer than %d MiB: not lagwatch records (a compressed file that expands "
+                "without end?); the rest of this input is skipped" % (name, error.number, MAX_LINE_BYTES >> 20))
+            self.failed_inputs += 1
         except (OSError, EOFError, ValueError) as error:
             say("%s: read error: %s (the records before it are counted)" % (name, error))
             self.failed_inputs += 1
@@ -109,14 +126,19 @@ class Reader:
                 raw.close()
 
     def read_stream(self, stream: IO[bytes], raw: io.BufferedReader, name: str, size: int | None) -> None:
-        """Reads STREAM's lines."""
+        """Reads STREAM's lines; LineTooLong at a line past MAX_LINE_BYTES."""
         named = 0
         number = 0
         last_bad = None
         next_progress = time.monotonic() + 0.5 if self.progress else None
         handle = self.handle_line
-        for line in stream:
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
             number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise LineTooLong(number)
             try:
                 handle(line)
             except Malformed as error:
