@@ -126,6 +126,12 @@ test_filter (gconstpointer data)
         harness_run_lag (&h, lag_spin, GINT_TO_POINTER (300));
       harness_wait_reports (&h, N_LAGS);
       g_assert_cmpuint (harness_n_reports (&h), ==, N_LAGS);
+      /* The loop thread runs (spins): its stack comes by signal, walked
+       * through the whole chain of callers (libunwind or not, memory read
+       * by process_vm_readv or /proc/self/mem), out to the dispatched callback. */
+      if (c->calls[0] != SYS_rt_tgsigqueueinfo)
+        for (guint i = 0; i < N_LAGS; i++)
+          g_assert_true (harness_stack_has (harness_report (&h, i), "harness_run_lag_cb", NULL));
       harness_clear (&h);
       return;
     }
