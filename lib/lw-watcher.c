@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lw-capture.h"
+#include "lw-cgroup.h"
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-dispatch.h"
@@ -33,10 +34,11 @@
 /* Samples kept per lag; beyond, every other one is dropped and the interval
  * doubles. 256 at 10 ms covers 2.5 s before the first thinning. */
 #define LW_SAMPLE_BUDGET        256
-/* A watcher that wakes this much later than it asked was not running (the
- * process was stopped by SIGSTOP, the machine starved it): what it measured
- * meanwhile is not trusted. Far above any scheduling delay of a live
- * process, far below a human-noticeable stop. */
+/* A watcher that wakes this much later than it asked was not running: the
+ * process was stopped (SIGSTOP, a frozen cgroup), or the machine or the
+ * cgroup's quota kept it off the CPU (lw_watcher_stood_still tells which).
+ * Far above any scheduling delay of a live process, far below a
+ * human-noticeable stop: shorter stops are not told from the lag. */
 #define LW_OVERSLEEP_NS         (250 * LW_NSEC_PER_MSEC)
 #define LW_WAKE_AT_BUSY_START   (-2)
 /* The watcher's scheduler slice (lw_watcher_tune_wakeups): the kernel's least. */
@@ -69,11 +71,12 @@ typedef struct
   char            *wchan;
   LwDispatchInfo   dispatch;
   gboolean         dispatch_known;
-  gboolean         stopped_seen;     /* SIGSTOP or a debugger stop during the lag */
+  int64_t          stopped_ns;       /* how long the process stood still (SIGSTOP, freezer) */
+  int64_t          throttled_begin_ns; /* its cgroup's throttled time at throttled_at_ns, -1 unknown */
+  int64_t          throttled_at_ns;
   GSource         *sentinel;
   unsigned         prepares;         /* sentinel prepares seen while still in the lag */
   gboolean         hang_written;
-  int64_t          watcher_delay_ns; /* the watcher's run-queue delay when the lag began, -1 unknown */
   int64_t          interval_ns;      /* between samples: doubles as the profile thins */
   gboolean         pending;          /* a signal is out for a sample, not collected yet */
   gboolean         timer_allowed;    /* may sample by CPU-time timer (lw_watcher_start_timer) */
@@ -81,6 +84,15 @@ typedef struct
   int64_t          look_at_ns;       /* by timer: look through /proc if no stack came by then */
   gboolean         input_pending;    /* an input fd of the context was seen readable */
 } LwLag;
+
+/* The start of one of the watcher's sleeps: when, and the loop thread's
+ * CPU clock then (-1 unknown), to tell afterwards how long the process
+ * stood still if the watcher woke far too late (lw_watcher_stood_still). */
+typedef struct
+{
+  int64_t from_ns;
+  int64_t loop_cpu_ns;
+} LwNap;
 
 /* The starvation sentinel: attached while a lag is followed, at the highest
  * priority, it counts the loop's prepares. Two or more mean the loop is
@@ -583,9 +595,10 @@ lw_watcher_declined (LagWatch *watch, LwLag *lag)
 }
 
 /* Watcher thread. TRUE when this busy period is not the program's doing:
- * a debugger is attached, or the thread is stopped (SIGSTOP, a debugger
- * stop). Reads /proc: checked when the lag is caught and when it ends; a
- * stop of the whole process in between shows as a watcher oversleep. */
+ * a debugger is attached. Checked when the lag is caught and when it
+ * ends. (A stop of the whole process, SIGSTOP or a frozen cgroup, stops
+ * the watcher too: it shows as a watcher oversleep, and is measured and
+ * named, not excused: lw_watcher_stood_still.) */
 static gboolean
 lw_watcher_excused (LagWatch *watch, LwLag *lag)
 {
@@ -598,9 +611,7 @@ lw_watcher_excused (LagWatch *watch, LwLag *lag)
       watch->noted_debugger = TRUE;
       return TRUE;
     }
-  if (lw_threadinfo_state (lag->tid) == LW_THREAD_STOPPED)
-    lag->stopped_seen = TRUE;
-  return lag->stopped_seen;
+  return FALSE;
 }
 
 /* Watcher thread. The loop thread's run-queue delay from the lag's start
@@ -659,18 +670,43 @@ lw_watcher_input_pending (LagWatch *watch)
   return FALSE;
 }
 
-/* Watcher thread. Fills in whose fault @lag was, as of @end_ns: the time
- * the thread waited for a CPU ("most" of the lag: half or more) and
- * whether input was waiting. */
+/* Watcher thread. The time @lag's cgroup was throttled from the lag's
+ * start to @now_ns, measured from the lag's begin and scaled up to the part
+ * before it, as lw_watcher_lag_cpu() does. -1 unknown. */
+static int64_t
+lw_watcher_lag_throttled (LagWatch *watch, LwLag *lag, int64_t now_ns)
+{
+  int64_t throttled_now;
+
+  if (lag->throttled_begin_ns < 0 || now_ns <= lag->throttled_at_ns
+      || (throttled_now = lw_cgroup_throttled_ns (watch->cgroup)) < lag->throttled_begin_ns)
+    return -1;
+  return (int64_t) ((double) (throttled_now - lag->throttled_begin_ns) * (double) (now_ns - lag->since_ns)
+                    / (double) (now_ns - lag->throttled_at_ns));
+}
+
+/* Watcher thread. Fills in whose fault @lag was, as of @end_ns: how long
+ * the process stood still (stopped), how long its cgroup's CPU quota held
+ * it back (throttled), the time the thread waited for a CPU beyond that
+ * ("most" of the lag: half or more: the machine was busy) and whether
+ * input was waiting. */
 static void
 lw_watcher_whose_fault (LagWatch *watch, LwLag *lag, LagWatchReport *report, int64_t end_ns)
 {
   int64_t delay_ns = lw_watcher_lag_run_delay (watch, lag, end_ns);
+  int64_t throttled_ns = lw_watcher_lag_throttled (watch, lag, end_ns);
+  double not_running_ms;
 
-  /* Measured a little past the lag's end (the read comes after it), and
-   * scaled: never more than the part of the lag the thread did not run. */
-  report->run_delay_ms = delay_ns >= 0 ? MIN ((double) delay_ns / LW_NSEC_PER_MSEC,
-                                              MAX (report->duration_ms - MAX (report->cpu_ms, 0), 0))
+  report->stopped_ms = (double) lag->stopped_ns / LW_NSEC_PER_MSEC;
+  /* The part of the lag the thread neither ran nor stood still: what
+   * waiting for a CPU and throttling may account for at most (both are
+   * measured a little past the lag's end, and scaled). A throttled thread
+   * also shows as waiting for a CPU: that part is the quota's, not the
+   * machine's. */
+  not_running_ms = MAX (report->duration_ms - MAX (report->cpu_ms, 0) - report->stopped_ms, 0);
+  report->throttled_ms = throttled_ns >= 0 ? MIN ((double) throttled_ns / LW_NSEC_PER_MSEC, not_running_ms) : -1;
+  report->run_delay_ms = delay_ns >= 0 ? MAX (MIN ((double) delay_ns / LW_NSEC_PER_MSEC, not_running_ms)
+                                              - MAX (report->throttled_ms, 0), 0)
                                        : -1;
   report->cpu_starved = delay_ns >= 0 && report->duration_ms > 0
                         && report->run_delay_ms >= report->duration_ms / 2;
@@ -718,29 +754,65 @@ lw_watcher_maybe_write_stats (LagWatch *watch)
  * thread). */
 static _Atomic guint64 lw_lag_serial;
 
-/* Watcher thread, woken @late_ns after the time it asked for. TRUE when it
- * was kept waiting for a CPU for most of that time: its run-queue delay
- * grew by half of @late_ns or more since @baseline_ns (read earlier, -1
- * unknown): the machine is busy. FALSE when it was not runnable, as in a
- * stopped process (SIGSTOP, a frozen cgroup, a suspend), or when the kernel
- * keeps no scheduler statistics. @what says what follows, for the debug
- * message. */
-static gboolean
-lw_watcher_waited_for_cpu (int64_t baseline_ns, int64_t late_ns, const char *what)
-{
-  int64_t delay_ns;
+/* How often, at most, the watcher reads its own run-queue delay and its
+ * cgroup's throttled time while it times busy periods: the baseline of
+ * lw_watcher_stood_still() then. */
+#define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
 
-  if (baseline_ns < 0 || (delay_ns = lw_threadinfo_run_delay_ns (gettid ())) < 0
-      || delay_ns - baseline_ns < late_ns / 2)
-    return FALSE;
-  g_debug ("the watcher waited %.0f ms for a CPU (the machine is busy); %s",
-           (double) (delay_ns - baseline_ns) / LW_NSEC_PER_MSEC, what);
-  return TRUE;
+/* Watcher thread, woken at @now_ns, @late_ns (over LW_OVERSLEEP_NS) after
+ * the time it asked for in the sleep begun as @nap says. How long the whole
+ * process stood still meanwhile (SIGSTOP, a frozen cgroup), 0 when it did
+ * not: when the watcher's own run-queue delay and its cgroup's throttled
+ * time grew by half of @late_ns or more since the baseline, it was
+ * runnable, kept off the CPU by a busy machine or its quota. Otherwise
+ * (also when the kernel keeps no scheduler statistics) the process was
+ * stopped, at least for the part of @late_ns they do not explain, at most
+ * for the whole sleep less that; less still the loop thread's CPU time in
+ * the sleep when it is known (it ran, so it was not stopped then): exact
+ * for a thread that computes. Refreshes the baseline. */
+static int64_t
+lw_watcher_stood_still (LagWatch *watch, const LwNap *nap, int64_t late_ns, int64_t now_ns)
+{
+  int64_t delay_ns = lw_threadinfo_run_delay_ns (gettid ());
+  int64_t throttled_ns = lw_cgroup_throttled_ns (watch->cgroup);
+  int64_t loop_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
+  int64_t explained_ns = 0, stopped_ns;
+
+  if (watch->delay_baseline_ns >= 0 && delay_ns >= watch->delay_baseline_ns)
+    explained_ns += delay_ns - watch->delay_baseline_ns;
+  if (watch->throttled_baseline_ns >= 0 && throttled_ns >= watch->throttled_baseline_ns)
+    explained_ns += throttled_ns - watch->throttled_baseline_ns;
+  watch->delay_baseline_ns = delay_ns;
+  watch->throttled_baseline_ns = throttled_ns;
+  watch->delay_baseline_at_ns = now_ns;
+  if (explained_ns >= late_ns / 2)
+    {
+      g_debug ("the watcher woke %.0f ms late, kept off the CPU (a busy machine, its cgroup's quota)",
+               (double) late_ns / LW_NSEC_PER_MSEC);
+      return 0;
+    }
+  stopped_ns = now_ns - nap->from_ns - explained_ns;
+  if (nap->loop_cpu_ns >= 0 && loop_cpu_ns >= nap->loop_cpu_ns)
+    stopped_ns -= loop_cpu_ns - nap->loop_cpu_ns;
+  stopped_ns = MAX (stopped_ns, late_ns - explained_ns);
+  g_debug ("the watcher woke %.0f ms late: the process stood still for %.0f ms",
+           (double) late_ns / LW_NSEC_PER_MSEC, (double) stopped_ns / LW_NSEC_PER_MSEC);
+  return stopped_ns;
 }
 
-/* How often, at most, the watcher reads its own run-queue delay while it
- * times busy periods: the baseline of lw_watcher_waited_for_cpu() then. */
-#define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
+/* Watcher thread, about to sleep. What lw_watcher_stood_still() needs to
+ * know of the sleep. @loop_cpu: whether to read the loop thread's CPU
+ * clock (only while the loop is busy: it is what tells a stop from the
+ * loop's own work). */
+static LwNap
+lw_watcher_nap (LagWatch *watch, gboolean loop_cpu)
+{
+  LwNap nap = { lw_clock_now_ns (), -1 };
+
+  if (loop_cpu)
+    nap.loop_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
+  return nap;
+}
 
 /* Watcher thread, awake anyway (and once as it starts). Refreshes the
  * baseline of its own run-queue delay, at most once per
@@ -752,6 +824,7 @@ lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
   if (now_ns - watch->delay_baseline_at_ns < LW_DELAY_BASELINE_PERIOD_NS)
     return;
   watch->delay_baseline_ns = lw_threadinfo_run_delay_ns (gettid ());
+  watch->throttled_baseline_ns = lw_cgroup_throttled_ns (watch->cgroup);
   watch->delay_baseline_at_ns = now_ns;
 }
 
@@ -772,7 +845,9 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
   /* What the report says if the lag ends before its first capture. */
   lag->first_result = LW_CAPTURE_STALE;
   lag->syscall_nr = -1;
-  lag->watcher_delay_ns = lw_threadinfo_run_delay_ns (gettid ());
+  lag->stopped_ns = watch->observed_stopped_ns;
+  lag->throttled_at_ns = now_ns;
+  lag->throttled_begin_ns = lw_cgroup_throttled_ns (watch->cgroup);
   lag->interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;
   lag->timer_allowed = !atomic_load (&watch->explicit_sampling);
   if (lw_watcher_excused (watch, lag))
@@ -824,6 +899,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
   while (atomic_load (&slot->seq) == busy_seq && !atomic_load (&watch->stopping))
     {
       int64_t next_sample_ns;
+      LwNap nap;
 
       lw_watcher_sample (watch, &lag);
       if (!lag.input_pending && atomic_load (&slot->seq) == busy_seq)
@@ -843,7 +919,11 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
           break;
         }
       now_ns = lw_clock_now_ns ();
-      if (!lag.hang_written && now_ns - since_ns >= hang_ns && atomic_load (&slot->seq) == busy_seq)
+      lw_watcher_note_run_delay (watch, now_ns);
+      /* The time the process stood still is not the program's: a hang is
+       * hang_ms of the rest. */
+      if (!lag.hang_written && now_ns - since_ns - lag.stopped_ns >= hang_ns
+          && atomic_load (&slot->seq) == busy_seq)
         {
           lw_watcher_report_hang (watch, &lag, now_ns);
           now_ns = lw_clock_now_ns ();
@@ -868,17 +948,13 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
         next_sample_ns = MAX (lag.look_at_ns, now_ns + LW_NSEC_PER_MSEC);
       else
         next_sample_ns = MAX (now_ns + lag.interval_ns, now_ns + LW_NSEC_PER_MSEC);
+      nap = lw_watcher_nap (watch, TRUE);
       lw_watcher_sleep (slot, next_sample_ns);
-      if (lw_clock_now_ns () - next_sample_ns > LW_OVERSLEEP_NS
-          && !lw_watcher_waited_for_cpu (lag.watcher_delay_ns, lw_clock_now_ns () - next_sample_ns,
-                                         "the lag is kept"))
-        {
-          /* The whole process stood still (SIGSTOP, a frozen cgroup): its
-           * duration is not the program's doing. */
-          g_debug ("the watcher woke far too late during a lag; the process was stopped: dropped");
-          dropped = TRUE;
-          break;
-        }
+      /* Far too late: the whole process may have stood still (SIGSTOP, a
+       * frozen cgroup). The lag goes on; that time is named, not blamed. */
+      now_ns = lw_clock_now_ns ();
+      if (now_ns - next_sample_ns > LW_OVERSLEEP_NS)
+        lag.stopped_ns += lw_watcher_stood_still (watch, &nap, now_ns - next_sample_ns, now_ns);
     }
   /* The last signal's stack, if its handler ran in time: it checked that
    * the loop was still in this busy period. Otherwise it is given up. */
@@ -924,7 +1000,7 @@ lw_watcher_observe (LagWatch *watch, uint64_t seq, int64_t now_ns)
   watch->observed_seq = seq;
   watch->observed_at_ns = now_ns;
   watch->observed_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
-  watch->retimed_since_ns = 0;
+  watch->observed_stopped_ns = 0;
   watch->observed_delay_ns = lw_threadinfo_run_delay_ns (atomic_load (&watch->slot->loop_tid));
 }
 
@@ -980,6 +1056,7 @@ lw_watcher_main (gpointer data)
    * creation: it may first get the CPU late, after the process was
    * stopped). */
   int64_t expected_wake_ns = watch->started_ns;
+  LwNap nap = { watch->started_ns, -1 };  /* the sleep that ended last */
 
   lw_threadinfo_own_enter ();
   if (atomic_load (&lw_watcher_test_start_delay_ns) > 0)
@@ -995,10 +1072,12 @@ lw_watcher_main (gpointer data)
    * made under the loader's lock (from a library constructor) must not
    * wait for it. */
   expected_wake_ns = lw_clock_now_ns ();
+  nap = lw_watcher_nap (watch, FALSE);
   sem_post (&watch->watching);
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   watch->python = lw_python_new ();
+  watch->cgroup = lw_cgroup_new ();
   lw_watcher_note_run_delay (watch, lw_clock_now_ns ());  /* the first baseline */
   while (!atomic_load (&watch->stopping))
     {
@@ -1014,6 +1093,7 @@ lw_watcher_main (gpointer data)
            * busy period that starts meanwhile is still caught at its own
            * start + threshold (the watcher then sleeps until that). */
           lw_watcher_maybe_write_stats (watch);
+          nap = lw_watcher_nap (watch, FALSE);
           if (seq == quiet_seq || seq == 0 || atomic_load (&watch->paused))
             {
               lw_watcher_park (watch, seq, LW_WAKE_ON_BUSY, -1);
@@ -1030,6 +1110,7 @@ lw_watcher_main (gpointer data)
         }
       if (seq == settled_seq)
         {
+          nap = lw_watcher_nap (watch, FALSE);
           lw_watcher_park (watch, seq, LW_WAKE_ON_IDLE, -1);
           expected_wake_ns = LW_WAKE_AT_BUSY_START;
           continue;
@@ -1039,22 +1120,19 @@ lw_watcher_main (gpointer data)
       lw_watcher_observe (watch, seq, now_ns);
       since_ns = lw_clock_ticks_to_ns (atomic_load (&slot->busy_since));
       if (expected_wake_ns == LW_WAKE_AT_BUSY_START)
-        expected_wake_ns = since_ns;
-      /* Woken far later than it should have: the process was stopped (its
-       * time is not the program's: time this busy period again from now),
-       * or the watcher waited for a CPU (the machine is busy: the busy
-       * period's time stands). */
-      if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS
-          && !lw_watcher_waited_for_cpu (watch->delay_baseline_ns, now_ns - expected_wake_ns,
-                                         "the busy period's time stands"))
-        {
-          g_debug ("the watcher woke %.0f ms late; timing the busy period again",
-                   (double) (now_ns - expected_wake_ns) / LW_NSEC_PER_MSEC);
-          watch->retimed_since_ns = now_ns;
-        }
+        expected_wake_ns = nap.from_ns = MAX (since_ns, nap.from_ns);
+      /* Woken far later than it should have: the process stood still (that
+       * time is not the program's: the busy period's deadline moves by
+       * it), or the watcher waited for a CPU (the machine is busy: the
+       * busy period's time stands). Measured once per wake-up. */
+      if (now_ns - expected_wake_ns > LW_OVERSLEEP_NS)
+        watch->observed_stopped_ns += MIN (lw_watcher_stood_still (watch, &nap, now_ns - expected_wake_ns, now_ns),
+                                           now_ns - since_ns - watch->observed_stopped_ns);
+      expected_wake_ns = now_ns;
+      nap = (LwNap) { now_ns, -1 };
       lw_watcher_note_run_delay (watch, now_ns);
-      since_ns = MAX (since_ns, watch->retimed_since_ns);
-      deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC;
+      deadline_ns = since_ns + (int64_t) atomic_load (&watch->threshold_ms) * LW_NSEC_PER_MSEC
+                    + watch->observed_stopped_ns;
       if (now_ns < deadline_ns)
         {
           int64_t end_ns;
@@ -1063,6 +1141,7 @@ lw_watcher_main (gpointer data)
            * period: if the watcher then wakes late, a lag that ended
            * meanwhile is still known. */
           expected_wake_ns = deadline_ns;
+          nap = lw_watcher_nap (watch, TRUE);
           atomic_store (&slot->entry_seq, 0);
           lw_watcher_park (watch, seq, LW_STAMP_ENTRY,
                            deadline_ns + atomic_load (&watch->test_oversleep_ns));
@@ -1087,12 +1166,14 @@ lw_watcher_main (gpointer data)
       atomic_fetch_and (&slot->wake_flags, ~(unsigned) LW_WAKE_ON_IDLE);
       settled_seq = seq;
       expected_wake_ns = lw_clock_now_ns ();
+      nap = (LwNap) { expected_wake_ns, -1 };
     }
 
   lw_watcher_write_stats (watch);
   lw_profile_free (g_steal_pointer (&watch->profile));
   lw_unwinder_free (g_steal_pointer (&watch->unwinder));
   lw_python_free (g_steal_pointer (&watch->python));
+  lw_cgroup_free (g_steal_pointer (&watch->cgroup));
   lw_capture_forget_thread (slot);
   return NULL;
 }
