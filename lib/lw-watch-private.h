@@ -38,10 +38,6 @@ struct _LagWatch
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 
   int64_t          started_ns;       /* when the watcher thread was created */
-  /* Tests only (tests/test-watcher.c): added to each sleep to a busy
-   * period's deadline, as an idle CPU or a loaded machine may wake the
-   * watcher late. 0 otherwise. */
-  _Atomic int64_t  test_oversleep_ns;
   /* Tests and bench only: sample every lag by explicit signals, as where
    * no CPU-time timer can be used. FALSE otherwise. */
   _Atomic gboolean explicit_sampling;
