@@ -13,7 +13,7 @@ lw_sampler_begin (LwSampler *sampler, LagWatch *watch, pid_t tid, uint64_t busy_
     .tid = tid,
     .busy_seq = busy_seq,
     .way = LW_SAMPLER_BY_SIGNAL,
-    .timer_allowed = !atomic_load (&watch->explicit_sampling),
+    .timer_allowed = TRUE,
     .interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC,
     .caught_ns = -1,
     /* What the report says if the lag ends before its first capture. */

@@ -38,9 +38,6 @@ struct _LagWatch
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 
   int64_t          started_ns;       /* when the watcher thread was created */
-  /* Tests and bench only: sample every lag by explicit signals, as where
-   * no CPU-time timer can be used. FALSE otherwise. */
-  _Atomic gboolean explicit_sampling;
 
   /* Watcher thread only. */
   LwSnapshot      *snapshot;

@@ -3,7 +3,7 @@
  * wrapped: -Wl,--wrap, tests/meson.build), as an idle CPU or a loaded
  * machine makes them now and then; and its two ways of sampling a lag (by the
  * thread's CPU-time timer, or by explicit signals where no such timer can
- * be used: LagWatch.explicit_sampling).
+ * be used: the timer is refused through a wrapper).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -31,6 +31,24 @@ void
 __wrap_lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t deadline_ns)
 {
   __real_lw_watcher_park (watch, seq, flags, deadline_ns >= 0 ? deadline_ns + atomic_load (&oversleep_ns) : -1);
+}
+
+/* TRUE: the CPU-time timer is refused, as where none can be used: every lag
+ * sampled by explicit signals (lw_capture_periodic_start() is wrapped:
+ * -Wl,--wrap, tests/meson.build). */
+static _Atomic gboolean refuse_cpu_timer;
+
+gboolean __real_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+gboolean __wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+
+gboolean
+__wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                  uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns)
+{
+  return !atomic_load (&refuse_cpu_timer)
+         && __real_lw_capture_periodic_start (slot, tid, busy_seq, stack_lo, stack_hi, snapshot, interval_ns);
 }
 
 typedef struct
@@ -237,7 +255,7 @@ test_sampling_way (gconstpointer data)
       harness_clear (&h);
       return;
     }
-  atomic_store (&h.watch->explicit_sampling, explicit_sampling);
+  atomic_store (&refuse_cpu_timer, explicit_sampling);
   timers_before = count_posix_timers ();
   harness_run_lag (&h, spin_and_count_timers, &lag);
   harness_wait_reports (&h, 1);
@@ -253,6 +271,7 @@ test_sampling_way (gconstpointer data)
       g_assert_cmpint (count_posix_timers (), ==, timers_before);
     }
   harness_clear (&h);
+  atomic_store (&refuse_cpu_timer, FALSE);
 }
 
 /* The hang record at 300 ms takes every thread's stack with the capture
