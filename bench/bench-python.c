@@ -59,6 +59,7 @@
 #define BENCH_DEPTH   20
 #define BENCH_GAP_US  1000
 #define BENCH_WAIT_NS (1000 * LW_NSEC_PER_MSEC)
+#define BENCH_HOT     10  /* merges again of each sample, after it */
 
 /* Per thread sampled (BENCH_PYTHON, BENCH_NATIVE) and place of the
  * sampler (BENCH_OTHER_CPU, BENCH_SAME_CPU), the medians in µs, in this
@@ -72,6 +73,7 @@ enum
   BENCH_UNWIND,
   BENCH_MERGE,     /* lw_python_merge() */
   BENCH_MERGE_CPU, /* the same, in the sampler's CPU time: what waiting for a CPU leaves out */
+  BENCH_MERGE_HOT, /* apart: the merge again on the same sample, caches warm, CPU time each */
   BENCH_WHOLE,     /* one whole sample: capture + unwind + merge */
   BENCH_BY_PATH,   /* apart: the thread's status file read by path (as the checks did) */
   BENCH_N_TIMES
@@ -255,8 +257,8 @@ bench_take (BenchResults *results)
 {
   LwSlot *slot = bench.watch->slot;
   pid_t tid = atomic_load (&slot->loop_tid);
-  uintptr_t ips[128];
-  gboolean truncated, blocked, pending;
+  uintptr_t ips[128], unwound[128];
+  gboolean truncated, blocked, pending, unwound_truncated;
   int64_t t0, t1, t2, t3, cpu0, cpu3;
   guint native, merged;
   int python_frames = 0;
@@ -267,6 +269,8 @@ bench_take (BenchResults *results)
     return;
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, G_N_ELEMENTS (ips), &truncated);
+  memcpy (unwound, ips, native * sizeof *ips);
+  unwound_truncated = truncated;
   cpu0 = bench_cpu_ns ();
   t2 = lw_clock_now_ns ();
   merged = lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
@@ -284,6 +288,20 @@ bench_take (BenchResults *results)
   append_us (results->times[BENCH_WHOLE], t3 - t0);
   for (guint j = 0; j < merged; j++)
     python_frames += lw_python_is_frame (ips[j]);
+
+  /* The merge's own cost, without what a cold sample adds (caches and
+   * TLB refilled after the sampler slept, waiting for a CPU): the same
+   * stack merged again BENCH_HOT times, the thread still stuck. */
+  cpu0 = bench_cpu_ns ();
+  for (int k = 0; k < BENCH_HOT; k++)
+    {
+      gboolean again_truncated = unwound_truncated;
+
+      memcpy (ips, unwound, native * sizeof *ips);
+      lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
+                       G_N_ELEMENTS (ips), &again_truncated);
+    }
+  append_us (results->times[BENCH_MERGE_HOT], (bench_cpu_ns () - cpu0) / BENCH_HOT);
 
   /* A reference for the checks, as cold as they are: after the same sleep,
    * the status file read the way lagwatch reads it for any thread. */
