@@ -33,6 +33,7 @@ sampler = ctypes.CDLL(sys.argv[1])
 SAMPLES = 20
 TRIES = 50  # code objects made for one freed, waiting for its address
 ROUNDS = 3
+ATTEMPTS = 10  # calls of SAMPLES samples, until one holds Python frames
 # Names of a length no other string here has: a size of block that only
 # they use, so a name freed is the one CPython hands out next.
 PAD = "_" * 150
@@ -52,7 +53,12 @@ def sample(tid):
     buf = ctypes.create_string_buffer(1 << 20)
     try:
         ready.wait()
-        out["with_python"] = sampler.lw_test_python_sample_kept(tid, SAMPLES, buf, len(buf))
+        # On a loaded machine a capture can time out: sample again, the
+        # thread still spinning, until some samples were taken.
+        for _ in range(ATTEMPTS):
+            out["with_python"] = sampler.lw_test_python_sample_kept(tid, SAMPLES, buf, len(buf))
+            if out["with_python"] != 0:
+                break
         out["frames"] = [line.split("\t") for line in buf.value.decode().splitlines()]
     finally:
         done[0] = True
