@@ -512,6 +512,8 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp)
   guint n = python->n_codes, k = 0;
   gboolean same = python->heads_fresh && n == python->n_spec;
 
+  if (n == 0)
+    return FALSE;
   for (guint i = 0; i < n && same; i++)
     same = python->stack_codes[i] == python->spec_codes[i];
   if (same)
