@@ -1,39 +1,8 @@
 /* lw-report-json.c: a report as a JSON Lines record */
 #include "lw-report.h"
+#include "lw-json.h"
 
 #include <inttypes.h>
-
-/* A JSON string, or null. Invalid UTF-8 (a path is only bytes) is repaired
- * so the line stays valid JSON. */
-static void
-lw_json_string (GString *out, const char *text)
-{
-  g_autofree char *valid = NULL;
-
-  if (text == NULL)
-    {
-      g_string_append (out, "null");
-      return;
-    }
-  valid = g_utf8_make_valid (text, -1);
-  g_string_append_c (out, '"');
-  for (const char *p = valid; *p != '\0'; p++)
-    {
-      unsigned char c = (unsigned char) *p;
-
-      if (c == '"' || c == '\\')
-        g_string_append_printf (out, "\\%c", c);
-      else if (c == '\n')
-        g_string_append (out, "\\n");
-      else if (c == '\t')
-        g_string_append (out, "\\t");
-      else if (c < 0x20)
-        g_string_append_printf (out, "\\u%04x", c);
-      else
-        g_string_append_c (out, (char) c);
-    }
-  g_string_append_c (out, '"');
-}
 
 /* A number with one decimal, locale-independent. */
 static void
@@ -55,13 +24,13 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
       const LwFrame *frame = &frames[i];
 
       g_string_append_printf (out, "%s{\"ip\":\"0x%" PRIxPTR "\",\"module\":", i ? "," : "", frame->ip);
-      lw_json_string (out, frame->module);
+      lw_json_append_string (out, frame->module);
       g_string_append (out, ",\"build_id\":");
-      lw_json_string (out, frame->build_id);
+      lw_json_append_string (out, frame->build_id);
       g_string_append_printf (out, ",\"module_offset\":\"0x%" PRIxPTR "\",\"symbol\":", frame->module_offset);
-      lw_json_string (out, frame->symbol);
+      lw_json_append_string (out, frame->symbol);
       g_string_append_printf (out, ",\"symbol_offset\":%" PRIuPTR ",\"file\":", frame->symbol_offset);
-      lw_json_string (out, frame->file);
+      lw_json_append_string (out, frame->file);
       if (frame->file != NULL && frame->line > 0)
         g_string_append_printf (out, ",\"line\":%u", frame->line);
       else
@@ -70,7 +39,7 @@ lw_json_frames (GString *out, const LwFrame *frames, guint n_frames)
       if (frame->lang != NULL)
         {
           g_string_append (out, ",\"lang\":");
-          lw_json_string (out, frame->lang);
+          lw_json_append_string (out, frame->lang);
         }
       g_string_append_printf (out, ",\"inlined\":%s", frame->inlined ? "true" : "false");
       /* The rule behind the summary's innermost program frame, so that a
@@ -106,7 +75,7 @@ lw_json_frames_missed (GString *out, LagWatchReport *report)
   for (guint i = 0; i < report->n_windows; i++)
     {
       g_string_append (out, i ? ",{\"title\":" : "{\"title\":");
-      lw_json_string (out, report->windows[i].title);
+      lw_json_append_string (out, report->windows[i].title);
       g_string_append_printf (out, ",\"refresh_interval_ms\":%s,\"frames_missed\":%u}",
                               g_ascii_formatd (buf, sizeof buf, "%.3f", report->windows[i].refresh_interval_ms),
                               report->windows[i].frames_missed);
@@ -123,7 +92,7 @@ lw_json_call_list (GString *out, const LwCall *parent)
       const LwCall *call = parent->children->pdata[i];
 
       g_string_append (out, i ? ",{\"name\":" : "{\"name\":");
-      lw_json_string (out, call->name);
+      lw_json_append_string (out, call->name);
       g_string_append (out, ",\"start_ms\":");
       lw_json_ms (out, (double) call->start_ns / 1e6);
       g_string_append (out, ",\"duration_ms\":");
@@ -158,44 +127,44 @@ lagwatch_report_to_json (LagWatchReport *report)
   time = lw_report_format_time (report->start_time_us);
 
   g_string_append (out, "{\"event\":");
-  lw_json_string (out, report->event);
+  lw_json_append_string (out, report->event);
   g_string_append (out, ",\"id\":");
-  lw_json_string (out, report->id);
+  lw_json_append_string (out, report->id);
   g_string_append (out, ",\"time\":");
-  lw_json_string (out, time);
+  lw_json_append_string (out, time);
   g_string_append (out, ",\"duration_ms\":");
   lw_json_ms (out, report->duration_ms);
   g_string_append_printf (out, ",\"threshold_ms\":%u,\"complete\":%s,\"pid\":%d,\"thread_id\":%d,"
                           "\"thread_name\":",
                           report->threshold_ms, report->complete ? "true" : "false",
                           report->pid, report->thread_id);
-  lw_json_string (out, report->thread_name);
+  lw_json_append_string (out, report->thread_name);
   lw_json_optional_ms (out, "caught_ms", report->caught_ms);
   g_string_append (out, ",\"source\":");
-  lw_json_string (out, report->source);
+  lw_json_append_string (out, report->source);
   g_string_append (out, ",\"priority\":");
   if (report->phase != NULL && g_str_equal (report->phase, "dispatch") && report->source_known)
     g_string_append_printf (out, "%d", report->priority);
   else
     g_string_append (out, "null");
   g_string_append (out, ",\"phase\":");
-  lw_json_string (out, report->phase);
+  lw_json_append_string (out, report->phase);
   lw_json_optional_ms (out, "cpu_ms", report->cpu_ms);
   g_string_append (out, ",\"thread_state\":");
-  lw_json_string (out, report->thread_state);
+  lw_json_append_string (out, report->thread_state);
   g_string_append (out, ",\"syscall\":");
-  lw_json_string (out, report->syscall);
+  lw_json_append_string (out, report->syscall);
   g_string_append (out, ",\"wchan\":");
-  lw_json_string (out, report->wchan);
+  lw_json_append_string (out, report->wchan);
   g_string_append (out, ",\"fingerprint\":");
-  lw_json_string (out, report->fingerprint);
+  lw_json_append_string (out, report->fingerprint);
   g_string_append (out, ",\"fingerprint2\":");
-  lw_json_string (out, report->fingerprint2);
+  lw_json_append_string (out, report->fingerprint2);
   g_string_append_printf (out, ",\"occurrence\":%u,\"samples\":%u", report->occurrence, report->n_samples);
   g_string_append (out, ",\"stack_method\":");
-  lw_json_string (out, report->stack_method);
+  lw_json_append_string (out, report->stack_method);
   g_string_append (out, ",\"stack_error\":");
-  lw_json_string (out, report->stack_error);
+  lw_json_append_string (out, report->stack_error);
   g_string_append_printf (out, ",\"stack_truncated\":%s,\"stack\":",
                           report->stack_truncated ? "true" : "false");
   lw_json_frames (out, report->frames, report->n_frames);
@@ -216,9 +185,9 @@ lagwatch_report_to_json (LagWatchReport *report)
           const LwReportStack *thread = &report->threads[i];
 
           g_string_append_printf (out, "%s{\"id\":%d,\"name\":", i ? "," : "", thread->thread_id);
-          lw_json_string (out, thread->thread_name);
+          lw_json_append_string (out, thread->thread_name);
           g_string_append (out, ",\"state\":");
-          lw_json_string (out, thread->thread_state);
+          lw_json_append_string (out, thread->thread_state);
           g_string_append (out, ",\"stack\":");
           lw_json_frames (out, thread->frames, thread->n_frames);
           g_string_append_c (out, '}');
@@ -228,13 +197,13 @@ lagwatch_report_to_json (LagWatchReport *report)
   if (report->previous_exe != NULL)
     {
       g_string_append (out, ",\"exe\":");
-      lw_json_string (out, report->previous_exe);
+      lw_json_append_string (out, report->previous_exe);
     }
   lw_json_frames_missed (out, report);
   /* Why "stack" ends where it does: its outermost frame, the frame limit,
    * or a frame the unwinder could not step past. */
   g_string_append (out, ",\"stack_end\":");
-  lw_json_string (out, !report->stack_truncated ? "outermost"
+  lw_json_append_string (out, !report->stack_truncated ? "outermost"
                        : report->stack_at_limit ? "frame-limit" : "unwind-stopped");
   lw_json_optional_ms (out, "run_delay_ms", report->run_delay_ms);
   g_string_append_printf (out, ",\"cpu_starved\":%s,\"input_pending\":%s",
@@ -242,22 +211,16 @@ lagwatch_report_to_json (LagWatchReport *report)
   if (report->source_callback != NULL)
     {
       g_string_append (out, ",\"source_callback\":");
-      lw_json_string (out, report->source_callback);
+      lw_json_append_string (out, report->source_callback);
       g_string_append (out, ",\"source_callback_kind\":");
-      lw_json_string (out, report->source_callback_kind);
+      lw_json_append_string (out, report->source_callback_kind);
     }
   lw_json_calls (out, report);
   if (report->stopped_by != NULL)
     {
       g_string_append (out, ",\"stopped_by\":");
-      lw_json_string (out, report->stopped_by);
+      lw_json_append_string (out, report->stopped_by);
     }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
-}
-
-void
-lw_report_append_json_string (GString *out, const char *text)
-{
-  lw_json_string (out, text);
 }

@@ -128,11 +128,6 @@ struct _LagWatchReport
 /* Watcher thread. Frees the frames of @stack. */
 void lw_report_stack_clear (LwReportStack *stack);
 
-/* Any thread. Appends @text to @out as a JSON string, as reports write
- * them (null for NULL, invalid UTF-8 repaired). */
-void lw_report_append_json_string (GString    *out,
-                                   const char *text);
-
 /* Any thread. @time_us (µs since the epoch) as the reports write it, in
  * UTC: "2026-11-21T15:40:12.345Z". */
 char *lw_report_format_time (gint64 time_us);
