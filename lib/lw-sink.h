@@ -15,6 +15,9 @@
  * LW_SINK_WAIT_MS (at once once the sink has stalled) is dropped and
  * counted; the count is said on that sink before the next record that gets
  * through, and at close. A write error is said once per sink, on stderr.
+ *
+ * Each sink is one kind behind one small interface (lw-sink-private.h);
+ * LwSinks hands every record to each, in order.
  */
 #pragma once
 
@@ -45,16 +48,26 @@ void      lw_sinks_write        (LwSinks        *sinks,
                                  guint           skipped,
                                  gboolean        durable);
 
-/* Any thread. Writes one ready-made record: @json to the JSON sinks (one
- * line, no newline), @text to stderr. */
-/* Any thread. A "stats" event (issue 15): @json to the JSON sinks only;
- * not to the journal (its entries are lags and hangs). */
+/* Any thread. A "stats" event: @json to the JSON sinks only; not to the
+ * journal (its entries are lags and hangs). */
 void      lw_sinks_write_stats  (LwSinks        *sinks,
                                  const char     *json);
 
+/* Any thread. Writes one ready-made record: @json to the JSON sinks (one
+ * line, no newline), @text to stderr, both to the journal. */
 void      lw_sinks_write_raw    (LwSinks        *sinks,
                                  const char     *json,
                                  const char     *text);
+
+/* Any thread. The one writer of the "dropped" record, which says that
+ * @count records were lost: *@json, {"event":"dropped","count":N,
+ * "reason":@reason} on one line without its newline; *@text, "lagwatch: N
+ * reports dropped: @text_reason" (NULL: @reason) and a newline. */
+void      lw_sink_dropped_record (guint64        count,
+                                  const char    *reason,
+                                  const char    *text_reason,
+                                  char         **json,
+                                  char         **text);
 
 /* Any thread. Records the sinks dropped (stalled or failing) since they
  * were opened, all sinks together. */
@@ -66,10 +79,6 @@ guint     lw_sinks_dropped      (LwSinks        *sinks);
 gboolean  lw_write_all          (int         fd,
                                  const char *data,
                                  gsize       len);
-
-/* Any thread. Writes @text to stderr as one write(), waiting at most
- * LW_SINK_WAIT_MS for a slow reader. */
-void      lw_sinks_write_raw_stderr (const char *text);
 
 /* Any thread. Writes @text (a summary, a note) to the stderr sink of
  * @sinks, after the count of the records that sink dropped; to stderr
