@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lw-lang-frames.h"
+#include "lw-load.h"
 #include "lw-modules.h"
 #include "lw-python-private.h"
 
@@ -82,15 +83,6 @@ struct _LwPython
   guint         scratch_len;
 };
 
-static uintptr_t
-lw_python_field (const guint8 *block, gsize offset)
-{
-  uintptr_t value;
-
-  memcpy (&value, block + offset, sizeof value);
-  return value;
-}
-
 LwPython *
 lw_python_new (void)
 {
@@ -159,9 +151,9 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 
   g_assert (o->compact_utf8 + sizeof (uintptr_t) <= sizeof head);
   if (!lw_python_read (object, head, o->ascii_size)
-      || lw_python_field (head, o->object_type) != interp->unicode_type)
+      || lw_load_uptr (head, o->object_type) != interp->unicode_type)
     return NULL;
-  length = lw_python_field (head, o->unicode_length);
+  length = lw_load_uptr (head, o->unicode_length);
   memcpy (&state, head + o->unicode_state, sizeof state);
   kind = LW_PY_STATE_KIND (state);
   if (!(state & LW_PY_STATE_COMPACT) || length == 0 || length > LW_PY_MAX_STRING)
@@ -173,11 +165,11 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
       if (!lw_python_read (object + o->ascii_size, head + o->ascii_size,
                            o->compact_utf8 + sizeof (uintptr_t) - o->ascii_size))
         return NULL;
-      data = lw_python_field (head, o->compact_utf8);
+      data = lw_load_uptr (head, o->compact_utf8);
       if (data == 0)
         return kind == 1 || kind == 2 || kind == 4
                ? lw_python_read_units (object + o->compact_size, length, kind) : NULL;
-      length = lw_python_field (head, o->compact_utf8_length);
+      length = lw_load_uptr (head, o->compact_utf8_length);
       if (length == 0 || length > LW_PY_MAX_STRING * 4)
         return NULL;
     }
@@ -203,9 +195,9 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
   guint8 *data;
 
   if (!lw_python_read (object, head, o->bytes_data)
-      || lw_python_field (head, o->object_type) != interp->bytes_type)
+      || lw_load_uptr (head, o->object_type) != interp->bytes_type)
     return NULL;
-  size = lw_python_field (head, o->var_size);
+  size = lw_load_uptr (head, o->var_size);
   if (size == 0 || size > LW_PY_MAX_LINETABLE)
     return NULL;
   data = g_malloc (size);
@@ -232,12 +224,12 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   gssize n_units;
   int firstlineno;
 
-  if (lw_python_field (block, o->object_type) != interp->code_type)
+  if (lw_load_uptr (block, o->object_type) != interp->code_type)
     return NULL;
-  qualname_obj = lw_python_field (block, o->code_qualname);
-  filename_obj = lw_python_field (block, o->code_filename);
-  linetable_obj = lw_python_field (block, o->code_linetable);
-  n_units = (gssize) lw_python_field (block, o->var_size);
+  qualname_obj = lw_load_uptr (block, o->code_qualname);
+  filename_obj = lw_load_uptr (block, o->code_filename);
+  linetable_obj = lw_load_uptr (block, o->code_linetable);
+  n_units = (gssize) lw_load_uptr (block, o->var_size);
   memcpy (&firstlineno, block + o->code_firstlineno, sizeof firstlineno);
   /* A code object freed and another made at its address: as long as it
    * refers to the same (immutable, referenced) objects, the cached copy
@@ -288,9 +280,9 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
   if (prefetched != NULL)
     memcpy (block, prefetched, head);
   if (python->tstate_tid == tid && (prefetched != NULL || lw_python_read (python->tstate, block, head))
-      && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+      && lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
-      *frame_at = lw_python_field (block, o->tstate_frame);
+      *frame_at = lw_load_uptr (block, o->tstate_frame);
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -304,14 +296,14 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
         {
           if (!lw_python_read (tstate, block, head))
             return 0;
-          if (lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+          if (lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
-              *frame_at = lw_python_field (block, o->tstate_frame);
+              *frame_at = lw_load_uptr (block, o->tstate_frame);
               return tstate;
             }
-          tstate = lw_python_field (block, o->tstate_next);
+          tstate = lw_load_uptr (block, o->tstate_next);
         }
       if (!lw_python_read_word (interp_state + o->interp_next, &interp_state))
         return 0;
