@@ -54,6 +54,16 @@ lw_sink_dropped_record (guint64 count, const char *reason, const char *text_reas
                            count == 1 ? "" : "s", text_reason != NULL ? text_reason : reason);
 }
 
+void
+lw_sink_hang_killed_record (int previous_pid, const char *hang_json, const char *hang_text, char **json,
+                            char **text)
+{
+  *json = g_strdup_printf ("{\"event\":\"hang-killed\",\"previous_pid\":%d,\"hang\":%s}", previous_pid,
+                           hang_json);
+  *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during a hang; its last record:\n%s",
+                           previous_pid, hang_text);
+}
+
 gboolean
 lw_sink_spec_validate (const char *spec, GError **error)
 {

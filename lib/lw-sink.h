@@ -86,6 +86,17 @@ gboolean  lw_write_all          (int         fd,
 void      lw_sinks_write_stderr_text (LwSinks    *sinks,
                                       const char *text);
 
+/* Any thread. The one writer of the "hang-killed" record, which says that
+ * the run @previous_pid was killed during a hang: *@json,
+ * {"event":"hang-killed","previous_pid":N,"hang":@hang_json} on one line
+ * without its newline (@hang_json: that hang's record, as read back and
+ * re-encoded); *@text, a line saying so followed by @hang_text. */
+void      lw_sink_hang_killed_record (int         previous_pid,
+                                      const char *hang_json,
+                                      const char *hang_text,
+                                      char      **json,
+                                      char      **text);
+
 /* Any thread. TRUE when reports go to stderr. */
 gboolean  lw_sinks_has_stderr   (LwSinks        *sinks);
 
