@@ -188,11 +188,18 @@ lagwatch_report_to_json (LagWatchReport *report)
           lw_json_append_string (out, thread->thread_name);
           g_string_append (out, ",\"state\":");
           lw_json_append_string (out, thread->thread_state);
+          g_string_append (out, ",\"stack_error\":");
+          lw_json_append_string (out, lw_report_thread_stack_error (report, i));
           g_string_append (out, ",\"stack\":");
-          lw_json_frames (out, thread->frames, thread->n_frames);
+          if (lw_report_thread_left_out (report, i))
+            g_string_append (out, "[]");
+          else
+            lw_json_frames (out, thread->frames, thread->n_frames);
           g_string_append_c (out, '}');
         }
       g_string_append_c (out, ']');
+      if (report->threads_left_out > 0)
+        g_string_append_printf (out, ",\"threads_stacks_left_out\":%u", report->threads_left_out);
     }
   if (report->previous_exe != NULL)
     {

@@ -355,9 +355,16 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
     {
       const LwReportStack *thread = &report->threads[i];
 
+      const char *error = lw_report_thread_stack_error (report, i);
+
       g_string_append_printf (out, "  thread %d \"%s\" (%s):\n", thread->thread_id,
                               thread->thread_name ? lw_text_safe (keep, thread->thread_name) : "?",
                               thread->thread_state ? lw_text_safe (keep, thread->thread_state) : "?");
+      if (error != NULL)
+        {
+          g_string_append_printf (out, "    (no stack: %s)\n", lw_text_safe (keep, error));
+          continue;
+        }
       lw_text_frames (out, thread->frames, thread->n_frames, 12);
       if (thread->n_frames > 12)
         g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",

@@ -19,6 +19,20 @@ lw_report_new (void)
   return report;
 }
 
+gboolean
+lw_report_thread_left_out (const LagWatchReport *report, guint i)
+{
+  return i + report->threads_left_out >= report->n_threads;
+}
+
+const char *
+lw_report_thread_stack_error (const LagWatchReport *report, guint i)
+{
+  if (lw_report_thread_left_out (report, i))
+    return "left out: the hang record would have exceeded its size limit";
+  return report->threads[i].stack_error;
+}
+
 void
 lw_report_stack_clear (LwReportStack *stack)
 {
@@ -27,6 +41,7 @@ lw_report_stack_clear (LwReportStack *stack)
   g_free (stack->frames);
   g_free (stack->thread_name);
   g_free (stack->thread_state);
+  g_free (stack->stack_error);
   memset (stack, 0, sizeof *stack);
 }
 

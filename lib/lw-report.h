@@ -36,6 +36,7 @@ typedef struct
   gboolean  at_limit;        /* truncated at the frame limit, not where the unwind stopped */
   LwFrame  *frames;
   guint     n_frames;
+  char     *stack_error;     /* thread snapshot: why it has no stack, or NULL */
 } LwReportStack;
 
 /* One sample of a lag's timeline. */
@@ -81,6 +82,10 @@ struct _LagWatchReport
   guint     occurrence;      /* how many lags with this fingerprint so far, this one included */
   LwReportStack *threads;    /* hang: every other thread of the process */
   guint     n_threads;
+  /* Set only while the hang record is written (lw-reporter.c): the stacks
+   * of the last threads_left_out threads are left out of the output, to
+   * keep the record within LW_HANG_MAX_RECORD. */
+  guint     threads_left_out;
   char     *previous_exe;    /* "hang-killed" records: the program of the killed run */
 
   /* Set by the watcher for the reporting thread, which derives phase. */
@@ -124,6 +129,16 @@ struct _LagWatchReport
    * the reporting thread, which turns them into calls; NULL without it. */
   struct _LwTracing *tracing;
 };
+
+/* Any thread. TRUE when thread @i's stack is left out of @report's
+ * output (the hang record's size limit). */
+gboolean    lw_report_thread_left_out    (const LagWatchReport *report,
+                                          guint                 i);
+
+/* Any thread. Why thread @i of @report's hang snapshot shows no stack, or
+ * NULL when it shows one. */
+const char *lw_report_thread_stack_error (const LagWatchReport *report,
+                                          guint                 i);
 
 /* Watcher thread. Frees the frames of @stack. */
 void lw_report_stack_clear (LwReportStack *stack);

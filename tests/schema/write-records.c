@@ -125,12 +125,15 @@ make_report (const char *event, gboolean complete)
   lw_report_set_calls (report, root, TRUE);
   if (g_str_equal (event, "hang"))
     {
-      report->threads = g_new0 (LwReportStack, 1);
-      report->n_threads = 1;
+      report->threads = g_new0 (LwReportStack, 2);
+      report->n_threads = 2;
       report->threads[0].thread_id = getpid () + 1;
       report->threads[0].thread_name = g_strdup ("worker");
       report->threads[0].thread_state = g_strdup ("sleeping");
       report->threads[0].frames = make_frames (FALSE, &report->threads[0].n_frames);
+      report->threads[1].thread_id = getpid () + 2;
+      report->threads[1].thread_state = g_strdup ("running");
+      report->threads[1].stack_error = g_strdup ("it did not get a CPU");
     }
   lw_report_compute_fingerprints (report);
   return report;
@@ -180,13 +183,20 @@ write_synthetic (const char *path)
     lw_sinks_write_stats (sinks, json);
   }
   {
-    /* As the hang store saves a hang and reads it back. */
-    g_autofree char *saved = lagwatch_report_to_json (hang);
-    g_autofree char *read_back = lw_json_reencode_object (saved, strlen (saved), accept_member, NULL);
-    g_autofree char *text = lagwatch_report_to_text (hang);
+    /* As the hang store saves a hang (the last thread's stack left out, as
+     * for a record over its size limit) and reads it back. */
+    g_autofree char *saved = NULL;
+
+    g_autofree char *read_back = NULL;
+    g_autofree char *text = NULL;
     g_autofree char *json = NULL;
     g_autofree char *killed_text = NULL;
 
+    hang->threads_left_out = 1;
+    saved = lagwatch_report_to_json (hang);
+    text = lagwatch_report_to_text (hang);
+    hang->threads_left_out = 0;
+    read_back = lw_json_reencode_object (saved, strlen (saved), accept_member, NULL);
     g_assert_nonnull (read_back);
     lw_sink_hang_killed_record (4242, read_back, text, &json, &killed_text);
     lw_sinks_write_raw (sinks, json, killed_text);
