@@ -259,6 +259,30 @@ lw_text_calls (GString *out, LagWatchReport *report)
 }
 
 char *
+lw_report_where_to_text (LagWatchReport *report)
+{
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
+
+  if (report->phase == NULL)
+    return g_strdup ("at a point of the loop lagwatch could not tell");
+  if (g_str_equal (report->phase, "dispatch"))
+    {
+      if (report->source != NULL)
+        return g_strdup_printf ("in GSource \"%s\" (priority %d)", lw_text_safe (keep, report->source),
+                                report->priority);
+      if (report->source_callback != NULL)
+        return g_strdup_printf ("in %s callback %s (unnamed GSource, priority %d)",
+                                report->source_callback_kind != NULL
+                                ? lw_text_safe (keep, report->source_callback_kind) : "GSource",
+                                lw_text_safe (keep, report->source_callback), report->priority);
+      return g_strdup_printf ("in an unnamed GSource (priority %d)", report->priority);
+    }
+  if (g_str_equal (report->phase, "starved"))
+    return g_strdup ("while the loop kept iterating without polling: its input was starved");
+  return g_strdup_printf ("in the loop's %s phase, outside any GSource", lw_text_safe (keep, report->phase));
+}
+
+char *
 lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 {
   GString *out = g_string_sized_new (512 + 100 * report->n_frames);
@@ -285,25 +309,9 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 
   if (report->phase != NULL)
     {
-      g_string_append (out, "  ");
-      if (g_str_equal (report->phase, "dispatch"))
-        {
-          if (report->source != NULL)
-            g_string_append_printf (out, "in GSource \"%s\" (priority %d)", lw_text_safe (keep, report->source),
-                                    report->priority);
-          else if (report->source_callback != NULL)
-            g_string_append_printf (out, "in %s callback %s (unnamed GSource, priority %d)",
-                                    report->source_callback_kind != NULL
-                                    ? lw_text_safe (keep, report->source_callback_kind) : "GSource",
-                                    lw_text_safe (keep, report->source_callback), report->priority);
-          else
-            g_string_append_printf (out, "in an unnamed GSource (priority %d)", report->priority);
-        }
-      else if (g_str_equal (report->phase, "starved"))
-        g_string_append (out, "the loop kept iterating without polling: its input was starved");
-      else
-        g_string_append_printf (out, "in the loop's %s phase", lw_text_safe (keep, report->phase));
-      g_string_append (out, "\n");
+      g_autofree char *where = lw_report_where_to_text (report);
+
+      g_string_append_printf (out, "  %s\n", where);
     }
   if (report->cpu_ms >= 0 && report->duration_ms > 0)
     {

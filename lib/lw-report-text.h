@@ -24,6 +24,12 @@ char *lw_report_stack_label (const LwFrame *frames,
 char *lw_report_to_text_full (LagWatchReport *report,
                               guint           skipped_since_shown);
 
+/* Any thread. Where in the loop the lag happened, as a phrase that
+ * completes "It happened ...": 'in GSource "name" (priority 0)', 'in
+ * g_timeout_add callback fn (unnamed GSource, priority 0)', "in the loop's
+ * prepare phase, outside any GSource"; never NULL. Control bytes escaped. */
+char *lw_report_where_to_text (LagWatchReport *report);
+
 /* Any thread. @frames as the text report shows them, one line each. */
 char *lw_report_stack_to_text (const LwFrame *frames,
                                guint          n_frames);

@@ -10,6 +10,7 @@
 #include <systemd/sd-journal.h>
 
 #include "lw-report.h"
+#include "lw-report-text.h"
 #include "lw-say.h"
 
 /* Where sd_journal_sendv() sends: a fixed path in libsystemd. When it is
@@ -95,8 +96,8 @@ lw_journal_send (LwJournal *journal, GPtrArray *fields)
   return FALSE;
 }
 
-/* Any thread. MESSAGE_ID and PRIORITY of an event kind (lag: warning; a
- * hang, or a run killed in one: error). */
+/* Any thread. MESSAGE_ID and PRIORITY of an event kind (lag, dropped
+ * records: warning; a hang, or a run killed in one: error). */
 static void
 lw_journal_add_kind (GPtrArray *fields, const char *event)
 {
@@ -107,6 +108,8 @@ lw_journal_add_kind (GPtrArray *fields, const char *event)
     id = LW_JOURNAL_ID_HANG, priority = LOG_ERR;
   else if (g_strcmp0 (event, "hang-killed") == 0)
     id = LW_JOURNAL_ID_HANG_KILLED, priority = LOG_ERR;
+  else if (g_strcmp0 (event, "dropped") == 0)
+    id = LW_JOURNAL_ID_DROPPED;
   g_ptr_array_add (fields, g_strconcat ("MESSAGE_ID=", id, NULL));
   g_ptr_array_add (fields, g_strdup_printf ("PRIORITY=%d", priority));
   g_ptr_array_add (fields, g_strconcat ("LAGWATCH_EVENT=", event, NULL));
@@ -132,6 +135,25 @@ lw_journal_ms (const char *name, double ms)
   return g_strconcat (name, "=", g_ascii_formatd (buf, sizeof buf, "%.1f", ms), NULL);
 }
 
+/* Any thread. LAGWATCH_CULPRIT: the innermost program frame @code of
+ * @report as "function (file:line)", or why there is none. */
+static char *
+lw_journal_culprit (LagWatchReport *report, const LwFrame *code)
+{
+  if (code != NULL && code->file != NULL && code->line > 0)
+    return g_strdup_printf ("LAGWATCH_CULPRIT=%s (%s:%u)", code->symbol, code->file, code->line);
+  if (code != NULL && code->file != NULL)
+    return g_strdup_printf ("LAGWATCH_CULPRIT=%s (%s)", code->symbol, code->file);
+  if (code != NULL)
+    return g_strconcat ("LAGWATCH_CULPRIT=", code->symbol, NULL);
+  if (report->n_frames == 0)
+    return g_strconcat ("LAGWATCH_CULPRIT=none: no stack was taken",
+                        report->stack_error != NULL ? " (" : "",
+                        report->stack_error != NULL ? report->stack_error : "",
+                        report->stack_error != NULL ? ")" : "", NULL);
+  return g_strdup ("LAGWATCH_CULPRIT=none: the stack holds no named function of the program");
+}
+
 /* Sinks' thread. One entry for @report; FALSE when the journal refused it. */
 static gboolean
 lw_journal_write (LwJournal *journal, LagWatchReport *report)
@@ -142,6 +164,7 @@ lw_journal_write (LwJournal *journal, LagWatchReport *report)
   /* The summary's innermost program frame: in a Python lag, the Python
    * function and its .py file. */
   const LwFrame *code = lw_report_program_frame (report->frames, report->n_frames);
+  g_autofree char *where = lw_report_where_to_text (report);
 
   lw_journal_add_message (fields, text);
   lw_journal_add_kind (fields, report->event);
@@ -153,6 +176,11 @@ lw_journal_write (LwJournal *journal, LagWatchReport *report)
       if (code->file != NULL && code->line > 0)
         g_ptr_array_add (fields, g_strdup_printf ("CODE_LINE=%u", code->line));
     }
+  /* journalctl -x puts a field's name where the entry lacks it: the
+   * catalog names only fields every lag and hang entry has, among them
+   * these two, always written. */
+  g_ptr_array_add (fields, g_strconcat ("LAGWATCH_WHERE=", where, NULL));
+  g_ptr_array_add (fields, lw_journal_culprit (report, code));
   g_ptr_array_add (fields, g_strconcat ("LAGWATCH_ID=", report->id, NULL));
   g_ptr_array_add (fields, lw_journal_ms ("LAGWATCH_DURATION_MS", report->duration_ms));
   g_ptr_array_add (fields, g_strdup_printf ("LAGWATCH_THRESHOLD_MS=%u", report->threshold_ms));
@@ -164,8 +192,8 @@ lw_journal_write (LwJournal *journal, LagWatchReport *report)
     g_ptr_array_add (fields, g_strconcat ("LAGWATCH_PHASE=", report->phase, NULL));
   if (report->cpu_ms >= 0)
     g_ptr_array_add (fields, lw_journal_ms ("LAGWATCH_CPU_MS", report->cpu_ms));
-  if (report->fingerprint != NULL)
-    g_ptr_array_add (fields, g_strconcat ("LAGWATCH_FINGERPRINT=", report->fingerprint, NULL));
+  g_ptr_array_add (fields, g_strconcat ("LAGWATCH_FINGERPRINT=",
+                                        report->fingerprint != NULL ? report->fingerprint : "none", NULL));
   g_ptr_array_add (fields, g_strdup_printf ("LAGWATCH_OCCURRENCE=%u", report->occurrence));
   g_ptr_array_add (fields, g_strdup_printf ("LAGWATCH_THREAD=%d \"%s\"", report->thread_id,
                                             report->thread_name != NULL ? report->thread_name : "?"));
@@ -193,40 +221,68 @@ lw_journal_record_event (const char *json)
   return end != NULL ? g_strndup (json + strlen (prefix), end - json - strlen (prefix)) : NULL;
 }
 
-/* Any thread. The id of the hang a hang-killed record carries, or NULL:
- * lagwatch writes it as the hang record's second member, and makes ids of
- * digits and a dash ("PID-N"). */
+/* Any thread. The string member @name of the hang a hang-killed record
+ * carries, or NULL. lagwatch writes the hang record after "previous_pid",
+ * its "id" second and its "fingerprint" before any array or object; its
+ * ids are digits and a dash ("PID-N"), its fingerprints hex digits. Inside
+ * a JSON string a quote is escaped, so the member's name with its quotes
+ * can only match the member itself. */
 static char *
-lw_journal_killed_hang_id (const char *json)
+lw_journal_killed_hang_member (const char *json, const char *name, const char *accept)
 {
-  static const char prefix[] = "\"hang\":{\"event\":\"hang\",\"id\":\"";
-  const char *id = strstr (json, prefix);
+  static const char hang[] = "\"hang\":{\"event\":\"hang\",";
+  g_autofree char *key = g_strdup_printf ("\"%s\":\"", name);
+  const char *value = strstr (json, hang);
   gsize len;
 
-  if (id == NULL)
+  value = value != NULL ? strstr (value, key) : NULL;
+  if (value == NULL)
     return NULL;
-  id += strlen (prefix);
-  len = strspn (id, "0123456789-");
-  return len > 0 && id[len] == '"' ? g_strndup (id, len) : NULL;
+  value += strlen (key);
+  len = strspn (value, accept);
+  return len > 0 && value[len] == '"' ? g_strndup (value, len) : NULL;
+}
+
+/* Any thread. The "count" of a dropped record, or 0. */
+static guint64
+lw_journal_dropped_count (const char *json)
+{
+  static const char key[] = "\"count\":";
+  const char *count = strstr (json, key);
+
+  return count != NULL ? g_ascii_strtoull (count + strlen (key), NULL, 10) : 0;
 }
 
 /* Any thread. One entry for a ready-made record: @json its JSON line (no
  * newline), @text its text block. It carries MESSAGE, MESSAGE_ID, PRIORITY,
- * LAGWATCH_EVENT, LAGWATCH_RECORD and a hang-killed record's LAGWATCH_ID.
+ * LAGWATCH_EVENT, LAGWATCH_RECORD; a hang-killed record the hang's
+ * LAGWATCH_ID and LAGWATCH_FINGERPRINT, a dropped one LAGWATCH_DROPPED.
  * FALSE when the journal refused it. */
 static gboolean
 lw_journal_write_raw (LwJournal *journal, const char *json, const char *text)
 {
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *event = lw_journal_record_event (json);
-  g_autofree char *hang_id = lw_journal_killed_hang_id (json);
 
   lw_journal_add_message (fields, text);
-  /* The only ready-made records lagwatch writes are hang-killed ones. */
+  /* The ready-made records lagwatch writes to the journal are hang-killed
+   * and dropped ones (stats go elsewhere: they have no text). */
   lw_journal_add_kind (fields, event != NULL ? event : "hang-killed");
-  /* The killed run's hang entry has the same LAGWATCH_ID: one filter shows both. */
-  if (hang_id != NULL)
-    g_ptr_array_add (fields, g_strconcat ("LAGWATCH_ID=", hang_id, NULL));
+  if (event == NULL || g_str_equal (event, "hang-killed"))
+    {
+      g_autofree char *id = lw_journal_killed_hang_member (json, "id", "0123456789-");
+      g_autofree char *fingerprint = lw_journal_killed_hang_member (json, "fingerprint", "0123456789abcdef");
+
+      /* The killed run's hang entry has the same LAGWATCH_ID and, like
+       * every lag with its stack, the same LAGWATCH_FINGERPRINT: one filter
+       * shows them together. The catalog names LAGWATCH_ID: always there. */
+      g_ptr_array_add (fields, g_strconcat ("LAGWATCH_ID=", id != NULL ? id : "unknown", NULL));
+      if (fingerprint != NULL)
+        g_ptr_array_add (fields, g_strconcat ("LAGWATCH_FINGERPRINT=", fingerprint, NULL));
+    }
+  else if (g_str_equal (event, "dropped"))
+    g_ptr_array_add (fields, g_strdup_printf ("LAGWATCH_DROPPED=%" G_GUINT64_FORMAT,
+                                              lw_journal_dropped_count (json)));
   g_ptr_array_add (fields, g_strconcat ("LAGWATCH_RECORD=", json, NULL));
   return lw_journal_send (journal, fields);
 }

@@ -1,6 +1,6 @@
 /* lw-sink-journal.h: the journald sink (LAGWATCH_OUTPUT=journal)
  *
- * One structured journal entry per lag, hang and hang-killed record,
+ * One structured journal entry per lag, hang, hang-killed and dropped record,
  * written with libsystemd's sd_journal_sendv(): MESSAGE (the report's
  * header line), MESSAGE_ID (one per event kind, explained by
  * data/lagwatch.catalog for `journalctl -x`), PRIORITY, CODE_FUNC/FILE/LINE
@@ -19,6 +19,8 @@ G_BEGIN_DECLS
 #define LW_JOURNAL_ID_LAG         "3802ef6738634daaa06b6a88b4eb11d8"
 #define LW_JOURNAL_ID_HANG        "b70a2ceed6854326a92aae67153d7fe0"
 #define LW_JOURNAL_ID_HANG_KILLED "a969dfa4320e48a0bd6a632d473137a7"
+/* Records lost on their way ("dropped"): not a lag, so not the lag's id. */
+#define LW_JOURNAL_ID_DROPPED     "9f434d79249d48d5b418a4293bec01f3"
 
 /* Any thread. The journal sink (lw-sink-private.h): a report or a record
  * the journal refuses goes to stderr instead, the first refusal named in

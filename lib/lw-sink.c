@@ -2,6 +2,7 @@
 #include "lw-sink.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lw-json.h"
@@ -60,8 +61,18 @@ lw_sink_hang_killed_record (int previous_pid, const char *hang_json, const char 
 {
   *json = g_strdup_printf ("{\"event\":\"hang-killed\",\"previous_pid\":%d,\"hang\":%s}", previous_pid,
                            hang_json);
-  *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during a hang; its last record:\n%s",
-                           previous_pid, hang_text);
+  static const char hang_header[] = "lagwatch: HANG, ";
+  const char *rest = strchr (hang_text, '\n');
+
+  /* The first line stands alone (the journal's MESSAGE): the hang's own
+   * header, "HANG, still going after N ms ... [id]", made its end. */
+  if (g_str_has_prefix (hang_text, hang_header) && rest != NULL)
+    *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during a hang that was %.*s%s",
+                             previous_pid, (int) (rest - hang_text - strlen (hang_header)),
+                             hang_text + strlen (hang_header), rest);
+  else
+    *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during a hang (its last record below)\n%s",
+                             previous_pid, hang_text);
 }
 
 gboolean

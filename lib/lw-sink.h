@@ -90,7 +90,9 @@ void      lw_sinks_write_stderr_text (LwSinks    *sinks,
  * the run @previous_pid was killed during a hang: *@json,
  * {"event":"hang-killed","previous_pid":N,"hang":@hang_json} on one line
  * without its newline (@hang_json: that hang's record, as read back and
- * re-encoded); *@text, a line saying so followed by @hang_text. */
+ * re-encoded); *@text, a line saying so that ends with the hang's own
+ * header ("...killed during a hang that was still going after N ms ...
+ * [id]"), followed by the rest of @hang_text. */
 void      lw_sink_hang_killed_record (int         previous_pid,
                                       const char *hang_json,
                                       const char *hang_text,

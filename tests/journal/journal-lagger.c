@@ -2,6 +2,7 @@
  * demand, for the journal tests (run-journal-test.sh).
  *
  *   journal-lagger lag N   N lags of 300 ms in GSource "journal-test: spin"
+ *   journal-lagger unnamed N  the same in an unnamed g_timeout_add() source
  *   journal-lagger hang    one lag that lasts until the process is killed
  *   journal-lagger quiet   attaches, iterates once, detaches: no lag
  *
@@ -54,16 +55,21 @@ main (int argc, char **argv)
   if (watch == NULL)
     return 1;
   loop = g_main_loop_new (NULL, FALSE);
-  if (g_str_equal (mode, "lag") && argc > 2)
+  if ((g_str_equal (mode, "lag") || g_str_equal (mode, "unnamed")) && argc > 2)
     lags_left = (guint) atoi (argv[2]);
   else if (g_str_equal (mode, "hang"))
     lags_left = 1;
   else if (!g_str_equal (mode, "quiet"))
     {
-      g_printerr ("usage: journal-lagger lag N | hang | quiet\n");
+      g_printerr ("usage: journal-lagger lag N | unnamed N | hang | quiet\n");
       return 2;
     }
-  if (lags_left > 0)
+  if (lags_left > 0 && g_str_equal (mode, "unnamed"))
+    {
+      g_timeout_add (50, lag_once, GINT_TO_POINTER (300));
+      g_main_loop_run (loop);
+    }
+  else if (lags_left > 0)
     {
       source = g_timeout_source_new (50);
       g_source_set_name (source, "journal-test: spin");

@@ -192,6 +192,12 @@ test_hang_and_killed() {
   expect "$killed" '.PRIORITY == "3" and .LAGWATCH_EVENT == "hang-killed"' || return 1
   expect "$killed" '.LAGWATCH_ID == $id' --arg id "$hang_id" || return 1
   expect "$killed" '.MESSAGE | startswith("lagwatch: the previous run (pid ")' || return 1
+  # MESSAGE stands alone: it says how long the hang went on and which it was.
+  expect "$killed" '.MESSAGE | test("killed during a hang that was still going after [0-9.]+ ms .*\\[" + $id + "\\]$")' \
+    --arg id "$hang_id" || return 1
+  # journalctl LAGWATCH_FINGERPRINT=... finds the killed hang with its lags.
+  expect "$killed" '.LAGWATCH_FINGERPRINT == (.LAGWATCH_RECORD | fromjson | .hang.fingerprint)' || return 1
+  expect "$killed" '.LAGWATCH_FINGERPRINT == $fp' --arg fp "$(printf '%s' "$hang" | jq -r .LAGWATCH_FINGERPRINT)" || return 1
   expect "$killed" '
       .LAGWATCH_RECORD == $record
       and (.LAGWATCH_RECORD | fromjson | .hang.id == $id and .previous_pid == $pid)
@@ -241,6 +247,12 @@ test_python_code_frame() {
   ' --arg record "$record" || return 1
 }
 
+# catalog_fields ID: the fields the catalog's text for ID substitutes
+# (@NAME@), one a line.
+catalog_fields() {
+  sed -n "/^-- $1\$/,/^-- /p" "$catalog" | grep -o '@[A-Z_0-9]*@' | tr -d @ | sort -u
+}
+
 # journalctl -x explains a lag with the installed catalog.
 test_catalog() {
   cp "$catalog" /usr/lib/systemd/catalog/lagwatch.catalog
@@ -254,7 +266,31 @@ test_catalog() {
   journalctl -x -q MESSAGE_ID=$LAG_ID LAGWATCH_ID="$id" > "$tmp/explained.txt"
   sed 's/^/# /' "$tmp/explained.txt" | head -n 12
   grep -q "Subject: The main loop of journal-lagger stalled for $ms ms" "$tmp/explained.txt" &&
-    grep -q "journal_test_spin" "$tmp/explained.txt" || { echo "# journalctl -x does not explain the lag"; return 1; }
+    grep -q "It happened in GSource \"journal-test: spin\" (priority 0)\." "$tmp/explained.txt" &&
+    grep -q "ends in the program at journal_test_spin" "$tmp/explained.txt" ||
+    { echo "# journalctl -x does not explain the lag"; return 1; }
+  # An unnamed GSource: journalctl -x puts a field's name where the entry
+  # lacks it ("in the GSource \"LAGWATCH_SOURCE\""); the text names the callback.
+  LAGWATCH_OUTPUT="journal,json:$tmp/unnamed.jsonl" "$lagger" unnamed 1 2> "$tmp/unnamed.err" || return 1
+  record=$(grep -m 1 '^{"event":"lag"' "$tmp/unnamed.jsonl")
+  [ -n "$record" ] || { echo "# no lag in the unnamed source"; return 1; }
+  id=$(printf '%s' "$record" | jq -r .id)
+  wait_for 60 has_entries 1 MESSAGE_ID=$LAG_ID LAGWATCH_ID="$id" || { echo "# no entry for $id"; return 1; }
+  journalctl -x -q MESSAGE_ID=$LAG_ID LAGWATCH_ID="$id" > "$tmp/unnamed.txt"
+  sed 's/^/# /' "$tmp/unnamed.txt" | sed -n '1p;/It happened/,/CPU_MS/p'
+  grep -q "It happened in g_timeout_add callback lag_once (unnamed GSource, priority 0)\." "$tmp/unnamed.txt" ||
+    { echo "# journalctl -x does not name the unnamed source's callback"; return 1; }
+  # Every field the catalog substitutes, in every entry of its MESSAGE_ID
+  # this journal holds (lags, hangs, killed hangs, named or not).
+  for mid in $LAG_ID $HANG_ID $KILLED_ID; do
+    n=$(entries MESSAGE_ID=$mid | grep -c .)
+    [ "$n" -ge 1 ] || { echo "# no entry of $mid to check"; return 1; }
+    for field in $(catalog_fields $mid); do
+      missing=$(entries MESSAGE_ID=$mid | jq -r --arg f "$field" 'select(has($f) | not) | .LAGWATCH_ID // .MESSAGE')
+      [ -z "$missing" ] || { echo "# $mid: entries without $field, which journalctl -x would print as its name: $missing"; return 1; }
+    done
+    echo "# $mid: $n entries, each with $(catalog_fields $mid | tr '\n' ' ')"
+  done
 }
 
 # The fleet path: the local journal is uploaded over HTTP to a
