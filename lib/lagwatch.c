@@ -41,27 +41,22 @@ lagwatch_attach (GMainContext *context)
 
 static gboolean lw_process_hooks_registered;
 
-/* Any thread. Gives the summary of @watch its first line, the latency
- * profile's counts ("12,340 iterations, p99 4 ms, 37 over 16.7 ms, 2 lags"),
- * and with @event hands the profile as a "stats" event to the JSON sinks
- * (at exit; a detached watch's watcher wrote it as it stopped). */
+/* Any thread, @watch's watcher stopped. Gives the summary of @watch its
+ * first line, the latency profile's counts ("12,340 iterations, p99 4 ms,
+ * 37 over 16.7 ms, 2 lags"). The "stats" event is not written here: the
+ * watcher writes it as it stops (at detach and at exit alike), once. */
 static void
-lw_note_stats (LagWatch *watch, gboolean event)
+lw_note_stats (LagWatch *watch)
 {
   LagWatchStats *stats;
   g_autofree char *counts = NULL;
-  g_autofree char *json = NULL;
 
   if (!watch->slot->stats_enabled)
     return;
   stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
   counts = lw_stats_to_text (stats);
-  if (lagwatch_stats_get_iterations (stats) > 0)
-    json = lw_stats_to_json (stats);
   lagwatch_stats_free (stats);
   lw_summary_set_run_line (watch->summary, counts);
-  if (event && json != NULL)
-    lw_reporter_write_stats (watch->reporter, json);
 }
 
 /* At exit: the summaries of the watches never detached, each waiting for
@@ -86,7 +81,7 @@ lw_print_summaries_at_exit (void)
            * clock and the capture's bounded handshake. */
           atomic_store (&((LagWatch *) watch)->exiting, TRUE);
           lw_watcher_stop (watch);
-          lw_note_stats (watch, TRUE);
+          lw_note_stats (watch);
           lw_reporter_print_summary (((LagWatch *) watch)->reporter);
         }
     }
@@ -225,7 +220,7 @@ static void
 lw_watch_stop (LagWatch *watch)
 {
   lw_watcher_stop (watch);
-  lw_note_stats (watch, FALSE);
+  lw_note_stats (watch);
   if (lw_reporter_is_current (watch->reporter))
     {
       lw_watch_unhook (watch);

@@ -110,6 +110,22 @@ assert_one_lag (const char *const *wanted)
   g_assert_cmpuint (lags, ==, 1);
 }
 
+/* How many records of the JSON file are @event ("stats"). */
+static guint
+count_events (const char *event)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *member = g_strdup_printf ("{\"event\":\"%s\"", event);
+  g_auto(GStrv) lines = NULL;
+  guint n = 0;
+
+  g_assert_true (g_file_get_contents (json_path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    n += g_str_has_prefix (lines[i], member);
+  return n;
+}
+
 static void
 test_exit_in_lag (void)
 {
@@ -124,6 +140,8 @@ test_exit_in_lag (void)
   g_test_trap_assert_passed ();
   g_test_trap_assert_stderr ("*lagwatch: lag still running at exit, after *");
   assert_one_lag (wanted);
+  /* The watcher writes the profile as it stops: once, at exit too. */
+  g_assert_cmpuint (count_events ("stats"), ==, 1);
 }
 
 static void
@@ -141,6 +159,7 @@ test_exit_after_lag (void)
   g_test_trap_assert_passed ();
   g_test_trap_assert_stderr ("*lagwatch: lag of *");
   assert_one_lag (wanted);
+  g_assert_cmpuint (count_events ("stats"), ==, 1);
 }
 
 int
