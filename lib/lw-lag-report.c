@@ -151,7 +151,9 @@ lw_lag_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t end
   report->thread_id = (int) lag->tid;
   report->thread_name = lw_threadinfo_name (lag->tid);
   report->complete = complete;
-  if (!complete)
+  /* A lag cut short by the watch's end; a hang record (the lag goes on,
+   * the watch too) has none. */
+  if (!complete && g_str_equal (event, "lag"))
     report->stopped_by = atomic_load (&watch->exiting) ? "exit" : "detach";
   report->caught_ms = lag->sampler.caught_ns >= 0 ? (double) (lag->sampler.caught_ns - lag->since_ns) / LW_NSEC_PER_MSEC : -1;
   if (lag->sampler.caught_ns >= 0)

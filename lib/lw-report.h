@@ -57,7 +57,8 @@ struct _LagWatchReport
   int       thread_id;
   char     *thread_name;     /* /proc comm, or NULL */
   gboolean  complete;        /* FALSE: still going when the watch was detached */
-  const char *stopped_by;    /* when not complete: "detach" or "exit" (static) */
+  const char *stopped_by;    /* a lag record not complete: the watch's end that cut it,
+                              * "detach" or "exit" (static); NULL otherwise, a hang's too */
   double    caught_ms;       /* lag start to stack in hand; < 0 when no stack was taken */
   char     *stack_method;    /* "signal", "proc" (taken while the thread slept), or NULL */
   char     *stack_error;     /* why the stack is missing or short, or NULL */

@@ -85,7 +85,8 @@ make_report (const char *event, gboolean complete)
   report->thread_id = getpid ();
   report->thread_name = g_strdup ("app \"main\"\n");
   report->complete = complete;
-  report->stopped_by = complete ? NULL : "detach";
+  /* As the watcher sets it: a lag cut short by detach; a hang has none. */
+  report->stopped_by = complete || g_str_equal (event, "hang") ? NULL : "detach";
   report->caught_ms = 100.3;
   report->stack_method = g_strdup ("signal");
   report->stack_truncated = TRUE;
@@ -165,6 +166,7 @@ write_synthetic (const char *path)
   /* The least a report holds: no stack, nothing known. */
   bare->id = g_strdup ("1-1");
   bare->pid = 1;
+  bare->complete = TRUE;  /* not complete, a lag record says what cut it (stopped_by) */
   lw_report_compute_fingerprints (bare);
   lw_sinks_write (sinks, bare, FALSE, 0, FALSE);
   for (gsize i = 0; i < G_N_ELEMENTS (drops); i++)
