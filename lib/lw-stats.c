@@ -119,6 +119,16 @@ lw_stats_append_count (GString *out, guint64 n)
     }
 }
 
+/* Any thread. @value formatted by @format (one double conversion), with a
+ * '.' whatever the locale. */
+static void
+lw_stats_append_number (GString *out, const char *format, double value)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_string_append (out, g_ascii_formatd (buf, sizeof buf, format, value));
+}
+
 char *
 lw_stats_to_json (const LagWatchStats *stats)
 {
@@ -127,17 +137,26 @@ lw_stats_to_json (const LagWatchStats *stats)
   g_string_append_printf (out, ",\"pid\":%d,\"time\":%" G_GINT64_FORMAT, (int) getpid (),
                           g_get_real_time () / 1000);
   g_string_append_printf (out, ",\"iterations\":%" G_GUINT64_FORMAT, stats->iterations);
-  g_string_append_printf (out, ",\"busy_ms\":%.1f,\"longest_ms\":%.1f", stats->busy_ms, stats->longest_ms);
+  /* Numbers through g_ascii_formatd(): printf() follows LC_NUMERIC, and a
+   * program that called setlocale() under a decimal-comma locale would
+   * write "812,5", which is not JSON. */
+  g_string_append (out, ",\"busy_ms\":");
+  lw_stats_append_number (out, "%.1f", stats->busy_ms);
+  g_string_append (out, ",\"longest_ms\":");
+  lw_stats_append_number (out, "%.1f", stats->longest_ms);
   g_string_append_printf (out, ",\"over_16_7ms\":%" G_GUINT64_FORMAT ",\"over_33_3ms\":%" G_GUINT64_FORMAT,
                           lagwatch_stats_get_over_60hz_frame ((LagWatchStats *) stats),
                           lagwatch_stats_get_over_30hz_frame ((LagWatchStats *) stats));
-  g_string_append_printf (out, ",\"p99_ms\":%.1f,\"lags\":%u",
-                          lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99), stats->lags);
+  g_string_append (out, ",\"p99_ms\":");
+  lw_stats_append_number (out, "%.1f", lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99));
+  g_string_append_printf (out, ",\"lags\":%u", stats->lags);
   g_string_append (out, ",\"buckets\":[");
   for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
-    g_string_append_printf (out, "%s{\"from_ms\":%g,\"count\":%" G_GUINT64_FORMAT "}", i > 0 ? "," : "",
-                            i == 0 ? 0.0 : (double) lw_stats_limit_ns[i - 1] / LW_NSEC_PER_MSEC,
-                            stats->counts[i]);
+    {
+      g_string_append_printf (out, "%s{\"from_ms\":", i > 0 ? "," : "");
+      lw_stats_append_number (out, "%g", i == 0 ? 0.0 : (double) lw_stats_limit_ns[i - 1] / LW_NSEC_PER_MSEC);
+      g_string_append_printf (out, ",\"count\":%" G_GUINT64_FORMAT "}", stats->counts[i]);
+    }
   g_string_append (out, "]}");
   return g_string_free (out, FALSE);
 }

@@ -15,6 +15,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <locale.h>
+
+#include <json-glib/json-glib.h>
+
 #include "lag-harness.h"
 
 /* ---- the profile ---- */
@@ -416,10 +420,116 @@ test_counts_lags (void)
   harness_clear (&h);
 }
 
+/* A locale that writes numbers with a decimal comma, made in @dir with
+ * localedef (none but C and POSIX is installed on a minimal system) and
+ * set for LC_ALL; FALSE with the reason in @why when none can be had. */
+static gboolean
+set_decimal_comma_locale (const char *dir, char **why)
+{
+  static const char *const names[] = { "de_DE.UTF-8", "fr_FR.UTF-8", "de_DE", "fr_FR" };
+  g_autofree char *target = g_build_filename (dir, "de_DE.UTF-8", NULL);
+  const char *argv[] = { "localedef", "-i", "de_DE", "-f", "UTF-8", target, NULL };
+  g_autofree char *err = NULL;
+  int status = -1;
+
+  /* An installed one first; else one made here, found through LOCPATH
+   * (which glibc reads at each setlocale()). */
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    if (setlocale (LC_ALL, names[i]) != NULL)
+      return TRUE;
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
+                     NULL, NULL, NULL, &err, &status, NULL))
+    {
+      *why = g_strdup ("localedef is not installed (Debian package libc-bin)");
+      return FALSE;
+    }
+  g_setenv ("LOCPATH", dir, TRUE);
+  if (setlocale (LC_ALL, "de_DE.UTF-8") != NULL)
+    return TRUE;
+  *why = g_strdup_printf ("no decimal-comma locale: localedef -i de_DE ended with status %d: %s", status,
+                          err != NULL ? g_strstrip (err) : "");
+  return FALSE;
+}
+
+/* Loop thread: a busy period of about 1 ms. */
+static void
+sleep_1ms (gpointer data)
+{
+  g_usleep (1000);
+}
+
+/* The stats record is JSON under any locale: a GTK program calls
+ * setlocale (LC_ALL, ""), and under a decimal-comma one printf ("%.1f")
+ * writes "812,5". */
+static void
+test_json_ignores_locale (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-locale-XXXXXX", NULL);
+  g_autofree char *why = NULL;
+  g_autofree char *sample = NULL;
+  g_autofree char *path = g_build_filename (dir != NULL ? dir : ".", "records.jsonl", NULL);
+  g_autofree char *output = g_strconcat ("json:", path, NULL);
+  g_autofree char *text = NULL;
+  g_autofree char *cmd = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  LagWatch *watch;
+  guint records = 0;
+
+  g_assert_nonnull (dir);
+  if (!set_decimal_comma_locale (dir, &why))
+    {
+      g_test_skip (why);
+      goto out;
+    }
+  sample = g_strdup_printf ("%.1f", 0.5);
+  g_test_message ("locale %s writes 0.5 as \"%s\"", setlocale (LC_NUMERIC, NULL), sample);
+  if (!g_str_equal (sample, "0,5"))
+    {
+      g_test_skip ("the locale made writes no decimal comma");
+      goto out;
+    }
+  /* A few iterations, then detach: the watcher writes the stats record. */
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  watch = lagwatch_attach_with_config (NULL, config);
+  g_assert_nonnull (watch);
+  for (int i = 0; i < 5; i++)
+    {
+      g_idle_add_once (sleep_1ms, NULL);
+      g_main_context_iteration (NULL, TRUE);
+    }
+  lagwatch_detach (watch);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *record;
+
+      if (!g_str_has_prefix (lines[i], "{\"event\":\"stats\""))
+        continue;
+      g_test_message ("%s", lines[i]);
+      json_parser_load_from_data (parser, lines[i], -1, &error);
+      g_assert_no_error (error);
+      record = json_node_get_object (json_parser_get_root (parser));
+      g_assert_cmpint (json_node_get_value_type (json_object_get_member (record, "busy_ms")), ==, G_TYPE_DOUBLE);
+      g_assert_cmpint (json_node_get_value_type (json_object_get_member (record, "p99_ms")), ==, G_TYPE_DOUBLE);
+      records++;
+    }
+  g_assert_cmpuint (records, ==, 1);
+out:
+  setlocale (LC_ALL, "C");
+  cmd = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_true (g_spawn_command_line_sync (cmd, NULL, NULL, NULL, NULL));
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  /* First: it sets LOCPATH, before any other test starts a thread. */
+  g_test_add_func ("/stats/json-ignores-locale", test_json_ignores_locale);
   g_test_add_func ("/stats/known-busy-periods", test_known_busy_periods);
   g_test_add_func ("/stats/counts-lags", test_counts_lags);
   g_test_add_func ("/whose-fault/run-delay-beside-hogs", test_run_delay_beside_hogs);
