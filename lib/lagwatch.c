@@ -59,6 +59,21 @@ lw_note_stats (LagWatch *watch)
   lw_summary_set_run_line (watch->summary, counts);
 }
 
+/* At exit, the exiting thread. Notes whether the loop had returned: the
+ * thread that exits is the loop's and owns no iteration of its context (GLib
+ * acquires the context for every iteration; g_main_loop_run() has returned,
+ * or main() after it). A busy period that goes on then is the program's
+ * exit (Python's finalization, atexit handlers, work after the loop), not
+ * a lag of the loop. exit() from inside a handler is inside an iteration:
+ * that lag is the loop's. */
+static void
+lw_note_loop_returned (LagWatch *watch)
+{
+  if (atomic_load (&watch->slot->loop_tid) == gettid ()
+      && !g_main_context_is_owner (watch->slot->context))
+    atomic_store (&watch->loop_returned, TRUE);
+}
+
 /* At exit: the summaries of the watches never detached, each waiting for
  * its sinks a bounded time (LW_SINK_QUEUE_STOP_MS). None in a child of
  * fork(): the parent's lags are not the child's. */
@@ -80,6 +95,7 @@ lw_print_summaries_at_exit (void)
            * watcher's stop is bounded: it waits on nothing but its own
            * clock and the capture's bounded handshake. */
           atomic_store (&((LagWatch *) watch)->exiting, TRUE);
+          lw_note_loop_returned (watch);
           lw_watcher_stop (watch);
           lw_note_stats (watch);
           lw_reporter_print_summary (((LagWatch *) watch)->reporter);

@@ -32,6 +32,8 @@ struct _LagWatch
   GThread         *thread;
   _Atomic gboolean stopping;
   _Atomic gboolean exiting;          /* stopped by the process's exit, not by detach */
+  _Atomic gboolean loop_returned;    /* at exit: the loop thread exits outside any iteration
+                                      * of the context (g_main_loop_run returned) */
   LwReporter      *reporter;         /* the reporting thread; owns the sinks and the callback */
   _Atomic gboolean paused;           /* lagwatch_pause() */
   LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */

@@ -91,7 +91,8 @@ typedef enum
 {
   LW_LAG_GOES_ON,
   LW_LAG_ENDED,    /* the loop polled again, or the watch stops: reported */
-  LW_LAG_DROPPED,  /* not the program's to report: the thread exited, paused, declared long */
+  LW_LAG_DROPPED,  /* not the program's to report: the thread exited, paused, declared long,
+                    * busy after the loop returned (at exit) */
 } LwLagStep;
 
 /* The starvation sentinel: attached while a lag is followed, at the highest
@@ -306,6 +307,17 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
   return TRUE;
 }
 
+/* Watcher thread, @lag cut short by the process's exit. TRUE when it is
+ * not a lag of the loop: the loop thread exits outside any iteration of
+ * the context (the loop returned), and the lag was not seen in a dispatch
+ * (a long last dispatch, then a quit, stays a lag). */
+static gboolean
+lw_watcher_after_loop (LagWatch *watch, const LwLag *lag)
+{
+  return atomic_load (&watch->exiting) && atomic_load (&watch->loop_returned)
+         && !(lag->dispatch_known && lag->dispatch.dispatching);
+}
+
 /* Watcher thread. The busy period @busy_seq outlasted the threshold but
  * ended, at @end_ns by the loop's own stamp, before the watcher woke to
  * look (it woke late: an idle CPU, a loaded machine). Reported, without a
@@ -437,6 +449,12 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
     end_ns = lw_clock_now_ns ();
   if (tracing != NULL)
     lw_tracing_stop (tracing, since_ns, end_ns);
+  if (step == LW_LAG_ENDED && !complete && lw_watcher_after_loop (watch, &lag))
+    {
+      g_debug ("busy %.0f ms after the loop returned, at exit: not a lag of the loop",
+               (double) (end_ns - lag.since_ns) / LW_NSEC_PER_MSEC);
+      step = LW_LAG_DROPPED;
+    }
   if (step == LW_LAG_ENDED && !lw_watcher_excused (watch, &lag))
     {
       LagWatchReport *report = lw_lag_report (watch, &lag, "lag", end_ns, complete);

@@ -6,7 +6,9 @@
  * instead of being lost with the process. A lag that ends (the loop is
  * back in poll) right before the program quits its loop and returns from
  * main() is reported whole: the watcher may not have looked again since
- * it ended (it samples every 10 ms), and exit must not outrun it.
+ * it ended (it samples every 10 ms), and exit must not outrun it. A busy
+ * period after the loop returned (g_main_loop_run() returned, then the
+ * program works on its way out) is not a lag of the loop: not reported.
  *
  * Each test runs in a subprocess: it attaches with JSON output to a file,
  * and its handler spins until the watcher has followed the lag long enough
@@ -88,6 +90,36 @@ child_freeze (gboolean exit_inside)
   g_main_loop_run (loop);
 }
 
+/* Loop thread: quits the loop at its first iteration. */
+static gboolean
+quit_now (gpointer data)
+{
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* Subprocess: the loop runs and returns; then the program stays busy
+ * (Python's finalization, atexit handlers) until the watcher has followed
+ * that busy period long enough to write a hang record, and exits. */
+static void
+child_busy_after_loop (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *output = g_strdup_printf ("json:%s,stderr", json_path);
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+
+  loop = g_main_loop_new (NULL, FALSE);
+  lagwatch_config_set_threshold_ms (config, 50);
+  lagwatch_config_set_hang_ms (config, HANG_MS);
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  g_assert_nonnull (lagwatch_attach_with_config (NULL, config));
+  g_idle_add (quit_now, NULL);
+  g_main_loop_run (loop);
+  while (!hang_written ())
+    if (g_get_monotonic_time () > deadline)
+      exit (3);
+}
+
 /* The one lag record of the JSON file, which must hold each of @wanted
  * (NULL-terminated). */
 static void
@@ -162,6 +194,25 @@ test_exit_after_lag (void)
   g_assert_cmpuint (count_events ("stats"), ==, 1);
 }
 
+/* Busy after g_main_loop_run() returned: not a lag of the loop, neither
+ * in the records nor in the summary. */
+static void
+test_busy_after_loop (void)
+{
+  if (g_test_subprocess ())
+    {
+      child_busy_after_loop ();
+      return;
+    }
+  g_unlink (json_path);
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr_unmatched ("*lag still running at exit*");
+  g_assert_cmpuint (count_events ("hang"), ==, 1);
+  g_assert_cmpuint (count_events ("lag"), ==, 0);
+  g_assert_cmpuint (count_events ("stats"), ==, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -179,6 +230,7 @@ main (int argc, char **argv)
     json_path = g_strdup (g_getenv ("LW_TEST_EXIT_JSON"));
   g_test_add_func ("/exit/lag-in-progress", test_exit_in_lag);
   g_test_add_func ("/exit/lag-just-ended", test_exit_after_lag);
+  g_test_add_func ("/exit/busy-after-loop", test_busy_after_loop);
   status = g_test_run ();
   if (!g_test_subprocess ())
     g_unlink (json_path);
