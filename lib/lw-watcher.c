@@ -23,6 +23,7 @@
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-dispatch.h"
+#include "lw-frames.h"
 #include "lw-lag.h"
 #include "lw-reporter.h"
 #include "lw-stats-private.h"
@@ -182,6 +183,17 @@ lw_watcher_write_stats (LagWatch *watch)
   if (watch->stats_written_iterations > 0)
     json = lw_stats_to_json (stats);
   lagwatch_stats_free (stats);
+  if (json != NULL && watch->frames != NULL)
+    {
+      /* The GTK windows' frame counts ("frames"), inside the object. */
+      GString *out = g_string_new (json);
+
+      g_free (json);
+      g_string_truncate (out, out->len - 1);
+      lw_frames_append_json (watch->frames, out);
+      g_string_append_c (out, '}');
+      json = g_string_free (out, FALSE);
+    }
   if (json != NULL)
     lw_reporter_write_stats (watch->reporter, json);
 }

@@ -11,7 +11,9 @@
  *
  * Every wait is on a condition with a generous deadline.
  */
+#include <glib/gstdio.h>
 #include <gtk/gtk.h>
+#include <unistd.h>
 #include <json-glib/json-glib.h>
 
 #include "lagwatch.h"
@@ -198,9 +200,16 @@ test_missed (void)
   JsonArray *windows;
   JsonObject *window;
 
+  g_autofree char *records_path = g_strdup_printf ("%s/lagwatch-frames-%d.jsonl", g_get_tmp_dir (), (int) getpid ());
+  g_autofree char *output = g_strconcat ("json:", records_path, NULL);
+  g_autofree char *records = NULL;
+  g_auto(GStrv) lines = NULL;
+  gboolean stats_seen = FALSE;
+
   g_mutex_init (&received.lock);
   g_assert_true (lagwatch_config_set_threshold_ms (config, 100));
-  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  g_unlink (records_path);
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
   watch = lagwatch_attach_with_config (NULL, config);
   g_assert_nonnull (watch);
   lagwatch_set_report_func (watch, on_report, &received, NULL);
@@ -244,6 +253,37 @@ test_missed (void)
                                   gdk_interval_ms, 0.001);
 
   lagwatch_detach (watch);
+  /* The stats record written at detach counts each window's frames. */
+  g_assert_true (g_file_get_contents (records_path, &records, NULL, NULL));
+  g_unlink (records_path);
+  lines = g_strsplit (records, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr(JsonParser) stats_parser = json_parser_new ();
+      JsonArray *counted;
+      gboolean found = FALSE;
+
+      if (!g_str_has_prefix (lines[i], "{\"event\":\"stats\""))
+        continue;
+      g_test_message ("%s", lines[i]);
+      g_assert_true (json_parser_load_from_data (stats_parser, lines[i], -1, NULL));
+      counted = json_object_get_array_member (json_node_get_object (json_parser_get_root (stats_parser)),
+                                              "frames");
+      g_assert_nonnull (counted);
+      for (guint k = 0; k < json_array_get_length (counted); k++)
+        {
+          JsonObject *counts = json_array_get_object_element (counted, k);
+
+          if (g_strcmp0 (json_object_get_string_member (counts, "title"), "frames test") != 0)
+            continue;
+          g_assert_cmpint (json_object_get_int_member (counts, "frames"), >=, 30);
+          g_assert_true (json_object_has_member (counts, "slow_frames"));
+          found = TRUE;
+        }
+      g_assert_true (found);
+      stats_seen = TRUE;
+    }
+  g_assert_true (stats_seen);
   lagwatch_report_unref (received.report);
   g_mutex_clear (&received.lock);
   gtk_window_destroy (GTK_WINDOW (shown.window));
