@@ -177,7 +177,9 @@ lagwatch_report_to_json (LagWatchReport *report)
       g_string_append_c (out, '}');
     }
   g_string_append_c (out, ']');
-  if (report->threads != NULL)
+  /* A hang's other threads: [] when it has none (a single-threaded
+   * program), so a reader tells "none" from "not a hang record". */
+  if (report->threads != NULL || g_strcmp0 (report->event, "hang") == 0)
     {
       g_string_append (out, ",\"threads\":[");
       for (guint i = 0; i < report->n_threads; i++)
