@@ -446,7 +446,8 @@ set_decimal_comma_locale (const char *dir, char **why)
   g_setenv ("LOCPATH", dir, TRUE);
   if (setlocale (LC_ALL, "de_DE.UTF-8") != NULL)
     return TRUE;
-  *why = g_strdup_printf ("no decimal-comma locale: localedef -i de_DE ended with status %d: %s", status,
+  *why = g_strdup_printf ("no decimal-comma locale (Debian package locales has localedef's sources): "
+                          "localedef -i de_DE ended with status %d: %s", status,
                           err != NULL ? g_strstrip (err) : "");
   return FALSE;
 }
