@@ -7,6 +7,7 @@
 
 #include "lagwatch.h"
 #include "lw-clock.h"
+#include "lw-report.h"
 #include "lw-stats-private.h"
 
 const int64_t lw_stats_limit_ns[LW_STATS_N_BUCKETS - 1] = {
@@ -134,8 +135,13 @@ lw_stats_to_json (const LagWatchStats *stats)
 {
   GString *out = g_string_new ("{\"event\":\"stats\"");
 
-  g_string_append_printf (out, ",\"pid\":%d,\"time\":%" G_GINT64_FORMAT, (int) getpid (),
-                          g_get_real_time () / 1000);
+  gint64 now_us = g_get_real_time ();
+  g_autofree char *time = lw_report_format_time (now_us);
+
+  /* "time" as in every other record (ISO 8601, UTC, milliseconds);
+   * "time_ms", the epoch milliseconds "time" held before, for one release. */
+  g_string_append_printf (out, ",\"pid\":%d,\"time\":\"%s\",\"time_ms\":%" G_GINT64_FORMAT, (int) getpid (),
+                          time, now_us / 1000);
   g_string_append_printf (out, ",\"iterations\":%" G_GUINT64_FORMAT, stats->iterations);
   /* Numbers through g_ascii_formatd(): printf() follows LC_NUMERIC, and a
    * program that called setlocale() under a decimal-comma locale would
