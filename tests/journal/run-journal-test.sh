@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-journal-test.sh LAGGER CATALOG LAUNCHER PYTHON_LAGGER: the journal sink against a real
+# run-journal-test.sh LAGGER CATALOG LAUNCHER PYTHON_LAGGER DROPPER: the journal sink against a real
 # systemd-journald, and the fleet path (systemd-journal-upload to
 # systemd-journal-remote over loopback HTTP). TAP on stdout.
 #
@@ -13,6 +13,7 @@ set -eu
 LAG_ID=3802ef6738634daaa06b6a88b4eb11d8
 HANG_ID=b70a2ceed6854326a92aae67153d7fe0
 KILLED_ID=a969dfa4320e48a0bd6a632d473137a7
+DROPPED_ID=9f434d79249d48d5b418a4293bec01f3
 JOURNALD=/lib/systemd/systemd-journald
 REMOTE=/lib/systemd/systemd-journal-remote
 UPLOAD=/lib/systemd/systemd-journal-upload
@@ -39,6 +40,7 @@ lagger=$1
 catalog=$2
 launcher=$3
 python_lagger=$4
+dropper=$5
 tmp=$(mktemp -d)
 journald_pid=""
 remote_pid=""
@@ -247,6 +249,19 @@ test_python_code_frame() {
   ' --arg record "$record" || return 1
 }
 
+# Records lost on the way: an entry of their own kind, not a lag's.
+test_dropped() {
+  "$dropper" 2> "$tmp/dropped.err" &
+  dropper_pid=$!
+  wait $dropper_pid || { echo "# journal-dropped failed: $(cat "$tmp/dropped.err")"; return 1; }
+  wait_for 60 has_entries 1 _PID=$dropper_pid || { echo "# no entry"; return 1; }
+  entry=$(entries _PID=$dropper_pid)
+  echo "# dropped: $(printf '%s' "$entry" | jq -c '{MESSAGE_ID, PRIORITY, LAGWATCH_EVENT, LAGWATCH_DROPPED, MESSAGE}')"
+  expect "$entry" '.MESSAGE_ID == $id and .PRIORITY == "4" and .LAGWATCH_EVENT == "dropped"' --arg id $DROPPED_ID || return 1
+  expect "$entry" '.LAGWATCH_DROPPED == "3" and (.LAGWATCH_RECORD | fromjson | .count == 3)' || return 1
+  expect "$entry" '.MESSAGE == "lagwatch: 3 reports dropped: sink stalled (a reader of the output stopped reading)"' || return 1
+}
+
 # catalog_fields ID: the fields the catalog's text for ID substitutes
 # (@NAME@), one a line.
 catalog_fields() {
@@ -257,7 +272,7 @@ catalog_fields() {
 test_catalog() {
   cp "$catalog" /usr/lib/systemd/catalog/lagwatch.catalog
   journalctl --update-catalog || return 1
-  for id in $LAG_ID $HANG_ID $KILLED_ID; do
+  for id in $LAG_ID $HANG_ID $KILLED_ID $DROPPED_ID; do
     journalctl --dump-catalog "$id" | grep -q "^Defined-By: lagwatch" || { echo "# $id is not in the catalog"; return 1; }
   done
   record=$(head -n 1 "$tmp/lag.jsonl")
@@ -282,7 +297,7 @@ test_catalog() {
     { echo "# journalctl -x does not name the unnamed source's callback"; return 1; }
   # Every field the catalog substitutes, in every entry of its MESSAGE_ID
   # this journal holds (lags, hangs, killed hangs, named or not).
-  for mid in $LAG_ID $HANG_ID $KILLED_ID; do
+  for mid in $LAG_ID $HANG_ID $KILLED_ID $DROPPED_ID; do
     n=$(entries MESSAGE_ID=$mid | grep -c .)
     [ "$n" -ge 1 ] || { echo "# no entry of $mid to check"; return 1; }
     for field in $(catalog_fields $mid); do
@@ -349,7 +364,7 @@ test_no_journal_falls_back() {
   falls_back none "no journal here"
 }
 
-echo "1..8"
+echo "1..9"
 if ! start_journald; then
   echo "Bail out! systemd-journald did not start: $(cat "$tmp/journald.log")"
   exit 1
@@ -358,6 +373,7 @@ run_test /journal/lag-entries test_lag_entries
 run_test /journal/hang-and-killed test_hang_and_killed
 run_test /journal/launcher test_launcher
 run_test /journal/python-code-frame test_python_code_frame
+run_test /journal/dropped test_dropped
 run_test /journal/catalog test_catalog
 run_test /journal/upload-to-remote test_upload_to_remote
 run_test /journal/refused-falls-back test_refused_falls_back
