@@ -11,6 +11,7 @@
 #include "lw-hang.h"
 #include "lw-lines.h"
 #include "lw-hooks.h"
+#include "lw-last-thread.h"
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-sink.h"
@@ -306,6 +307,9 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   g_mutex_unlock (&lw_lock);
   if (context == NULL)
     context = g_main_context_default ();
+  /* The program's thread: if it is its last, the process ends when it
+   * exits, lagwatch's threads or not. */
+  lw_last_thread_track_self ();
 
   watch = g_new0 (LagWatch, 1);
   watch->config = lw_config_copy (config);

@@ -13,6 +13,7 @@
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-dispatch.h"
+#include "lw-last-thread.h"
 #include "lw-private.h"
 #include "lw-stats.h"
 #include "lw-threadinfo.h"
@@ -53,7 +54,8 @@ G_STATIC_ASSERT (LW_MAX_SLOTS <= 32);
 /* Loop thread, normal context (GLib does not hold the context lock while it
  * polls). Records the thread that now runs the context: its TID for the
  * signal and /proc, and its stack bounds for the stack copy; and has the
- * thread forget the slot when it exits. */
+ * thread forget the slot when it exits, and look then whether it was the
+ * program's last (lw-last-thread.h). */
 static G_GNUC_NO_INLINE void
 lw_hooks_adopt_thread (LwSlot *slot)
 {
@@ -62,6 +64,7 @@ lw_hooks_adopt_thread (LwSlot *slot)
 
   lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
   lw_capture_prepare_thread ();
+  lw_last_thread_track_self ();
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
   if (!(adopted & (1u << slot->index)))

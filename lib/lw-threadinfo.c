@@ -48,6 +48,9 @@ lw_threadinfo_parse_state (const char *text, gsize len)
     case 'S': case 'I': return LW_THREAD_SLEEPING;
     case 'D': return LW_THREAD_DISK;
     case 'T': case 't': return LW_THREAD_STOPPED;
+    /* Exited: a process's first thread stays a zombie until the whole
+     * process ends. */
+    case 'Z': case 'X': return LW_THREAD_GONE;
     default: return LW_THREAD_UNKNOWN;
     }
 }

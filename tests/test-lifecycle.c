@@ -2,15 +2,21 @@
  *
  * A report callback may detach any watch, its own or another whose
  * callback is running at the same moment and detaching this one: every
- * call returns and every watch ends. Everything runs in a subprocess
- * with a deadline; the waits inside are on conditions, with generous
- * deadlines that fail the test only when the awaited thing never comes.
+ * call returns and every watch ends. A program whose last thread ends
+ * (main() calling pthread_exit() once its loop thread is gone, or a thread
+ * lagwatch never saw ending after both) ends, as glibc makes it, although
+ * lagwatch's threads are still there; and SIGTERM with its default action
+ * ends it too. Everything runs in a subprocess with a deadline; the waits
+ * inside are on conditions, with generous deadlines that fail the test
+ * only when the awaited thing never comes.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <glib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,13 +206,194 @@ test_detach_own (void)
   g_test_trap_assert_passed ();
 }
 
+/* -- the program's last thread ------------------------------------------- */
+
+/* What a child (this program, run again with --child CASE) does. */
+typedef enum
+{
+  LAST_THREAD_MAIN_LOOP,     /* main runs the loop once, then pthread_exit() */
+  LAST_THREAD_LOOP_FIRST,    /* a loop thread runs it once and ends; then main pthread_exit()s */
+  LAST_THREAD_SIGTERM,       /* as MAIN_LOOP, and the test sends SIGTERM once main is gone */
+  LAST_THREAD_UNKNOWN_LAST,  /* as LOOP_FIRST, and a thread lagwatch never saw ends last */
+} ChildCase;
+
+/* The child's objects, reachable from here once its main thread has
+ * exited (a leak checker does not read an exited thread's stack). */
+static GMainContext *child_context;
+static LagWatch     *child_watch;
+
+/* The child: a context watched with a 50 ms threshold, no output. */
+static void
+child_attach (void)
+{
+  LagWatchConfig *config = lagwatch_config_new ();
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 50));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  child_context = g_main_context_new ();
+  child_watch = lagwatch_attach_with_config (child_context, config);
+  g_assert_nonnull (child_watch);
+  lagwatch_config_free (config);
+  /* glibc keeps the message of a failed dlopen() or dlsym() (lagwatch
+   * probes optional libraries) per thread, and frees it at the second
+   * dlerror(), not when main() ends with pthread_exit(): then only the
+   * exited thread would point to it, a leak to the leak checker. */
+  dlerror ();
+  dlerror ();
+}
+
+/* Runs this program again as a child doing @which; its pid. */
+static pid_t
+spawn_child (ChildCase which)
+{
+  g_autofree char *which_text = g_strdup_printf ("%d", (int) which);
+  char *argv[] = { (char *) "/proc/self/exe", (char *) "--child", which_text, NULL };
+  g_autoptr(GError) error = NULL;
+  GPid pid;
+
+  g_assert_true (g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
+  g_assert_no_error (error);
+  return pid;
+}
+
+static gboolean
+note_run (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* The context's loop: one iteration that dispatches a source. */
+static gpointer
+run_loop_once (gpointer data)
+{
+  GMainContext *context = data;
+  gboolean ran = FALSE;
+  GSource *idle = g_idle_source_new ();
+
+  g_source_set_callback (idle, note_run, &ran, NULL);
+  g_source_attach (idle, context);
+  g_source_unref (idle);
+  while (!ran)
+    g_main_context_iteration (context, TRUE);
+  return NULL;
+}
+
+
+/* Any thread. The state letter of thread @tid of process @pid, or 0. */
+static char
+thread_state (pid_t pid, pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/task/%d/stat", (int) pid, (int) tid);
+  g_autofree char *stat = NULL;
+  const char *end;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL
+      || end[1] != ' ')
+    return 0;
+  return end[2];
+}
+
+/* A thread of the child that lagwatch never saw: ends once the main
+ * thread has (it is then the program's last). */
+static gpointer
+outlive_main (gpointer data)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+
+  while (thread_state (getpid (), getpid ()) != 'Z')
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+  return NULL;
+}
+
+/* The child: watches a context, runs its loop once, and ends its main
+ * thread with pthread_exit(): no thread of the program is left, or soon
+ * none (LAST_THREAD_UNKNOWN_LAST). */
+static G_GNUC_NORETURN void
+last_thread_child (ChildCase which)
+{
+  child_attach ();
+  if (which == LAST_THREAD_LOOP_FIRST || which == LAST_THREAD_UNKNOWN_LAST)
+    g_thread_join (g_thread_new ("loop", run_loop_once, child_context));
+  else
+    run_loop_once (child_context);
+  if (which == LAST_THREAD_UNKNOWN_LAST)
+    g_thread_unref (g_thread_new ("outlive", outlive_main, NULL));
+  pthread_exit (NULL);
+}
+
+/* Waits up to WAIT_US for @pid to end; FALSE (and it is killed) when it
+ * did not. Its status in *@status. */
+static gboolean
+wait_child (pid_t pid, int *status)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+  pid_t done;
+
+  while ((done = waitpid (pid, status, WNOHANG)) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (10 * 1000);
+  if (done == pid)
+    return TRUE;
+  kill (pid, SIGKILL);
+  waitpid (pid, status, 0);
+  return FALSE;
+}
+
+static void
+test_last_thread (gconstpointer data)
+{
+  ChildCase which = GPOINTER_TO_INT (data);
+  pid_t pid = spawn_child (which);
+  int status = 0;
+
+  if (which == LAST_THREAD_SIGTERM)
+    {
+      /* Once its main thread is gone (a zombie, or the process ended). */
+      gint64 deadline = g_get_monotonic_time () + WAIT_US;
+      char state;
+
+      while ((state = thread_state (pid, pid)) != 'Z' && state != 'X' && state != 0
+             && g_get_monotonic_time () < deadline)
+        g_usleep (10 * 1000);
+      kill (pid, SIGTERM);
+    }
+  if (!wait_child (pid, &status))
+    {
+      g_test_message ("the child was still there %d s after its last thread ended",
+                      (int) (WAIT_US / G_USEC_PER_SEC));
+      g_test_fail ();
+      return;
+    }
+  if (which == LAST_THREAD_SIGTERM && WIFSIGNALED (status))
+    g_assert_cmpint (WTERMSIG (status), ==, SIGTERM);
+  else
+    {
+      /* As glibc ends a process whose last thread exits: exit (0). */
+      g_assert_true (WIFEXITED (status));
+      g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
+  if (argc == 3 && g_str_equal (argv[1], "--child"))
+    last_thread_child ((ChildCase) g_ascii_strtoll (argv[2], NULL, 10));
   g_setenv ("G_DEBUG", "fatal-warnings", TRUE);
   g_unsetenv ("LAGWATCH_OUTPUT");
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/lifecycle/detach-from-callback/crossed", test_detach_crossed);
   g_test_add_func ("/lifecycle/detach-from-callback/own", test_detach_own);
+  g_test_add_data_func ("/lifecycle/last-thread/main-runs-loop", GINT_TO_POINTER (LAST_THREAD_MAIN_LOOP),
+                        test_last_thread);
+  g_test_add_data_func ("/lifecycle/last-thread/loop-thread-first", GINT_TO_POINTER (LAST_THREAD_LOOP_FIRST),
+                        test_last_thread);
+  g_test_add_data_func ("/lifecycle/last-thread/sigterm", GINT_TO_POINTER (LAST_THREAD_SIGTERM),
+                        test_last_thread);
+  g_test_add_data_func ("/lifecycle/last-thread/unknown-thread-last",
+                        GINT_TO_POINTER (LAST_THREAD_UNKNOWN_LAST), test_last_thread);
   return g_test_run ();
 }
