@@ -101,7 +101,9 @@ lw_core_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi)
           at = page_end;
           n++;
         }
-      got = syscall (SYS_process_vm_readv, getpid (), &local, 1UL, remote, (unsigned long) n, 0UL);
+      /* The thread's own id: the pid is refused (ESRCH) once the main
+       * thread has exited. */
+      got = syscall (SYS_process_vm_readv, gettid (), &local, 1UL, remote, (unsigned long) n, 0UL);
       snap->stack_len = got > 0 ? (size_t) got & ~(size_t) 7 : 0;
     }
 }

@@ -595,37 +595,39 @@ lw_modules_readable_range (uintptr_t  addr,
   return found != NULL;
 }
 
-/* This process's pid for process_vm_readv(), 0 until known. getpid() is a
- * system call as costly as the read itself, so it is kept; a child of
- * fork() forgets it, or it would read its parent's memory. (atomic) */
-static atomic_int lw_modules_pid;
+/* The calling thread's id, for process_vm_readv(), 0 until known. Not the
+ * pid: once the main thread has exited (main() calling pthread_exit()
+ * while other threads go on), the kernel refuses the pid, whose thread no
+ * longer has the memory, with ESRCH; the calling thread is alive and shares
+ * it. gettid() is a system call as costly as the read itself, so it is
+ * kept; a child of fork() forgets it (its only thread has another id). */
+static __thread pid_t lw_modules_tid;
 
-/* Async-signal-safe (a pthread_atfork() child handler). */
+/* Async-signal-safe (a pthread_atfork() child handler, on the child's only
+ * thread). */
 static void
-lw_modules_forget_pid (void)
+lw_modules_forget_tid (void)
 {
-  atomic_store (&lw_modules_pid, 0);
+  lw_modules_tid = 0;
 }
 
 /* Any thread, normal context. */
 static pid_t
-lw_modules_self_pid (void)
+lw_modules_self_tid (void)
 {
   static gsize forget_at_fork;
-  pid_t pid = atomic_load (&lw_modules_pid);
 
-  if (pid != 0)
-    return pid;
-  /* Registered before the first pid is kept: every fork after that one
+  if (lw_modules_tid != 0)
+    return lw_modules_tid;
+  /* Registered before the first id is kept: every fork after that one
    * clears it in the child. */
   if (g_once_init_enter (&forget_at_fork))
     {
-      pthread_atfork (NULL, NULL, lw_modules_forget_pid);
+      pthread_atfork (NULL, NULL, lw_modules_forget_tid);
       g_once_init_leave (&forget_at_fork, 1);
     }
-  pid = getpid ();
-  atomic_store (&lw_modules_pid, pid);
-  return pid;
+  lw_modules_tid = gettid ();
+  return lw_modules_tid;
 }
 
 /* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
@@ -641,7 +643,7 @@ lw_modules_copy_memory (uintptr_t addr,
   struct iovec remote = { (void *) addr, len };
   ssize_t n;
 
-  n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
+  n = process_vm_readv (lw_modules_self_tid (), &local, 1, &remote, 1, 0);
   if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
     {
       lw_say ("process_vm_readv() on this process fails (%s); lagwatch reads no "

@@ -388,7 +388,7 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
       local[i] = (struct iovec) { python->code_heads[i], len };
       remote[i] = (struct iovec) { (void *) python->frames[i].code, len };
     }
-  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote,
+  if (syscall (SYS_process_vm_readv, gettid (), local, (unsigned long) n, remote,
                (unsigned long) n, 0UL) == (ssize_t) (n * len))
     return TRUE;
   for (guint i = 0; i < n; i++)
@@ -435,7 +435,7 @@ lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, 
     }
   for (guint i = 0; i < n; i++)
     total += local[i].iov_len;
-  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote, (unsigned long) n, 0UL)
+  if (syscall (SYS_process_vm_readv, gettid (), local, (unsigned long) n, remote, (unsigned long) n, 0UL)
       != (ssize_t) total)
     return FALSE;
   python->window_start = python->spec_window_start;

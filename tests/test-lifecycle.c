@@ -215,6 +215,7 @@ typedef enum
   LAST_THREAD_LOOP_FIRST,    /* a loop thread runs it once and ends; then main pthread_exit()s */
   LAST_THREAD_SIGTERM,       /* as MAIN_LOOP, and the test sends SIGTERM once main is gone */
   LAST_THREAD_UNKNOWN_LAST,  /* as LOOP_FIRST, and a thread lagwatch never saw ends last */
+  MAIN_EXITED_FIRST,         /* main pthread_exit()s, then a loop thread lags */
 } ChildCase;
 
 /* The child's objects, reachable from here once its main thread has
@@ -377,11 +378,92 @@ test_last_thread (gconstpointer data)
     }
 }
 
+/* -- a program whose main thread ended first ----------------------------- */
+
+static _Atomic int after_main_verdict;  /* 0 waiting, 1 whole stack, 2 innermost frame only */
+
+static LAGGY void
+lag_after_main_exit (void)
+{
+  spin_cpu_ms (GINT_TO_POINTER (300));
+}
+
+static LAGGY gboolean
+dispatch_after_main_exit (gpointer data)
+{
+  lag_after_main_exit ();
+  return G_SOURCE_REMOVE;
+}
+
+/* Reporting thread. */
+static void
+on_report_after_main_exit (LagWatchReport *report, gpointer data)
+{
+  atomic_store (&after_main_verdict, harness_stack_has (report, "dispatch_after_main_exit", NULL) ? 1 : 2);
+  g_main_context_wakeup (data);
+}
+
+/* The child's loop thread: once the main thread has exited, one lag; the
+ * process ends with 0 when its report has the whole stack, 3 when it
+ * holds the innermost frame only. */
+static gpointer
+loop_after_main_exit (gpointer data)
+{
+  GMainContext *context = data;
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+  GSource *idle;
+
+  while (thread_state (getpid (), getpid ()) != 'Z')
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+  idle = g_idle_source_new ();
+  g_source_set_callback (idle, dispatch_after_main_exit, NULL, NULL);
+  g_source_attach (idle, context);
+  g_source_unref (idle);
+  while (atomic_load (&after_main_verdict) == 0)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (context, TRUE);
+    }
+  exit (atomic_load (&after_main_verdict) == 1 ? 0 : 3);
+}
+
+/* main() ends with pthread_exit() while a thread runs the loop: the lags
+ * that follow still get whole stacks (lagwatch reads its own memory
+ * through a thread that is alive, not the exited main thread's pid). */
+static G_GNUC_NORETURN void
+main_exited_first_child (void)
+{
+  child_attach ();
+  lagwatch_set_report_func (child_watch, on_report_after_main_exit, child_context, NULL);
+  g_thread_unref (g_thread_new ("loop", loop_after_main_exit, child_context));
+  pthread_exit (NULL);
+}
+
+static void
+test_after_main_exit (void)
+{
+  pid_t pid = spawn_child (MAIN_EXITED_FIRST);
+  int status = 0;
+
+  g_assert_true (wait_child (pid, &status));
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);  /* 3: the innermost frame only */
+}
+
 int
 main (int argc, char **argv)
 {
   if (argc == 3 && g_str_equal (argv[1], "--child"))
-    last_thread_child ((ChildCase) g_ascii_strtoll (argv[2], NULL, 10));
+    {
+      ChildCase which = (ChildCase) g_ascii_strtoll (argv[2], NULL, 10);
+
+      if (which == MAIN_EXITED_FIRST)
+        main_exited_first_child ();
+      last_thread_child (which);
+    }
   g_setenv ("G_DEBUG", "fatal-warnings", TRUE);
   g_unsetenv ("LAGWATCH_OUTPUT");
   g_test_init (&argc, &argv, NULL);
@@ -395,5 +477,6 @@ main (int argc, char **argv)
                         test_last_thread);
   g_test_add_data_func ("/lifecycle/last-thread/unknown-thread-last",
                         GINT_TO_POINTER (LAST_THREAD_UNKNOWN_LAST), test_last_thread);
+  g_test_add_func ("/lifecycle/main-exited-first/whole-stacks", test_after_main_exit);
   return g_test_run ();
 }
