@@ -1,5 +1,6 @@
 /* lw-say.c: lagwatch's own messages, and text safe to show on a terminal */
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,7 +84,9 @@ lw_stderr_open (gboolean *use_send, gboolean *private)
     }
   if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
     {
-      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      g_autofree char *path = g_strconcat (lw_proc_self (), "/fd/2", NULL);
+
+      fd = open (path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
       if (fd >= 0)
         {
           *private = TRUE;

@@ -17,6 +17,7 @@
 #include "lw-dispatch.h"
 #include "lw-gjs.h"
 #include "lw-report.h"
+#include "lw-proc.h"
 #include "lw-reporter.h"
 #include "lw-stats-private.h"
 #include "lw-threadinfo.h"
@@ -649,7 +650,7 @@ lw_watcher_input_pending (LagWatch *watch)
         char path[64], target[64];
         ssize_t len;
 
-        g_snprintf (path, sizeof path, "/proc/self/fd/%d", fds[i].fd);
+        g_snprintf (path, sizeof path, "%s/fd/%d", lw_proc_self (), fds[i].fd);
         len = readlink (path, target, sizeof target - 1);
         if (len >= 0)
           target[len] = '\0';
