@@ -16,6 +16,7 @@
 #include "lw-config.h"
 #include "lw-dispatch.h"
 #include "lw-gjs.h"
+#include "lw-hooks.h"
 #include "lw-report.h"
 #include "lw-proc.h"
 #include "lw-reporter.h"
@@ -1076,6 +1077,19 @@ lw_watcher_main (gpointer data)
               if (end_ns >= deadline_ns && lw_clock_now_ns () - deadline_ns <= LW_OVERSLEEP_NS)
                 lw_watcher_report_unseen (watch, seq, since_ns, end_ns);
             }
+          continue;
+        }
+
+      /* A poll function the program set after attach, in place of the
+       * wrapper: the loop's polls no longer reach lagwatch, and this busy
+       * period may be the loop sleeping in the program's poll. The
+       * trackers take over (their attach wakes the loop: a loop in poll
+       * enters their prepare at once); the period is timed again from now,
+       * and is a lag only if the loop stays busy a whole threshold more. */
+      if (lw_hooks_follow_replaced_poll (slot))
+        {
+          watch->retimed_since_ns = now_ns;
+          expected_wake_ns = now_ns;
           continue;
         }
 
