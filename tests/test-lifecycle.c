@@ -98,11 +98,12 @@ on_callback_released (gpointer data)
   Side *side = data;
   Pair *pair = side->pair;
 
+  /* Before the count: once it is 2, the test may free the contexts. */
+  g_main_context_wakeup (side->context);
   g_mutex_lock (&pair->lock);
   pair->ended++;
   g_cond_broadcast (&pair->cond);
   g_mutex_unlock (&pair->lock);
-  g_main_context_wakeup (side->context);
 }
 
 static gboolean
@@ -164,6 +165,7 @@ detach_from_callbacks (gboolean cross)
 
   g_mutex_lock (&pair.lock);
   pair_wait (&pair, &pair.returned, 2);
+  g_assert_cmpuint (pair.entered, ==, 2);    /* both callbacks began */
   g_assert_cmpuint (pair.returned, ==, 2);   /* both lagwatch_detach() calls returned */
   pair_wait (&pair, &pair.ended, 2);
   g_assert_cmpuint (pair.ended, ==, 2);      /* both watches ended */
