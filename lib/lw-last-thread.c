@@ -166,13 +166,16 @@ lw_last_thread_reaper (gpointer data)
 {
   int wake_fd = GPOINTER_TO_INT (data);
   g_autoptr(GHashTable) watched = g_hash_table_new (NULL, NULL);
-
   gboolean main_awaited = FALSE;
 
   lw_threadinfo_own_enter ();
   for (;;)
     {
+      g_autofree struct pollfd *fds = NULL;
       gboolean all_watched;
+      GHashTableIter iter;
+      gpointer fd_value;
+      guint n = 1;
       int left;
 
       /* Whether the first thread has exited or not: a waiter that finds
@@ -180,11 +183,6 @@ lw_last_thread_reaper (gpointer data)
       if (!main_awaited && atomic_load (&lw_last_main_tid_word) != NULL)
         main_awaited = lw_last_thread_await_main (wake_fd);
       left = lw_last_thread_look (watched, main_awaited, &all_watched);
-      g_autofree struct pollfd *fds = NULL;
-      GHashTableIter iter;
-      gpointer fd_value;
-      guint n = 1;
-
       if (left == 0)
         {
           g_debug ("no thread of the program is left: ending the process, as its last thread would");

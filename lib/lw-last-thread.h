@@ -10,9 +10,10 @@
  * So lagwatch notes the threads it knows to be the program's (a thread that
  * attaches, a thread that runs a watched context). When one of them exits,
  * a reaper thread starts: it waits, with no timeout, for the program's
- * threads still alive to exit (a pidfd per thread, Linux 6.9 and later),
- * and when none is left it calls exit (0), as the last one would have.
- * Nothing wakes while the program's threads live on.
+ * threads still alive to exit (a pidfd per thread, Linux 6.9 and later;
+ * for the process's first thread, the word the kernel clears when it
+ * exits), and when none is left it calls exit (0), as the last one would
+ * have. Nothing wakes while the program's threads live on.
  */
 #pragma once
 
