@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "lw-modules.h"
+#include "lw-capture-core.h"
 #include "lw-say.h"
 #include "lw-proc.h"
 
@@ -597,41 +598,6 @@ lw_modules_readable_range (uintptr_t  addr,
   return found != NULL;
 }
 
-/* The calling thread's id, for process_vm_readv(), 0 until known. Not the
- * pid: once the main thread has exited (main() calling pthread_exit()
- * while other threads go on), the kernel refuses the pid, whose thread no
- * longer has the memory, with ESRCH; the calling thread is alive and shares
- * it. gettid() is a system call as costly as the read itself, so it is
- * kept; a child of fork() forgets it (its only thread has another id). */
-static __thread pid_t lw_modules_tid;
-
-/* Async-signal-safe (a pthread_atfork() child handler, on the child's only
- * thread). */
-static void
-lw_modules_forget_tid (void)
-{
-  lw_modules_tid = 0;
-}
-
-/* Any thread, normal context. */
-static pid_t
-lw_modules_self_tid (void)
-{
-  static gsize forget_at_fork;
-
-  if (lw_modules_tid != 0)
-    return lw_modules_tid;
-  /* Registered before the first id is kept: every fork after that one
-   * clears it in the child. */
-  if (g_once_init_enter (&forget_at_fork))
-    {
-      pthread_atfork (NULL, NULL, lw_modules_forget_tid);
-      g_once_init_leave (&forget_at_fork, 1);
-    }
-  lw_modules_tid = gettid ();
-  return lw_modules_tid;
-}
-
 /* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
  * kernel copied into @buf: fewer than @len when a page is not readable (it
  * stops there), -1 when it copied none. */
@@ -645,10 +611,10 @@ lw_modules_copy_memory (uintptr_t addr,
   struct iovec remote = { (void *) addr, len };
   ssize_t n;
 
-  n = process_vm_readv (lw_modules_self_tid (), &local, 1, &remote, 1, 0);
-  if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
+  n = lw_core_read_memory (&local, 1, &remote, 1);
+  if (n < 0 && errno != EFAULT && errno != EIO && g_once_init_enter (&refused))
     {
-      lw_say ("process_vm_readv() on this process fails (%s); lagwatch reads no "
+      lw_say ("reads of this process's memory through the kernel fail (%s); lagwatch reads no "
               "unwind tables, source names or interpreter frames, so stacks hold only "
               "their innermost frame",
               g_strerror (errno));
