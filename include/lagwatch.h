@@ -657,7 +657,10 @@ LAGWATCH_API guint lagwatch_report_get_n_windows (LagWatchReport *report);
  *
  * Returns: how many frames the window missed during the lag: the whole
  *   refresh intervals the lag lasted, since no frame can be drawn while the
- *   loop is stuck ("the window 'Text Editor' missed 24 frames")
+ *   loop is stuck ("the window 'Text Editor' missed 24 frames"); 0, with
+ *   @title %NULL and @refresh_interval_ms 0, when @index is out of range
+ *   (as the frame getters, quietly: a binding may ask for window 0 of a
+ *   report with none)
  * Since: 0.2
  */
 LAGWATCH_API guint lagwatch_report_get_frames_missed (LagWatchReport *report,
@@ -960,6 +963,122 @@ LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_calls_exact (LagWatchReport *report);
+
+/**
+ * LagWatchReportKind:
+ * @LAGWATCH_REPORT_KIND_LAG: a lag, reported once it ended (or, marked
+ *   incomplete, when the watch was detached or the program exited in it)
+ * @LAGWATCH_REPORT_KIND_HANG: a lag that reached the hang threshold
+ *   (lagwatch_config_set_hang_ms()), reported while it still goes on, with
+ *   every thread's stack; its end is reported later as a lag of the same id
+ * @LAGWATCH_REPORT_KIND_HANG_KILLED: the hang of an earlier run of the
+ *   program, which was killed before the hang ended
+ *
+ * What a report stands for: the "event" member of its JSON record.
+ *
+ * Since: 0.2
+ */
+typedef enum
+{
+  LAGWATCH_REPORT_KIND_LAG,
+  LAGWATCH_REPORT_KIND_HANG,
+  LAGWATCH_REPORT_KIND_HANG_KILLED,
+} LagWatchReportKind;
+
+/**
+ * lagwatch_report_get_kind:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: whether @report is a lag or a hang
+ * Since: 0.2
+ */
+LAGWATCH_API LagWatchReportKind lagwatch_report_get_kind (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_source_callback:
+ * @report: a report
+ *
+ * The function a GSource the program did not name was dispatching when the
+ * lag was caught: the callback given to g_timeout_add(), g_idle_add() and
+ * the like, named from the program's symbols (or by the interpreter, for a
+ * Python callback). Any thread.
+ *
+ * Returns: (nullable): the callback's name ("freeze_busy"), or %NULL when
+ *   the source had a name, none was being dispatched, or the callback
+ *   could not be named
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_source_callback (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_source_callback_kind:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: (nullable): how the source of
+ *   lagwatch_report_get_source_callback() was made: "g_timeout_add" or
+ *   "g_idle_add" (from its source type), or %NULL for another kind
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_source_callback_kind (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_priority:
+ * @report: a report
+ * @priority: (out) (optional): the priority of the GSource being
+ *   dispatched when the lag was caught (%G_PRIORITY_DEFAULT is 0, lower
+ *   is more urgent); 0 when there is none
+ *
+ * Any thread.
+ *
+ * Returns: %TRUE when the lag was caught in a source's dispatch whose
+ *   source lagwatch knows (the "priority" of the JSON record is then a
+ *   number, null otherwise)
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_report_get_priority (LagWatchReport *report,
+                                                    int            *priority);
+
+/**
+ * lagwatch_report_get_caught_ms:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: the time from the lag's start to its first stack in hand, in
+ *   milliseconds, or -1 when no stack was taken
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_report_get_caught_ms (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_occurrence:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: how many lags of this process had @report's fingerprint
+ *   (lagwatch_report_get_fingerprint()) so far, this one included: 1 the
+ *   first time a cause is seen
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_report_get_occurrence (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_wchan:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: (nullable): the kernel function the thread slept in when the
+ *   lag was caught (/proc/self/task/TID/wchan), or %NULL when it ran or
+ *   the kernel does not say
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_wchan (LagWatchReport *report);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)

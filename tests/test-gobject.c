@@ -133,6 +133,35 @@ test_report_on_the_creators_context (void)
   frame = lagwatch_report_get_frame_info (f.spin_report, lagwatch_report_get_n_frames (f.spin_report));
   g_assert_null (frame);
 
+  /* The record's fields, each with its getter: a lag caught in the
+   * dispatch of the named spin source, of the default priority. */
+  {
+    int priority = -1;
+    const char *title = "unset";
+    double interval_ms = -1;
+
+    g_assert_cmpint (lagwatch_report_get_kind (f.spin_report), ==, LAGWATCH_REPORT_KIND_LAG);
+    g_assert_true (lagwatch_report_get_priority (f.spin_report, &priority));
+    g_assert_cmpint (priority, ==, G_PRIORITY_DEFAULT);
+    g_assert_cmpfloat (lagwatch_report_get_caught_ms (f.spin_report), >=, 0);
+    g_assert_cmpfloat (lagwatch_report_get_caught_ms (f.spin_report), <=,
+                       lagwatch_report_get_duration_ms (f.spin_report));
+    g_assert_cmpuint (lagwatch_report_get_occurrence (f.spin_report), >=, 1);
+    /* A named source is described by its name, not its callback. */
+    g_assert_cmpstr (lagwatch_report_get_source (f.spin_report), ==, "test-gobject: spin");
+    g_assert_null (lagwatch_report_get_source_callback (f.spin_report));
+    g_assert_null (lagwatch_report_get_source_callback_kind (f.spin_report));
+    /* It computed: no kernel wait point. */
+    if (g_strcmp0 (lagwatch_report_get_thread_state (f.spin_report), "running") == 0)
+      g_assert_null (lagwatch_report_get_wchan (f.spin_report));
+    /* No GTK window: window 0 is out of range, an empty answer and no
+     * critical warning (which GTest makes fatal). */
+    g_assert_cmpuint (lagwatch_report_get_n_windows (f.spin_report), ==, 0);
+    g_assert_cmpuint (lagwatch_report_get_frames_missed (f.spin_report, 0, &title, &interval_ms), ==, 0);
+    g_assert_null (title);
+    g_assert_cmpfloat (interval_ms, ==, 0);
+  }
+
   /* The boxed types copy as documented: a report by reference. */
   {
     LagWatchReport *copy = g_boxed_copy (LAGWATCH_TYPE_REPORT, f.spin_report);
