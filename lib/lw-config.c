@@ -216,6 +216,7 @@ lagwatch_config_set_output (LagWatchConfig *config, const char *spec, GError **e
     return FALSE;
   g_free (config->output);
   config->output = g_strdup (spec);
+  config->output_origin = LW_OUTPUT_FROM_CODE;
   return TRUE;
 }
 
@@ -389,6 +390,7 @@ lw_config_apply_environment (LagWatchConfig *config)
         {
           g_free (config->output);
           config->output = g_strdup (text);
+          config->output_origin = LW_OUTPUT_FROM_ENVIRONMENT;
         }
       else
         lw_say ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
@@ -463,4 +465,18 @@ lw_config_stats_enabled (void)
   lw_say ("LAGWATCH_STATS=\"%s\" is not valid: expected 0 (no latency profile) or 1; the profile stays on",
           text);
   return TRUE;
+}
+
+const char *
+lw_config_output_origin (const LagWatchConfig *config)
+{
+  switch (config->output_origin)
+    {
+    case LW_OUTPUT_FROM_CODE:
+      return "the output set in code (lagwatch_config_set_output)";
+    case LW_OUTPUT_DEFAULT:
+    case LW_OUTPUT_FROM_ENVIRONMENT:
+    default:
+      return "LAGWATCH_OUTPUT";
+    }
 }

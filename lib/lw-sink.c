@@ -150,6 +150,12 @@ lw_sink_open_file (const char *path, const char *what, gboolean capture, GError 
 LwSinks *
 lw_sinks_open (const char *spec)
 {
+  return lw_sinks_open_from (spec, "LAGWATCH_OUTPUT");
+}
+
+LwSinks *
+lw_sinks_open_from (const char *spec, const char *origin)
+{
   LwSinks *sinks = g_new0 (LwSinks, 1);
   g_auto(GStrv) items = g_strsplit (spec, ",", -1);
 
@@ -184,7 +190,7 @@ lw_sinks_open (const char *spec)
             sink.syscap = lw_syscap_open (fd, item + 7, &error);
           if (sink.syscap == NULL)
             {
-              lw_say ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
+              lw_say ("%s: %s; no Sysprof capture is written", origin, error->message);
               continue;
             }
           sink.path = g_strdup (item + 7);
@@ -199,7 +205,7 @@ lw_sinks_open (const char *spec)
           sink.fd = lw_sink_open_file (item + 5, "JSON Lines", FALSE, &error);
           if (sink.fd < 0)
             {
-              lw_say ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
+              lw_say ("%s: %s; writing reports to stderr instead", origin, error->message);
               lw_sinks_add_stderr (sinks);
               continue;
             }

@@ -414,6 +414,40 @@ test_config_try_setters (void)
     }
 }
 
+/* A JSON path given in code that cannot be opened is named as the
+ * program's, not as LAGWATCH_OUTPUT's; one given in the environment is
+ * named as LAGWATCH_OUTPUT's. */
+static void
+test_output_origin (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GMainContext) context = g_main_context_new ();
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autoptr(GError) error = NULL;
+      g_autoptr(LagWatchMonitor) monitor = NULL;
+
+      g_assert_true (lagwatch_config_set_output (config, "json:/nonexistent/lagwatch-test.jsonl", NULL));
+      monitor = lagwatch_monitor_new (context, config, &error);
+      g_assert_no_error (error);
+      lagwatch_monitor_detach (monitor);
+      return;
+    }
+  g_unsetenv ("LAGWATCH_OUTPUT");
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the output set in code (lagwatch_config_set_output): cannot open "
+                             "\"/nonexistent/lagwatch-test.jsonl\"*");
+  g_test_trap_assert_stderr_unmatched ("*LAGWATCH_OUTPUT*");
+
+  g_setenv ("LAGWATCH_OUTPUT", "json:/nonexistent/lagwatch-test-env.jsonl", TRUE);
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv ("LAGWATCH_OUTPUT");
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: LAGWATCH_OUTPUT: cannot open \"/nonexistent/lagwatch-test-env.jsonl\"*");
+  g_test_trap_assert_stderr_unmatched ("*set in code*");
+}
+
 /* Under LAGWATCH_DISABLE=1 attaching fails with DISABLED, quietly. */
 static void
 test_disabled (void)
@@ -447,5 +481,6 @@ main (int argc, char **argv)
   g_test_add_func ("/gobject/monitor/abstract", test_monitor_abstract);
   g_test_add_func ("/gobject/monitor/threshold-errors", test_monitor_threshold_errors);
   g_test_add_func ("/gobject/config/try-setters", test_config_try_setters);
+  g_test_add_func ("/gobject/config/output-origin", test_output_origin);
   return g_test_run ();
 }
