@@ -481,9 +481,13 @@ lagwatch_monitor_class_init (LagWatchMonitorClass *klass)
    *
    * Since: 0.1
    */
+  /* Not G_SIGNAL_TYPE_STATIC_SCOPE: GJS then wraps the report without a
+   * reference of its own, and a handler that keeps it (in an array, for
+   * later) reads freed memory once the emission is over. Copying a report
+   * only takes a reference. */
   lw_monitor_signals[SIGNAL_REPORT] =
     g_signal_new ("report", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                  G_TYPE_NONE, 1, LAGWATCH_TYPE_REPORT | G_SIGNAL_TYPE_STATIC_SCOPE);
+                  G_TYPE_NONE, 1, LAGWATCH_TYPE_REPORT);
 }
 
 static void
