@@ -54,7 +54,7 @@ function oneLag(config, freeze) {
     let got = null;
 
     monitor.connect('report', (m, report) => {
-        if (report.get_kind() === LagWatch.ReportKind.LAG && report.get_duration_ms() >= 250) {
+        if (report.get_duration_ms() >= 250) {
             got = report;
             loop.quit();
         }
@@ -104,12 +104,14 @@ function childJsonPathInCode() {
     return 0;
 }
 
-function main() {
+function sectionConstructor() {
     // A monitor exists only attached.
-    let answer = errorOf(() => new LagWatch.Monitor());
+    const answer = errorOf(() => new LagWatch.Monitor());
     check(typeof answer === 'string' && answer.startsWith('threw') && answer.includes('abstract'),
         'new LagWatch.Monitor() throws', answer);
+}
 
+function sectionConfigSetters() {
     // Every setter of the configuration throws a GLib.Error of lagwatch's
     // domain for a value out of range.
     const config = LagWatch.Config.new();
@@ -117,22 +119,27 @@ function main() {
         ['set_max_frames', 0], ['set_state_dir', 'relative/dir'], ['set_signal', 'SIGRTMIN+99'],
         ['set_signal', 'SIGUSR1'], ['set_output', 'bogus']]) {
         const code = setter === 'set_output' ? LagWatch.Error.OUTPUT : LagWatch.Error.INVALID;
-        answer = errorOf(() => config[setter](bad));
+        const answer = errorOf(() => config[setter](bad));
         check(isLagwatchError(answer, code), `Config.${setter}(${JSON.stringify(bad)}) throws GLib.Error ${code}`,
             answer);
     }
+}
 
+function sectionSignalNames() {
     // The signal by name, as LAGWATCH_SIGNAL names it.
+    const config = LagWatch.Config.new();
     for (const name of ['SIGRTMIN+3', 'RTMAX-2', 'SIGRTMIN']) {
-        answer = errorOf(() => config.set_signal(name));
+        const answer = errorOf(() => config.set_signal(name));
         check(answer === 'returned true', `Config.set_signal('${name}') accepted`, answer);
     }
+}
 
+function sectionMonitorThreshold() {
     // The monitor's threshold: a read-only property, a method that throws.
     const monitor = LagWatch.Monitor.new(null, quietConfig());
     const notified = [];
     monitor.connect('notify::threshold-ms', () => notified.push(monitor.threshold_ms));
-    answer = errorOf(() => {
+    let answer = errorOf(() => {
         monitor.threshold_ms = 0;
         return monitor.threshold_ms;
     });
@@ -149,7 +156,9 @@ function main() {
     answer = errorOf(() => monitor.set_threshold_ms(150));
     check(isLagwatchError(answer, LagWatch.Error.DETACHED),
         'Monitor.set_threshold_ms() once detached throws GLib.Error DETACHED', answer);
+}
 
+function sectionReportGetters() {
     // Every field of the record has its getter, equal to the JSON's member;
     // the report is read after the ::report handler returned, as a program
     // that keeps its reports does.
@@ -180,19 +189,37 @@ function main() {
             `${report.get_source_callback()}, ${report.get_source_callback_kind()}`);
         check(report.get_occurrence() >= 1, 'Report.get_occurrence() counts this lag', report.get_occurrence());
     }
+}
 
+function sectionFramesMissed() {
     // A window index out of range: an empty answer, no critical warning.
-    let [status, out, err] = runChild('--frames-missed');
+    const [status, out, err] = runChild('--frames-missed');
     check(status === 0 && out.includes('window 0: [0,null,0]') && !err.includes('CRITICAL'),
         'Report.get_frames_missed(0) with no window answers [0, null, 0], no critical',
         `${out}${err}`.trim().replaceAll('\n', ' | '));
+}
 
+function sectionJsonPathInCode() {
     // A JSON path given in code is not blamed on LAGWATCH_OUTPUT.
-    [status, out, err] = runChild('--json-path-in-code');
+    const [status, , err] = runChild('--json-path-in-code');
     check(status === 0 && err.includes('set in code') && err.includes('/nonexistent/lagwatch-gi-test.jsonl') &&
           !err.includes('LAGWATCH_OUTPUT'),
-    'a JSON path set in code that cannot be opened is named as set in code', err.trim().replaceAll('\n', ' | '));
+        'a JSON path set in code that cannot be opened is named as set in code', err.trim().replaceAll('\n', ' | '));
+}
 
+// The report's last: on a library whose ::report argument was static-scope,
+// reading a kept report crashed GJS.
+const SECTIONS = [sectionConstructor, sectionConfigSetters, sectionSignalNames, sectionMonitorThreshold,
+    sectionFramesMissed, sectionJsonPathInCode, sectionReportGetters];
+
+function main() {
+    for (const section of SECTIONS) {
+        try {
+            section();
+        } catch (error) {  // an API that is missing fails its section only
+            check(false, `${section.name} ran to its end`, error);
+        }
+    }
     print(`1..${results.length}`);
     return 0;
 }
