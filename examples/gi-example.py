@@ -63,7 +63,8 @@ def main():
         # function given to GLib.timeout_add), the source's priority.
         has_priority, priority = report.get_priority()
         print("%s in %s callback %s, priority %s, caught after %.0f ms, occurrence %u"
-              % (report.get_kind().value_nick, report.get_source_callback_kind(),
+              % ("hang" if report.get_kind() == LagWatch.ReportKind.HANG else "lag",
+                 report.get_source_callback_kind(),
                  report.get_source_callback(), priority if has_priority else "unknown",
                  report.get_caught_ms(), report.get_occurrence()))
         loop.quit()

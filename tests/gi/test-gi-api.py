@@ -125,10 +125,12 @@ def section_config_setters():
                         ("set_max_frames", 0), ("set_state_dir", "relative/dir"),
                         ("set_signal", "SIGRTMIN+99"), ("set_signal", "SIGUSR1"),
                         ("set_output", "bogus")):
-        code = LagWatch.Error.OUTPUT if setter == "set_output" else LagWatch.Error.INVALID
+        # (No value_nick: PyGObject 3.52 and later make such an enum an IntEnum.)
+        code, nick = ((LagWatch.Error.OUTPUT, "output") if setter == "set_output"
+                      else (LagWatch.Error.INVALID, "invalid"))
         answer = error_of(lambda: getattr(config, setter)(bad))
         check(is_lagwatch_error(answer, code),
-              "Config.%s(%r) raises GLib.Error %s" % (setter, bad, code.value_nick), answer)
+              "Config.%s(%r) raises GLib.Error %s" % (setter, bad, nick), answer)
 
 
 def section_signal_names():
