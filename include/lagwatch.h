@@ -460,6 +460,15 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * (it frees what it holds if it ever returns). In a child of fork(), a watch
  * of the parent is ignored.
  *
+ * From a report callback (or its destroy notify), of @watch or of any other
+ * watch, lagwatch_detach() never waits for a reporting thread: that thread
+ * may be the caller's own, or one whose callback is detaching the caller's
+ * watch at the same moment. The context is given back before it returns;
+ * no callback of @watch starts afterwards, one already running (or starting
+ * at that moment) finishes, and @watch's reporting thread then hands the
+ * reports still queued to the sinks only, and ends the watch: the
+ * callback's destroy notify, called then, says it is done.
+ *
  * Since: 0.1
  */
 LAGWATCH_API void lagwatch_detach (LagWatch *watch);
