@@ -16,6 +16,7 @@
  * another (said once); stacks are then taken from /proc only, which shows
  * the stacks of threads asleep in a system call.
  */
+#include "lw-seccomp.h"
 #include "lw-capture.h"
 
 #include <errno.h>
@@ -768,7 +769,7 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
 
   g_return_val_if_fail (!req->periodic, FALSE);
   /* The same checks as before an explicit signal: the timer sends it too. */
-  if (!lw_capture_timers_ok || lw_capture_handler_busy (slot)
+  if (!lw_capture_periodic_supported () || lw_capture_handler_busy (slot)
       || lw_capture_may_signal (slot, tid) != LW_CAPTURE_OK)
     return FALSE;
 
@@ -794,7 +795,8 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
 gboolean
 lw_capture_periodic_supported (void)
 {
-  return lw_capture_timers_ok && !atomic_load (&lw_signal_taken);
+  return lw_capture_timers_ok && !atomic_load (&lw_signal_taken)
+         && lw_seccomp_verdict (LW_SYSCALL_TIMER_CREATE) == LW_SYSCALL_WORKS;
 }
 
 /* Watcher thread of @slot, between start and stop. */
@@ -924,6 +926,10 @@ lw_capture_prepare_thread (void)
   stack_t current, ours;
   char *base;
 
+  /* A seccomp filter that forbids sigaltstack() (and may kill this, the
+   * program's thread, for it): the handler runs on the thread's stack. */
+  if (lw_seccomp_verdict (LW_SYSCALL_SIGALTSTACK) != LW_SYSCALL_WORKS)
+    return;
   pthread_once (&once, lw_capture_init_altstack);
   /* A program's own alternate stack is used as it is. */
   if (sigaltstack (NULL, &current) != 0 || !(current.ss_flags & SS_DISABLE)
