@@ -126,7 +126,7 @@ test_tree_rule (void)
   LwCall *root, *cb;
 
   synthetic_init (&s, stacks, G_N_ELEMENTS (stacks), times, which, G_N_ELEMENTS (times), 195 * MS);
-  g_assert_cmpint (lw_call_tree_interval (s.report, 99 * MS), ==, 10 * MS);
+  g_assert_cmpint (lw_report_sample_interval (s.report, 99 * MS), ==, 10 * MS);
 
   root = lw_call_tree_from_samples (s.report, 0, 0, 99 * MS);
   assert_call (root, NULL, 0, 195, 1);
@@ -407,7 +407,7 @@ test_lag_known_sequence (void)
   g_assert_cmpuint (report->n_sampled, >=, 2);
   for (guint i = 1; i < report->n_timeline; i++)
     g_assert_cmpint (report->timeline[i].offset_ns, >=, report->timeline[i - 1].offset_ns);
-  interval_ns = lw_call_tree_interval (report, 10 * MS);
+  interval_ns = lw_report_sample_interval (report, 10 * MS);
   g_test_message ("%u samples, %.1f ms apart (median)", report->n_timeline, interval_ns / 1e6);
   for (guint i = 0; i < report->n_timeline; i++)
     g_test_message ("sample at %.1f ms", report->timeline[i].offset_ns / 1e6);

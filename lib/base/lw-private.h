@@ -1,4 +1,5 @@
-/* lw-private.h: small declarations shared by every part of the library */
+/* lw-private.h: small declarations shared by every part of the library:
+ * its error domain, and whether it may trust the environment */
 #pragma once
 
 #include <glib.h>
@@ -16,6 +17,13 @@ typedef enum
   LW_ERROR_OUTPUT,
 } LwError;
 
+/* Any thread. */
 GQuark lw_error_quark (void);
+
+/* Any thread. TRUE when the process runs setuid or setgid (AT_SECURE):
+ * its environment then belongs to whoever started it, not to the program,
+ * and lagwatch reads no setting or directory from it
+ * (LAGWATCH_DISABLE=1 aside). */
+gboolean lw_process_secure (void);
 
 G_END_DECLS

@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lw-config.h"
 #include "lw-lang-frames.h"
+#include "lw-unwind.h"
 #include "lw-modules.h"
 #include "lw-say.h"
 

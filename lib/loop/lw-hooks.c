@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "lw-capture.h"
+#include "lw-altstack.h"
 #include "lw-clock.h"
 #include "lw-dispatch.h"
 #include "lw-private.h"
@@ -61,7 +61,7 @@ lw_hooks_adopt_thread (LwSlot *slot)
   unsigned adopted = GPOINTER_TO_UINT (g_private_get (&lw_adopted_slots));
 
   lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
-  lw_capture_prepare_thread ();
+  lw_altstack_prepare ();
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
   if (!(adopted & (1u << slot->index)))

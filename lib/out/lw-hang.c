@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lw-config.h"
 #include "lw-json.h"
 #include "lw-sink.h"
 #include "lw-fd.h"
+#include "lw-private.h"
 #include "lw-say.h"
 
 #define LW_HANG_MAX_AGE_S   (7 * 24 * 3600)
@@ -178,7 +178,7 @@ lw_hang_store_open (const char *dir)
 
   /* The default comes from the environment ($XDG_STATE_HOME, $HOME),
    * which a setuid or setgid process must not trust. */
-  if (dir == NULL && lw_config_secure ())
+  if (dir == NULL && lw_process_secure ())
     return NULL;
   /* The XDG base directory rules: $XDG_STATE_HOME (created if missing,
    * when absolute), else $HOME/.local/state. A $HOME that does not exist

@@ -76,36 +76,6 @@ lw_call_tree_path (const LwReportStack *stack, guint max_depth, LwPathStep *path
   return n;
 }
 
-static int
-lw_call_tree_compare_gaps (const void *a, const void *b)
-{
-  int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-
-  return (x > y) - (x < y);
-}
-
-int64_t
-lw_call_tree_interval (const LagWatchReport *report, int64_t fallback_ns)
-{
-  g_autofree int64_t *gaps = NULL;
-  guint n = 0;
-
-  if (report->n_timeline < 2)
-    return fallback_ns;
-  gaps = g_new (int64_t, report->n_timeline - 1);
-  for (guint i = 1; i < report->n_timeline; i++)
-    {
-      int64_t gap = report->timeline[i].offset_ns - report->timeline[i - 1].offset_ns;
-
-      if (gap > 0)
-        gaps[n++] = gap;
-    }
-  if (n == 0)
-    return fallback_ns;
-  qsort (gaps, n, sizeof *gaps, lw_call_tree_compare_gaps);
-  return gaps[n / 2];
-}
-
 /* Closes @open, the last call of @parent: its times become the call's, by
  * the rule of lw-call-tree.h; with @min_samples, a call seen by fewer
  * samples is dropped with its own calls. */
@@ -149,7 +119,7 @@ LwCall *
 lw_call_tree_from_samples (const LagWatchReport *report, int64_t min_ns, guint max_depth,
                            int64_t fallback_interval_ns)
 {
-  int64_t interval_ns = lw_call_tree_interval (report, fallback_interval_ns);
+  int64_t interval_ns = lw_report_sample_interval (report, fallback_interval_ns);
   int64_t lag_ns = (int64_t) (report->duration_ms * 1e6);
   guint room = 0, n_open = 0, min_samples = 0;
   g_autofree LwPathStep *path = NULL;

@@ -45,9 +45,4 @@ LwCall  *lw_call_tree_from_samples (const LagWatchReport *report,
                                     guint                 max_depth,
                                     int64_t               fallback_interval_ns);
 
-/* Any thread. The sampling interval of @report's timeline: the median gap
- * between consecutive samples, or @fallback_ns with fewer than two. */
-int64_t  lw_call_tree_interval     (const LagWatchReport *report,
-                                    int64_t               fallback_ns);
-
 G_END_DECLS

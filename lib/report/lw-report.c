@@ -3,8 +3,6 @@
 #include "lw-say.h"
 #include "lw-tracing.h"
 
-#include "lw-call-tree.h"
-
 #include <inttypes.h>
 #include <string.h>
 
@@ -897,7 +895,7 @@ lw_text_calls (GString *out, LagWatchReport *report)
     g_string_append (out, "  calls, in order (exact, from the tracer):\n");
   else
     g_string_append_printf (out, "  calls, in order (from %u samples ~%.0f ms apart: each within about that):\n",
-                            report->n_timeline, (double) lw_call_tree_interval (report, 0) / 1e6);
+                            report->n_timeline, (double) lw_report_sample_interval (report, 0) / 1e6);
   for (guint i = 0; i < report->n_calls && i < LW_TEXT_CALLS; i++)
     {
       const LwCall *call = report->call_list[i];
@@ -1127,6 +1125,37 @@ lagwatch_report_get_input_pending (LagWatchReport *report)
 {
   g_return_val_if_fail (report != NULL, FALSE);
   return report->input_pending;
+}
+
+static int
+lw_report_compare_gaps (const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* Any thread. */
+int64_t
+lw_report_sample_interval (const LagWatchReport *report, int64_t fallback_ns)
+{
+  g_autofree int64_t *gaps = NULL;
+  guint n = 0;
+
+  if (report->n_timeline < 2)
+    return fallback_ns;
+  gaps = g_new (int64_t, report->n_timeline - 1);
+  for (guint i = 1; i < report->n_timeline; i++)
+    {
+      int64_t gap = report->timeline[i].offset_ns - report->timeline[i - 1].offset_ns;
+
+      if (gap > 0)
+        gaps[n++] = gap;
+    }
+  if (n == 0)
+    return fallback_ns;
+  qsort (gaps, n, sizeof *gaps, lw_report_compare_gaps);
+  return gaps[n / 2];
 }
 
 /* The calls under @call into @list, pre-order. */

@@ -195,6 +195,11 @@ void lw_report_set_calls (LagWatchReport *report,
                           LwCall         *root,
                           gboolean        exact);
 
+/* Any thread. The sampling interval of @report's timeline: the median gap
+ * between consecutive samples, or @fallback_ns with fewer than two. */
+int64_t lw_report_sample_interval (const LagWatchReport *report,
+                                   int64_t               fallback_ns);
+
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);
 

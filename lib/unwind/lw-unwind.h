@@ -17,6 +17,10 @@
 
 G_BEGIN_DECLS
 
+/* The most return addresses a stack may be given (LAGWATCH_MAX_FRAMES's
+ * upper bound, and what the frames of interpreters are merged into). */
+#define LW_MAX_FRAMES_LIMIT 1024
+
 /* Any thread, normal context. Loads libunwind once. FALSE (with @error)
  * when it cannot be loaded; stacks then hold the innermost frame only. */
 gboolean lw_unwind_init  (GError **error);

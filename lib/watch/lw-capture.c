@@ -197,7 +197,7 @@ lw_capture_acquire_signal (int signo, gboolean explicit_choice, GError **error)
   ours.sa_sigaction = lw_core_on_signal;
   /* SA_ONSTACK: on the loop thread, the kernel's signal frame (about
    * 3.4 KiB with AVX-512 state) goes to the alternate stack of
-   * lw_capture_prepare_thread(), so a lag deep in the stack survives. */
+   * lw_altstack_prepare(), so a lag deep in the stack survives. */
   ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset (&ours.sa_mask);
   if (sigaction (chosen, NULL, &lw_old_action) != 0)
@@ -877,73 +877,4 @@ lw_capture_periodic_stop (LwSlot *slot)
   if (!atomic_compare_exchange_strong (&req->word, &done, idle))
     return LW_CAPTURE_STALE;  /* held by the watcher already, or still writing */
   return (LwCaptureResult) atomic_load (&req->result);
-}
-
-/* The alternate signal stack of a loop thread: the handler's frame and
- * the kernel's signal frame (getauxval (AT_MINSIGSTKSZ): 3376 bytes with
- * AVX-512 state on the machines measured), with room to spare for a
- * program's own handler of the same signal, chained from ours. A guard
- * page below turns an overflow into a clean fault, not a corruption. */
-#define LW_ALTSTACK_BYTES (64 * 1024)
-#define LW_GUARD_BYTES    4096
-
-static pthread_key_t lw_altstack_key;
-static size_t        lw_altstack_size;
-
-/* The thread that owned the alternate stack, at its exit: drops it. */
-static void
-lw_capture_free_altstack (void *base)
-{
-  stack_t current;
-
-  if (sigaltstack (NULL, &current) == 0
-      && (char *) current.ss_sp == (char *) base + LW_GUARD_BYTES
-      && !(current.ss_flags & SS_ONSTACK))
-    {
-      stack_t off = { .ss_flags = SS_DISABLE };
-
-      sigaltstack (&off, NULL);
-    }
-  munmap (base, LW_GUARD_BYTES + lw_altstack_size);
-}
-
-static void
-lw_capture_init_altstack (void)
-{
-  lw_altstack_size = MAX ((size_t) getauxval (AT_MINSIGSTKSZ), (size_t) MINSIGSTKSZ) + LW_ALTSTACK_BYTES;
-  lw_altstack_size = (lw_altstack_size + 4095) & ~(size_t) 4095;
-  pthread_key_create (&lw_altstack_key, lw_capture_free_altstack);
-}
-
-/* Loop thread, normal context: once when a thread starts to run a watched
- * context (lw-hooks.c). */
-void
-lw_capture_prepare_thread (void)
-{
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  stack_t current, ours;
-  char *base;
-
-  pthread_once (&once, lw_capture_init_altstack);
-  /* A program's own alternate stack is used as it is. */
-  if (sigaltstack (NULL, &current) != 0 || !(current.ss_flags & SS_DISABLE)
-      || pthread_getspecific (lw_altstack_key) != NULL)
-    return;
-  base = mmap (NULL, LW_GUARD_BYTES + lw_altstack_size, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED)
-    {
-      g_debug ("no alternate signal stack for thread %d: %s", (int) gettid (), g_strerror (errno));
-      return;
-    }
-  mprotect (base, LW_GUARD_BYTES, PROT_NONE);
-  ours.ss_sp = base + LW_GUARD_BYTES;
-  ours.ss_size = lw_altstack_size;
-  ours.ss_flags = 0;
-  if (sigaltstack (&ours, NULL) != 0)
-    {
-      munmap (base, LW_GUARD_BYTES + lw_altstack_size);
-      return;
-    }
-  pthread_setspecific (lw_altstack_key, base);
 }

@@ -4,14 +4,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 
 #include "lw-private.h"
 #include "lw-sink.h"
 #include "lw-symbols.h"
+#include "lw-unwind.h"
 #include "lw-say.h"
-
-G_DEFINE_QUARK (lagwatch-error-quark, lw_error)
 
 int
 lw_config_default_signal (void)
@@ -211,12 +209,6 @@ lw_config_env_flag (const char *name, const char *meaning, gboolean *value)
     lw_say ("%s=\"%s\" is not valid: expected 1 (%s) or 0; using %d", name, text, meaning, *value);
 }
 
-gboolean
-lw_config_secure (void)
-{
-  return getauxval (AT_SECURE) != 0;
-}
-
 /* Any thread. The one line that says a setuid/setgid process ignores the
  * environment, once per process, when it holds LAGWATCH_* variables (with
  * none, nothing was ignored). */
@@ -246,7 +238,7 @@ lw_config_apply_environment (LagWatchConfig *config)
 
   /* The environment belongs to the caller, not to the program: honouring
    * it would let any user choose the files a privileged program writes. */
-  if (lw_config_secure ())
+  if (lw_process_secure ())
     {
       lw_config_say_secure ();
       return;
@@ -344,7 +336,7 @@ lw_config_apply_debug_dirs (void)
 
   /* A setuid/setgid process reads no file the caller names (said once by
    * lw_config_apply_environment). */
-  if (text == NULL || lw_config_secure ())
+  if (text == NULL || lw_process_secure ())
     return;
   roots = lw_config_parse_debug_dirs (text);
   lw_symbols_set_debug_roots ((const char * const *) roots);
@@ -357,7 +349,7 @@ lw_config_disabled (void)
 
   /* Turning lagwatch off grants the caller nothing: a setuid/setgid
    * process honours exactly "1", and says nothing about other values. */
-  if (lw_config_secure ())
+  if (lw_process_secure ())
     return g_strcmp0 (text, "1") == 0;
   if (text == NULL || g_str_equal (text, "") || g_str_equal (text, "0"))
     return FALSE;
@@ -374,7 +366,7 @@ lw_config_stats_enabled (void)
   const char *text = g_getenv ("LAGWATCH_STATS");
 
   /* Off only on request; a setuid/setgid process keeps the default. */
-  if (lw_config_secure () || text == NULL || g_str_equal (text, "") || g_str_equal (text, "1"))
+  if (lw_process_secure () || text == NULL || g_str_equal (text, "") || g_str_equal (text, "1"))
     return TRUE;
   if (g_str_equal (text, "0"))
     return FALSE;

@@ -18,7 +18,6 @@ G_BEGIN_DECLS
 #define LW_DEFAULT_OUTPUT       "stderr"
 #define LW_DEFAULT_SAMPLE_MS    10
 #define LW_MAX_DURATION_MS      3600000
-#define LW_MAX_FRAMES_LIMIT     1024
 
 struct _LagWatchConfig
 {
@@ -42,10 +41,6 @@ LagWatchConfig *lw_config_copy              (const LagWatchConfig *config);
 
 /* Any thread. Overrides @config with the LAGWATCH_* variables. */
 void            lw_config_apply_environment (LagWatchConfig       *config);
-
-/* Any thread. TRUE in a setuid/setgid (AT_SECURE) process: the
- * environment is the caller's, and is ignored (LAGWATCH_DISABLE=1 aside). */
-gboolean        lw_config_secure            (void);
 
 /* Any thread. The debug roots of a LAGWATCH_DEBUG_DIRS value: its absolute
  * directories (a relative one is named in a warning and skipped), then

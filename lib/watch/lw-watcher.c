@@ -18,7 +18,7 @@
 #include "lw-gjs.h"
 #include "lw-report.h"
 #include "lw-reporter.h"
-#include "lw-stats-private.h"
+#include "lw-stats-read.h"
 #include "lw-threadinfo.h"
 #include "lw-tracing.h"
 #include "lw-say.h"

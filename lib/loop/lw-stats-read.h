@@ -1,4 +1,4 @@
-/* lw-stats-private.h: reading the latency profile (any thread) */
+/* lw-stats-read.h: reading the latency profile (any thread) */
 #pragma once
 
 #include "lagwatch.h"
