@@ -2,7 +2,8 @@
  *
  * The signal handler and the stack copy live in lw-capture-core.c, built
  * without GLib (lw-capture-core.h). This file decides, on the watcher
- * thread, how each stack is taken, and installs the handler.
+ * thread, how each stack is taken, and installs the handler; sampling by a
+ * CPU-time timer during a lag is lw-capture-periodic.c's.
  *
  * Before every signal (an explicit one, or arming a CPU-time timer) the
  * watcher checks that the signal is still lagwatch's and may be sent: its
@@ -17,6 +18,7 @@
  * the stacks of threads asleep in a system call.
  */
 #include "lw-capture.h"
+#include "lw-capture-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,11 +55,6 @@ static gboolean          lw_capture_timers_decided;
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
 /* When, in the spin, the watcher looks whether the thread runs at all. */
 #define LW_CAPTURE_SPIN_LOOK_NS (5 * 1000)
-/* How long the watcher waits for a handler it found copying (WRITING) when
- * it wants to give the request up. The copy takes microseconds; a thread
- * preempted or stopped in the middle of it is left to finish later, and
- * the snapshot is not used again until it has. */
-#define LW_CAPTURE_WRITING_WAIT_NS (100 * 1000 * 1000)
 
 /* A thread found blocking the signal is looked at again this often, this
  * many times (1 ms in all): see lw_capture_may_signal(). */
@@ -84,6 +81,27 @@ lw_capture_signal_name (int signo)
   if (signo - SIGRTMIN <= SIGRTMAX - signo)
     return g_strdup_printf ("SIGRTMIN+%d", signo - SIGRTMIN);
   return g_strdup_printf ("SIGRTMAX-%d", SIGRTMAX - signo);
+}
+
+/* Watcher thread. */
+int
+lw_capture_signal_number (void)
+{
+  return lw_signo;
+}
+
+/* Watcher thread. */
+gboolean
+lw_capture_timers_usable (void)
+{
+  return lw_capture_timers_ok;
+}
+
+/* Any thread. */
+gboolean
+lw_capture_signal_is_taken (void)
+{
+  return atomic_load (&lw_signal_taken);
 }
 
 /* Any thread. TRUE when @action is lagwatch's handler. */
@@ -484,7 +502,7 @@ lw_capture_wait_done (LwCaptureRequest *req, uint64_t done, int64_t wait_ns)
 /* Watcher thread of @slot. TRUE while a handler is still copying into the
  * snapshot for an earlier request (the watcher gave it up): nothing may
  * write the snapshot until it has finished. */
-static gboolean
+gboolean
 lw_capture_handler_busy (LwSlot *slot)
 {
   return LW_REQUEST_STATE (atomic_load (&slot->capture.word)) == LW_CAPTURE_WRITING;
@@ -493,7 +511,7 @@ lw_capture_handler_busy (LwSlot *slot)
 /* Watcher thread of @slot, no handler busy (lw_capture_handler_busy()).
  * Fills in a new request for @tid, not armed yet, and returns its cookie,
  * unique to it. */
-static uintptr_t
+uintptr_t
 lw_capture_prepare (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
                     LwSnapshot *snap)
 {
@@ -532,7 +550,7 @@ lw_capture_signal_taken (const char *how)
 /* Watcher thread. TRUE while lagwatch's handler is still the signal's
  * disposition; else the program took the signal over: said once, and
  * FALSE from then on. One system call. */
-static gboolean
+gboolean
 lw_capture_signal_still_ours (void)
 {
   struct sigaction current;
@@ -552,7 +570,7 @@ lw_capture_signal_still_ours (void)
 /* Watcher thread of @slot. Whether lagwatch's signal may go to thread
  * @tid now: OK; SIGNAL_TAKEN (never again); BLOCKED (not this thread);
  * IN_FLIGHT (one of ours is still queued for it); THREAD_GONE; FAILED. */
-static LwCaptureResult
+LwCaptureResult
 lw_capture_may_signal (LwSlot *slot, pid_t tid)
 {
   gboolean blocked, pending;
@@ -681,7 +699,7 @@ lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
  * THREAD_GONE, PROC_CLOSED (it sleeps, and /proc hides where); else
  * PENDING, with *@running TRUE when it runs, FALSE when it moved during
  * the copy. */
-static LwCaptureResult
+LwCaptureResult
 lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
                  uintptr_t stack_hi, LwSnapshot *snap, gboolean *running)
 {
@@ -755,126 +773,4 @@ lw_capture_take_thread (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t st
   if (result == LW_CAPTURE_PENDING)
     result = lw_capture_finish (slot, 0, 0);
   return result;
-}
-
-/* Watcher thread of @slot. */
-gboolean
-lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
-                           uintptr_t stack_hi, LwSnapshot *snap, int64_t interval_ns)
-{
-  LwCaptureRequest *req = &slot->capture;
-  struct sigevent event;
-  uintptr_t cookie;
-
-  g_return_val_if_fail (!req->periodic, FALSE);
-  /* The same checks as before an explicit signal: the timer sends it too. */
-  if (!lw_capture_timers_ok || lw_capture_handler_busy (slot)
-      || lw_capture_may_signal (slot, tid) != LW_CAPTURE_OK)
-    return FALSE;
-
-  cookie = lw_capture_prepare (slot, tid, busy_seq, stack_lo, stack_hi, snap);
-  memset (&event, 0, sizeof event);
-  event.sigev_notify = SIGEV_THREAD_ID;
-  event.sigev_signo = lw_signo;
-  event.sigev_value.sival_ptr = (void *) cookie;
-  event._sigev_un._tid = tid;  /* sigev_notify_thread_id: glibc 2.36 lacks the name */
-  if (timer_create (lw_threadinfo_cpu_clock (tid), &event, &req->timer) != 0)
-    {
-      g_debug ("no CPU-time timer for thread %d (%s): sampling by explicit signals",
-               (int) tid, g_strerror (errno));
-      return FALSE;
-    }
-  req->periodic = TRUE;
-  atomic_store (&req->word, LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED));
-  lw_capture_periodic_set_interval (slot, interval_ns);
-  return TRUE;
-}
-
-/* Any thread. */
-gboolean
-lw_capture_periodic_supported (void)
-{
-  return lw_capture_timers_ok && !atomic_load (&lw_signal_taken);
-}
-
-/* Watcher thread of @slot, between start and stop. */
-void
-lw_capture_periodic_set_interval (LwSlot *slot, int64_t interval_ns)
-{
-  struct itimerspec spec;
-
-  if (atomic_load (&lw_signal_taken))
-    return;  /* disarmed for good (lw_capture_periodic_take) */
-  spec.it_value = lw_clock_timespec (interval_ns);
-  spec.it_interval = spec.it_value;
-  timer_settime (slot->capture.timer, 0, &spec, NULL);
-}
-
-/* Watcher thread of @slot, between start and stop. */
-LwCaptureResult
-lw_capture_periodic_take (LwSlot *slot, gboolean look)
-{
-  LwCaptureRequest *req = &slot->capture;
-  uint64_t armed = LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED);
-  uint64_t done = LW_REQUEST_WORD (req->serial, LW_CAPTURE_DONE);
-  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
-  gboolean running;
-
-  /* The timer sends the signal too: once the program took it over, the
-   * timer is disarmed at the next look (the sampling interval is the
-   * window left), and deleted by lw_capture_periodic_stop(). */
-  if (!lw_capture_signal_still_ours ())
-    {
-      struct itimerspec disarm = { { 0, 0 }, { 0, 0 } };
-
-      timer_settime (req->timer, 0, &disarm, NULL);
-    }
-  if (atomic_compare_exchange_strong (&req->word, &done, idle))
-    return (LwCaptureResult) atomic_load (&req->result);
-  /* Held from here (IDLE): no expiry can write the snapshot until re-armed.
-   * If the handler holds it instead, its stack is taken next time. */
-  if (!look || !atomic_compare_exchange_strong (&req->word, &armed, idle))
-    return LW_CAPTURE_PENDING;
-  /* PENDING when it runs (or just woke): the timer takes it. */
-  return lw_capture_look (slot, req->target_tid, req->expect_seq, req->stack_lo,
-                          req->stack_hi, req->snapshot, &running);
-}
-
-/* Watcher thread of @slot, between start and stop. */
-void
-lw_capture_periodic_rearm (LwSlot *slot)
-{
-  LwCaptureRequest *req = &slot->capture;
-  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
-
-  atomic_compare_exchange_strong (&req->word, &idle, LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED));
-}
-
-/* Watcher thread of @slot. */
-LwCaptureResult
-lw_capture_periodic_stop (LwSlot *slot)
-{
-  LwCaptureRequest *req = &slot->capture;
-  uint64_t armed = LW_REQUEST_WORD (req->serial, LW_CAPTURE_ARMED);
-  uint64_t done = LW_REQUEST_WORD (req->serial, LW_CAPTURE_DONE);
-  uint64_t idle = LW_REQUEST_WORD (req->serial, LW_CAPTURE_IDLE);
-  int64_t until;
-
-  if (!req->periodic)
-    return LW_CAPTURE_STALE;
-  timer_delete (req->timer);
-  req->periodic = FALSE;
-  /* An expiry's signal still queued (the thread blocks it) finds its
-   * serial idle from here on, and claims nothing. */
-  if (atomic_compare_exchange_strong (&req->word, &armed, idle))
-    return LW_CAPTURE_STALE;
-  /* The handler is copying: its time is bounded; let it run, within a
-   * bound of our own (then lw_capture_handler_busy() keeps the snapshot). */
-  until = lw_clock_now_ns () + LW_CAPTURE_WRITING_WAIT_NS;
-  while (LW_REQUEST_STATE (atomic_load (&req->word)) == LW_CAPTURE_WRITING
-         && lw_clock_now_ns () < until)
-    sched_yield ();
-  if (!atomic_compare_exchange_strong (&req->word, &done, idle))
-    return LW_CAPTURE_STALE;  /* held by the watcher already, or still writing */
-  return (LwCaptureResult) atomic_load (&req->result);
 }
