@@ -5,11 +5,13 @@
  * value is read from the mapped image (program headers, notes, dynamic
  * section) while dl_iterate_phdr() holds the loader lock, so nothing is read
  * from an object being unmapped. Modules that survive a rescan are kept, with
- * the symbol table lw-symbols.c attached to them.
+ * the symbol table lw-symbols.c attached to them. A module's path comes from
+ * lw-module-path.c; reading memory through the kernel is lw-memory.c's.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "lw-modules.h"
+#include "lw-module-path.h"
 #include "lw-say.h"
 
 #include <elf.h>
@@ -169,60 +171,6 @@ lw_module_read_pltgot (LwModule *module)
   return 0;
 }
 
-static gboolean
-lw_info_is_vdso (const struct dl_phdr_info *info)
-{
-  uintptr_t vdso = getauxval (AT_SYSINFO_EHDR);
-
-  return vdso != 0 &&
-         (uintptr_t) info->dlpi_phdr == vdso + ((const ElfW(Ehdr) *) vdso)->e_phoff;
-}
-
-/* Any thread. The main executable's path, computed once: it cannot
- * change, and realpath() costs system calls. */
-static const char *
-lw_modules_exe_path (void)
-{
-  static char *exe_path;
-
-  if (g_once_init_enter (&exe_path))
-    {
-      char *path = realpath ("/proc/self/exe", NULL);
-
-      /* realpath fails when the executable was deleted; the link still
-       * names it, followed by " (deleted)". */
-      if (path == NULL)
-        path = g_file_read_link ("/proc/self/exe", NULL);
-      if (path == NULL)
-        path = g_strdup ("/proc/self/exe");
-      g_once_init_leave (&exe_path, path);
-    }
-  return exe_path;
-}
-
-/* Inside dl_iterate_phdr(). The path under which the module is reported
- * and its file opened. */
-static char *
-lw_info_dup_path (const struct dl_phdr_info *info)
-{
-  char *path;
-
-  if (lw_info_is_vdso (info))
-    return g_strdup ("[vdso]");
-
-  /* glibc names the main program "" in its link map. */
-  if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
-    return g_strdup (lw_modules_exe_path ());
-
-  if (g_path_is_absolute (info->dlpi_name))
-    return g_strdup (info->dlpi_name);
-
-  /* dlopen("./libx.so") keeps the relative name; resolve it now, hoping
-   * the working directory has not changed since. */
-  path = realpath (info->dlpi_name, NULL);
-  return path != NULL ? path : g_strdup (info->dlpi_name);
-}
-
 /* Inside dl_iterate_phdr(). A new module describing @info, or NULL when it
  * maps nothing. */
 static LwModule *
@@ -239,9 +187,9 @@ lw_module_new_from_info (const struct dl_phdr_info *info)
 
   module = g_new0 (LwModule, 1);
   g_atomic_ref_count_init (&module->ref_count);
-  module->is_vdso = lw_info_is_vdso (info);
+  module->is_vdso = lw_module_info_is_vdso (info);
   {
-    char *path = lw_info_dup_path (info);
+    char *path = lw_module_info_path (info);
 
     module->path = g_intern_string (path);
     g_free (path);
@@ -593,130 +541,6 @@ lw_modules_readable_range (uintptr_t  addr,
   g_mutex_unlock (&lw_modules_lock);
 
   return found != NULL;
-}
-
-/* This process's pid for process_vm_readv(), 0 until known. getpid() is a
- * system call as costly as the read itself, so it is kept; a child of
- * fork() forgets it, or it would read its parent's memory. (atomic) */
-static atomic_int lw_modules_pid;
-
-/* Async-signal-safe (a pthread_atfork() child handler). */
-static void
-lw_modules_forget_pid (void)
-{
-  atomic_store (&lw_modules_pid, 0);
-}
-
-/* Any thread, normal context. */
-static pid_t
-lw_modules_self_pid (void)
-{
-  static gsize forget_at_fork;
-  pid_t pid = atomic_load (&lw_modules_pid);
-
-  if (pid != 0)
-    return pid;
-  /* Registered before the first pid is kept: every fork after that one
-   * clears it in the child. */
-  if (g_once_init_enter (&forget_at_fork))
-    {
-      pthread_atfork (NULL, NULL, lw_modules_forget_pid);
-      g_once_init_leave (&forget_at_fork, 1);
-    }
-  pid = getpid ();
-  atomic_store (&lw_modules_pid, pid);
-  return pid;
-}
-
-/* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
- * kernel copied into @buf: fewer than @len when a page is not readable (it
- * stops there), -1 when it copied none. */
-static ssize_t
-lw_modules_copy_memory (uintptr_t addr,
-                        void     *buf,
-                        size_t    len)
-{
-  static gsize refused;
-  struct iovec local = { buf, len };
-  struct iovec remote = { (void *) addr, len };
-  ssize_t n;
-
-  n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
-  if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
-    {
-      lw_say ("process_vm_readv() on this process fails (%s); lagwatch reads no "
-              "unwind tables, source names or interpreter frames, so stacks hold only "
-              "their innermost frame",
-              g_strerror (errno));
-      g_once_init_leave (&refused, 1);
-    }
-  return n;
-}
-
-/* Any thread, normal context. */
-gboolean
-lw_modules_read_memory (uintptr_t addr,
-                        void     *buf,
-                        size_t    len)
-{
-  return lw_modules_copy_memory (addr, buf, len) == (ssize_t) len;
-}
-
-/* Any thread, normal context. */
-gboolean
-lw_modules_read_string (uintptr_t addr, char *buf, gsize size, gboolean *whole)
-{
-  gsize got = 0;
-
-  g_return_val_if_fail (size > 0, FALSE);
-  buf[size - 1] = '\0';
-  while (got < size - 1)
-    {
-      uintptr_t at = addr + got;
-      gsize chunk = MIN (size - 1 - got, 4096 - (at & 4095));
-
-      if (!lw_modules_read_memory (at, buf + got, chunk))
-        return FALSE;
-      if (memchr (buf + got, '\0', chunk) != NULL)
-        {
-          if (whole != NULL)
-            *whole = TRUE;
-          return TRUE;
-        }
-      got += chunk;
-    }
-  if (whole != NULL)
-    *whole = FALSE;
-  return TRUE;
-}
-
-/* Any thread, normal context. */
-gboolean
-lw_memory_window_read (LwMemoryWindow *window,
-                       uintptr_t       addr,
-                       size_t          len,
-                       uintptr_t       limit,
-                       void           *out)
-{
-  g_return_val_if_fail (len <= 8, FALSE);
-
-  if (addr > limit || limit - addr < len)
-    return FALSE;
-  if (addr < window->start || addr - window->start > window->len
-      || window->len - (addr - window->start) < len)
-    {
-      /* The window may reach an unreadable page that the bytes asked for
-       * do not: what was copied before it is enough. */
-      ssize_t copied = lw_modules_copy_memory (addr, window->bytes,
-                                               MIN (sizeof window->bytes, limit - addr));
-
-      window->start = addr;
-      window->len = MAX (copied, 0);
-      if (window->len < len)
-        return FALSE;
-    }
-  memcpy (out, window->bytes + (addr - window->start), len);
-  return TRUE;
 }
 
 /* Any thread, normal context. */
