@@ -18,7 +18,7 @@ include them.
 
 The file graph joins a .c and the header of the same name in one node
 (lw-report.c with lw-report.h): including a header depends on the code
-behind it. A header with no .c of its name (lw-slot.h, lw-stats-private.h)
+behind it. A header with no .c of its name (lw-slot.h, lw-capture-private.h)
 is a node of its own.
 
 check-layout.py --self-test: checks the checker on small trees that break

@@ -379,7 +379,7 @@ assert_span (LagWatchReport *report, guint index, const Span *span, guint depth,
   g_assert_cmpfloat (fabs (duration_ms * 1e6 - (double) (end - begin)), <=, (double) (tol_begin + tol_end));
 }
 
-/* The issue's known sequence: a() 40 ms, b() 120 ms calling c() 100 ms,
+/* A known sequence: a() 40 ms, b() 120 ms calling c() 100 ms,
  * a() 30 ms. The tree has them in order, c inside b, each within two
  * sampling intervals (wider only where the samples themselves were
  * further apart). */

@@ -47,7 +47,7 @@ void      lw_sinks_write        (LwSinks        *sinks,
 
 /* Any thread. Writes one ready-made record: @json to the JSON sinks (one
  * line, no newline), @text to stderr. */
-/* Any thread. A "stats" event (issue 15): @json to the JSON sinks only;
+/* Any thread. A "stats" event: @json to the JSON sinks only;
  * not to the journal (its entries are lags and hangs). */
 void      lw_sinks_write_stats  (LwSinks        *sinks,
                                  const char     *json);

@@ -87,7 +87,7 @@ struct _LagWatchReport
   guint     n_windows;
   gboolean  stack_at_limit;  /* stack_truncated at the frame limit, not where the unwind
                               * could go no further */
-  /* Whose fault (issue 15): set by the watcher. */
+  /* Whose fault: set by the watcher. */
   double    run_delay_ms;    /* runnable but waiting for a CPU during the lag, < 0 unknown */
   gboolean  cpu_starved;     /* run_delay_ms >= duration_ms / 2 */
   gboolean  input_pending;   /* an input fd of the context was readable during the lag */

@@ -63,7 +63,7 @@ struct _LagWatch
   LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
   GSource         *gjs;              /* lw_gjs_start()'s retry, NULL when none */
 
-  /* Issue 15: whose fault, and the latency profile's events. */
+  /* Whose fault, and the latency profile's events. */
   int64_t          observed_delay_ns; /* the thread's run-queue delay at first sight, -1 unknown */
   _Atomic guint    n_lags;           /* lags reported (any thread reads) */
   int64_t          stats_written_ns; /* watcher: the last periodic "stats" event, 0 none */

@@ -1,4 +1,4 @@
-/* test-names.c: names as a program's developers read them (issue 13):
+/* test-names.c: names as a program's developers read them:
  * inlined calls expanded from DWARF, the innermost program frame, Rust
  * names, long C++ names in the text report, and a text report that says
  * why a stack ends where it does.
