@@ -99,13 +99,27 @@ static const GOptionEntry demo_options[] = {
   { NULL }
 };
 
+/* Whose code a frame runs, as the stack view and the flame graph colour it.
+ * The program is what lagwatch's report calls the program (its
+ * is_program rule, one for every output); of the rest, the toolkit (GTK and
+ * the libraries it draws with) has a colour of its own, so that a lag in
+ * GTK's painting reads as such, and the system (libc, GLib, lagwatch, the
+ * interpreters) is grey. A toolkit library counts as the toolkit even where
+ * lagwatch's rule calls it the program's. */
+typedef enum
+{
+  DEMO_FRAME_PROGRAM,
+  DEMO_FRAME_TOOLKIT,
+  DEMO_FRAME_SYSTEM,
+} DemoFrameKind;
+
 /* One box of the flame graph: a function called by its parent, with the
  * samples that had it at this place in the stack. */
 typedef struct _DemoFlameNode DemoFlameNode;
 struct _DemoFlameNode
 {
   char          *name;
-  gboolean       platform;  /* libc, GLib, GTK...: drawn in grey */
+  DemoFrameKind  kind;      /* its colour */
   guint          samples;
   GPtrArray     *children;  /* of DemoFlameNode, owned; NULL while none */
 };
@@ -124,9 +138,15 @@ static struct
   GtkAdjustment      *table_scroll; /* the list's vertical scrolling */
   GtkTextBuffer      *stack_text;
   GtkDrawingArea     *flame_area;
+  GtkAdjustment      *flame_scroll; /* the flame graph's vertical scrolling */
   DemoFlameNode      *flame;       /* the selected lag's samples as a tree, NULL: none */
   char               *flame_id;    /* its lag's id */
+  guint               flame_rows;  /* its depth: rows of boxes */
   gboolean            flame_told;  /* its "flame:" line was printed (--print-reports) */
+  gboolean            flame_scrolled; /* the graph was scrolled to its program box */
+  gint64              freeze_start_us; /* the last freeze the user asked for, wall clock; */
+  gint64              freeze_end_us;   /* 0 before the first */
+  gpointer            freeze_lag;      /* its DemoLag once reported, compared only */
   GdkFrameClock      *painting_clock; /* set while a "list:" line waits for a paint */
   gulong              after_paint_handler;
 } demo;
@@ -254,11 +274,24 @@ demo_freeze_recursion (guint depth, gint64 end_us)
   DEMO_KEEP_FRAME ();
 }
 
+/* Main thread. Notes that a freeze the user asked for ran from @start_us
+ * (wall clock) until now: its lag is the one to show. */
+static void
+demo_freeze_ran (gint64 start_us)
+{
+  demo.freeze_start_us = start_us;
+  demo.freeze_end_us = g_get_real_time ();
+  demo.freeze_lag = NULL;
+}
+
 /* Dispatched by the "demo: slow timer" source: computes for @data ms. */
 static __attribute__ ((noipa)) gboolean
 demo_freeze_timer_callback (gpointer data)
 {
+  gint64 start_us = g_get_real_time ();
+
   demo_compute_until (g_get_monotonic_time () + (gint64) GPOINTER_TO_UINT (data) * 1000);
+  demo_freeze_ran (start_us);
   return G_SOURCE_REMOVE;
 }
 
@@ -331,6 +364,8 @@ demo_add_stutter (void)
 static __attribute__ ((noipa)) void
 demo_freeze (DemoFreezeKind kind, guint ms)
 {
+  gint64 start_us = g_get_real_time ();
+
   switch (kind)
     {
     case DEMO_FREEZE_BUSY:
@@ -355,6 +390,9 @@ demo_freeze (DemoFreezeKind kind, guint ms)
       demo_add_stutter ();
       break;
     }
+  /* The timer and the stutter freeze later, in their own callbacks. */
+  if (kind != DEMO_FREEZE_TIMER && kind != DEMO_FREEZE_STUTTER)
+    demo_freeze_ran (start_us);
   DEMO_KEEP_FRAME ();
 }
 
@@ -403,25 +441,28 @@ demo_lag_init (DemoLag *self)
 
 /* ---- Reports as text ---------------------------------------------------- */
 
-/* Frames of these modules are under every lag (libc, GLib, lagwatch); the
- * list shows the innermost frames outside them. */
-static gboolean
-demo_module_is_platform (const char *module)
+/* Main thread. The kind of a frame of @module (NULL: unknown) that
+ * lagwatch calls the program's (@is_program) or not: see DemoFrameKind. */
+static DemoFrameKind
+demo_frame_kind (const char *module, gboolean is_program)
 {
-  static const char *const platform[] = {
-    "libc.so", "ld-linux", "[vdso]", "libglib-2.0.so", "libgobject-2.0.so",
-    "libgio-2.0.so", "liblagwatch.so",
+  /* GTK 4 and what it lays out, paints and talks to the display with. */
+  static const char *const toolkit[] = {
+    "libgtk-4.so", "libadwaita-1.so", "libgraphene-1.0.so", "libpango", "libcairo", "libpixman-1.so",
+    "libharfbuzz", "libfreetype.so", "libfontconfig.so", "libepoxy.so", "libX11", "libxcb",
+    "libwayland-", "libGL", "libEGL", "libvulkan.so", "libgdk_pixbuf-2.0.so",
   };
   const char *base;
 
-  if (module == NULL)
-    return FALSE;
-  base = strrchr (module, '/');
-  base = base != NULL ? base + 1 : module;
-  for (guint i = 0; i < G_N_ELEMENTS (platform); i++)
-    if (g_str_has_prefix (base, platform[i]))
-      return TRUE;
-  return FALSE;
+  if (module != NULL)
+    {
+      base = strrchr (module, '/');
+      base = base != NULL ? base + 1 : module;
+      for (guint i = 0; i < G_N_ELEMENTS (toolkit); i++)
+        if (g_str_has_prefix (base, toolkit[i]))
+          return DEMO_FRAME_TOOLKIT;
+    }
+  return is_program ? DEMO_FRAME_PROGRAM : DEMO_FRAME_SYSTEM;
 }
 
 static char *
@@ -492,8 +533,42 @@ demo_where_text (LagWatchReport *report)
   return g_string_free (where, FALSE);
 }
 
+/* Main thread. One line of the stack view for frames @first to @last
+ * (innermost first) of @report: several when they are a run of unnamed
+ * frames of one module, which fold into one line with their count. */
+static char *
+demo_stack_line (LagWatchReport *report, guint first, guint last)
+{
+  const char *module = NULL, *symbol = NULL;
+  guint64 module_offset = 0, symbol_offset = 0;
+  g_autofree char *base = NULL;
+
+  lagwatch_report_get_frame (report, first, &module, NULL, &module_offset, &symbol, &symbol_offset);
+  base = module != NULL ? g_path_get_basename (module) : g_strdup ("?");
+  if (last > first)
+    return g_strdup_printf ("#%u-%u ?? ×%u  (%s, no symbols)\n", first, last, last - first + 1, base);
+  if (symbol == NULL)
+    return g_strdup_printf ("#%-3u ??  (%s +0x%" G_GINT64_MODIFIER "x)\n", first, base, module_offset);
+  /* An inlined call has no address of its own: the next frame's. */
+  if (lagwatch_report_get_frame_inlined (report, first))
+    return g_strdup_printf ("#%-3u %s (inlined)  (%s)\n", first, symbol, base);
+  return g_strdup_printf ("#%-3u %s+0x%" G_GINT64_MODIFIER "x  (%s +0x%" G_GINT64_MODIFIER "x)\n",
+                          first, symbol, symbol_offset, base, module_offset);
+}
+
+/* Main thread. TRUE when frame @index of @report is unnamed and in @module. */
+static gboolean
+demo_frame_unnamed_in (LagWatchReport *report, guint index, const char *module)
+{
+  const char *frame_module = NULL, *symbol = NULL;
+
+  lagwatch_report_get_frame (report, index, &frame_module, NULL, NULL, &symbol, NULL);
+  return symbol == NULL && module != NULL && g_strcmp0 (frame_module, module) == 0;
+}
+
 /* "#n symbol+0xoff  (module +0xoffset)" for every frame of the heaviest
- * stack; frames outside libc, GLib and lagwatch in bold. */
+ * stack; program frames in bold, toolkit frames in the toolkit's colour, a
+ * run of unnamed frames of one library (stripped GTK) on one line. */
 static void
 demo_show_stack (LagWatchReport *report)
 {
@@ -502,6 +577,9 @@ demo_show_stack (LagWatchReport *report)
   const char *source = lagwatch_report_get_source (report);
   guint n_frames = lagwatch_report_get_n_frames (report);
   g_autofree char *header = NULL;
+  static const char *const tags[] = {
+    [DEMO_FRAME_PROGRAM] = "program", [DEMO_FRAME_TOOLKIT] = "toolkit", [DEMO_FRAME_SYSTEM] = NULL,
+  };
 
   gtk_text_buffer_set_text (text, "", 0);
   gtk_text_buffer_get_end_iter (text, &end);
@@ -512,30 +590,30 @@ demo_show_stack (LagWatchReport *report)
                             source != NULL ? source : "", source != NULL ? "\"" : "",
                             lagwatch_report_get_n_samples (report));
   gtk_text_buffer_insert (text, &end, header, -1);
-  for (guint i = 0; i < n_frames; i++)
+  for (guint i = 0; i < n_frames;)
     {
-      const char *module = NULL, *symbol = NULL;
-      guint64 module_offset = 0, symbol_offset = 0;
-      g_autofree char *base = NULL;
+      const char *module = NULL;
+      guint last = i;
       g_autofree char *line = NULL;
+      DemoFrameKind kind;
 
-      lagwatch_report_get_frame (report, i, &module, NULL, &module_offset, &symbol, &symbol_offset);
-      base = module != NULL ? g_path_get_basename (module) : g_strdup ("?");
-      if (symbol != NULL)
-        line = g_strdup_printf ("#%-3u %s+0x%" G_GINT64_MODIFIER "x  (%s +0x%" G_GINT64_MODIFIER "x)\n",
-                                i, symbol, symbol_offset, base, module_offset);
-      else
-        line = g_strdup_printf ("#%-3u ??  (%s +0x%" G_GINT64_MODIFIER "x)\n", i, base, module_offset);
-      if (demo_module_is_platform (module))
+      lagwatch_report_get_frame (report, i, &module, NULL, NULL, NULL, NULL);
+      if (demo_frame_unnamed_in (report, i, module))
+        while (last + 1 < n_frames && demo_frame_unnamed_in (report, last + 1, module))
+          last++;
+      line = demo_stack_line (report, i, last);
+      kind = demo_frame_kind (module, lagwatch_report_get_frame_is_program (report, i));
+      if (tags[kind] == NULL)
         gtk_text_buffer_insert (text, &end, line, -1);
       else
-        gtk_text_buffer_insert_with_tags_by_name (text, &end, line, -1, "non-platform", NULL);
+        gtk_text_buffer_insert_with_tags_by_name (text, &end, line, -1, tags[kind], NULL);
+      i = last + 1;
     }
   if (n_frames == 0)
     gtk_text_buffer_insert (text, &end, "(no stack was taken)\n", -1);
 }
 
-/* ---- The flame graph: the selected lag's samples, outermost frame on top -- */
+/* ---- The flame graph: the selected lag's samples, root at the bottom ----- */
 
 #define DEMO_FLAME_ROW_HEIGHT 18
 #define DEMO_FLAME_LABEL_MIN_WIDTH 30
@@ -554,7 +632,7 @@ demo_flame_node_free (DemoFlameNode *node)
 
 /* Main thread. The child of @parent named @name, added when missing. */
 static DemoFlameNode *
-demo_flame_child (DemoFlameNode *parent, const char *name, gboolean platform)
+demo_flame_child (DemoFlameNode *parent, const char *name, DemoFrameKind kind)
 {
   DemoFlameNode *child;
 
@@ -568,7 +646,7 @@ demo_flame_child (DemoFlameNode *parent, const char *name, gboolean platform)
     }
   child = g_new0 (DemoFlameNode, 1);
   child->name = g_strdup (name);
-  child->platform = platform;
+  child->kind = kind;
   g_ptr_array_add (parent->children, child);
   return child;
 }
@@ -582,12 +660,21 @@ demo_json_string (JsonObject *object, const char *member)
   return node != NULL && json_node_get_value_type (node) == G_TYPE_STRING ? json_node_get_string (node) : NULL;
 }
 
+/* A boolean member of @object, FALSE when missing or not a boolean. */
+static gboolean
+demo_json_boolean (JsonObject *object, const char *member)
+{
+  JsonNode *node = json_object_get_member (object, member);
+
+  return node != NULL && json_node_get_value_type (node) == G_TYPE_BOOLEAN && json_node_get_boolean (node);
+}
+
 /* Main thread. The samples of @report as a tree, from the stacks of its
  * JSON record (each stack with its sample count, innermost frame first);
  * NULL when it has none. Frames are merged by name, so one box per function
- * at each place in the calling chain. */
+ * at each place in the calling chain. Its depth in rows goes to @n_rows. */
 static DemoFlameNode *
-demo_flame_from_report (LagWatchReport *report)
+demo_flame_from_report (LagWatchReport *report, guint *n_rows)
 {
   g_autofree char *json = lagwatch_report_to_json (report);
   g_autoptr(JsonParser) parser = json_parser_new ();
@@ -595,6 +682,7 @@ demo_flame_from_report (LagWatchReport *report)
   JsonArray *stacks;
   DemoFlameNode *root;
 
+  *n_rows = 0;
   if (!json_parser_load_from_data (parser, json, -1, NULL)
       || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
     return NULL;
@@ -605,20 +693,22 @@ demo_flame_from_report (LagWatchReport *report)
   stacks = json_object_get_array_member (record, "stacks");
   root = g_new0 (DemoFlameNode, 1);
   root->name = g_strdup ("all samples");
-  root->platform = TRUE;
+  root->kind = DEMO_FRAME_SYSTEM;
   for (guint i = 0; i < json_array_get_length (stacks); i++)
     {
       JsonObject *stack = json_array_get_object_element (stacks, i);
       JsonArray *frames;
-      guint samples;
+      guint samples, n_frames;
       DemoFlameNode *node = root;
 
       if (stack == NULL || !json_object_has_member (stack, "stack"))
         continue;
       samples = (guint) json_object_get_int_member (stack, "samples");
       frames = json_object_get_array_member (stack, "stack");
+      n_frames = json_array_get_length (frames);
       root->samples += samples;
-      for (guint f = json_array_get_length (frames); f-- > 0;)
+      *n_rows = MAX (*n_rows, n_frames + 1);
+      for (guint f = n_frames; f-- > 0;)
         {
           JsonObject *frame = json_array_get_object_element (frames, f);
           const char *symbol = demo_json_string (frame, "symbol");
@@ -629,7 +719,8 @@ demo_flame_from_report (LagWatchReport *report)
           if (symbol == NULL)
             unnamed = g_strdup_printf ("?? (%s +%s)", base != NULL ? base : "?",
                                        demo_json_string (frame, "module_offset") ?: "?");
-          node = demo_flame_child (node, symbol != NULL ? symbol : unnamed, demo_module_is_platform (module));
+          node = demo_flame_child (node, symbol != NULL ? symbol : unnamed,
+                                   demo_frame_kind (module, demo_json_boolean (frame, "is_program")));
           node->samples += samples;
         }
     }
@@ -638,28 +729,53 @@ demo_flame_from_report (LagWatchReport *report)
   return root;
 }
 
-/* Main thread. Draws @node and its children in [@x, @x + @width) at row
- * @depth; counts the boxes drawn and keeps the widest program (non-platform)
- * box, the deepest of equals, in @widest. */
-static void
-demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double x, double width, guint depth,
-                      guint *n_boxes, guint *n_rows, DemoFlameNode **widest)
+/* What one drawing of the graph saw; main thread. */
+typedef struct
 {
-  double y = depth * DEMO_FLAME_ROW_HEIGHT;
+  guint          n_boxes;
+  guint          n_rows;
+  DemoFlameNode *widest;        /* the widest program box, the deepest of equals */
+  guint          widest_depth;
+} DemoFlameDrawn;
+
+/* Main thread. Draws @node and its children in [@x, @x + @width) at row
+ * @depth from the bottom of an area @height tall (the root at the bottom, as
+ * Sysprof and speedscope draw it), and notes what it drew in @drawn. */
+static void
+demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double x, double width, int height,
+                      guint depth, DemoFlameDrawn *drawn)
+{
+  double y = height - (depth + 1.0) * DEMO_FLAME_ROW_HEIGHT;
 
   if (width < 1)
     return;
-  *n_boxes += 1;
-  *n_rows = MAX (*n_rows, depth + 1);
-  if (!node->platform && (*widest == NULL || node->samples >= (*widest)->samples))
-    *widest = node;
-  if (node->platform)
-    cairo_set_source_rgb (cr, 0.80, 0.80, 0.80);
-  else
+  drawn->n_boxes++;
+  drawn->n_rows = MAX (drawn->n_rows, depth + 1);
+  if (node->kind == DEMO_FRAME_PROGRAM && (drawn->widest == NULL || node->samples >= drawn->widest->samples))
     {
-      guint hash = g_str_hash (node->name);
+      drawn->widest = node;
+      drawn->widest_depth = depth;
+    }
+  switch (node->kind)
+    {
+    case DEMO_FRAME_PROGRAM:
+      {
+        guint hash = g_str_hash (node->name);
 
-      cairo_set_source_rgb (cr, 0.90 + (hash % 10) / 100.0, 0.45 + (hash / 10 % 30) / 100.0, 0.20);
+        cairo_set_source_rgb (cr, 0.90 + (hash % 10) / 100.0, 0.45 + (hash / 10 % 30) / 100.0, 0.20);
+        break;
+      }
+    case DEMO_FRAME_TOOLKIT:
+      {
+        guint hash = g_str_hash (node->name);
+
+        cairo_set_source_rgb (cr, 0.50 + (hash % 10) / 100.0, 0.68 + (hash / 10 % 10) / 100.0, 0.92);
+        break;
+      }
+    case DEMO_FRAME_SYSTEM:
+    default:
+      cairo_set_source_rgb (cr, 0.80, 0.80, 0.80);
+      break;
     }
   cairo_rectangle (cr, x + 0.5, y + 0.5, width - 1, DEMO_FLAME_ROW_HEIGHT - 1);
   cairo_fill (cr);
@@ -680,30 +796,60 @@ demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double 
       DemoFlameNode *child = node->children->pdata[i];
       double child_width = width * child->samples / node->samples;
 
-      demo_flame_draw_node (cr, area, child, x, child_width, depth + 1, n_boxes, n_rows, widest);
+      demo_flame_draw_node (cr, area, child, x, child_width, height, depth + 1, drawn);
       x += child_width;
     }
 }
 
-/* Main thread, GtkDrawingArea's draw function. With --print-reports, the
- * first drawing of each lag's graph is told on stdout:
- * "flame: ID: N boxes, R rows, widest program box NAME (S of T samples)". */
+/* Main thread, an idle callback: scrolls the graph to @user_data, the top
+ * of the row to show (in the area's coordinates). */
+static gboolean
+demo_flame_scroll_to (gpointer user_data)
+{
+  if (demo.flame_scroll != NULL)
+    gtk_adjustment_set_value (demo.flame_scroll, GPOINTER_TO_INT (user_data));
+  return G_SOURCE_REMOVE;
+}
+
+/* Main thread, GtkDrawingArea's draw function. Once the area has the
+ * graph's height, the widest program box must be in view: if it is not,
+ * the graph is scrolled (once) to show it with its callers below. With
+ * --print-reports, the first drawing of each lag's graph so laid out is
+ * told on stdout: "flame: ID: N boxes, R rows, widest program box NAME
+ * (S of T samples), in view" (or "out of view"), as the window shows it. */
 static void
 demo_flame_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
 {
-  guint n_boxes = 0, n_rows = 0;
-  DemoFlameNode *widest = NULL;
+  DemoFlameDrawn drawn = { 0 };
+  gboolean laid_out, in_view = FALSE;
+  double box_top = 0;
 
   if (demo.flame == NULL)
     return;
-  demo_flame_draw_node (cr, GTK_WIDGET (area), demo.flame, 0, width, 0, &n_boxes, &n_rows, &widest);
-  gtk_drawing_area_set_content_height (area, (int) (n_rows * DEMO_FLAME_ROW_HEIGHT));
+  demo_flame_draw_node (cr, GTK_WIDGET (area), demo.flame, 0, width, height, 0, &drawn);
+  /* Until GTK has allocated the new graph's height, this is a drawing at
+   * the old one: told nothing, scrolled nowhere. */
+  laid_out = height >= (int) (demo.flame_rows * DEMO_FLAME_ROW_HEIGHT) && demo.flame_scroll != NULL
+             && gtk_adjustment_get_page_size (demo.flame_scroll) > 0;
+  if (!laid_out || drawn.widest == NULL)
+    return;
+  box_top = height - (drawn.widest_depth + 1.0) * DEMO_FLAME_ROW_HEIGHT;
+  in_view = box_top >= gtk_adjustment_get_value (demo.flame_scroll)
+            && box_top + DEMO_FLAME_ROW_HEIGHT
+               <= gtk_adjustment_get_value (demo.flame_scroll) + gtk_adjustment_get_page_size (demo.flame_scroll);
+  if (!in_view && !demo.flame_scrolled)
+    {
+      /* The box two rows from the top of the view, its callers under it. */
+      demo.flame_scrolled = TRUE;
+      g_idle_add (demo_flame_scroll_to, GINT_TO_POINTER ((int) MAX (box_top - 2 * DEMO_FLAME_ROW_HEIGHT, 0)));
+      return;
+    }
   if (opt_print_reports && !demo.flame_told)
     {
       demo.flame_told = TRUE;
-      printf ("flame: %s: %u boxes, %u rows, widest program box %s (%u of %u samples)\n",
-              demo.flame_id, n_boxes, n_rows, widest != NULL ? widest->name : "(none)",
-              widest != NULL ? widest->samples : 0, demo.flame->samples);
+      printf ("flame: %s: %u boxes, %u rows, widest program box %s (%u of %u samples), %s\n",
+              demo.flame_id, drawn.n_boxes, drawn.n_rows, drawn.widest->name, drawn.widest->samples,
+              demo.flame->samples, in_view ? "in view" : "out of view");
       fflush (stdout);
     }
 }
@@ -714,14 +860,19 @@ demo_show_flame (LagWatchReport *report)
 {
   g_clear_pointer (&demo.flame, demo_flame_node_free);
   g_clear_pointer (&demo.flame_id, g_free);
+  demo.flame_rows = 0;
   demo.flame_told = FALSE;
+  demo.flame_scrolled = FALSE;
   if (report != NULL)
     {
-      demo.flame = demo_flame_from_report (report);
+      demo.flame = demo_flame_from_report (report, &demo.flame_rows);
       demo.flame_id = g_strdup (lagwatch_report_get_id (report));
     }
   if (demo.flame_area != NULL)
-    gtk_widget_queue_draw (GTK_WIDGET (demo.flame_area));
+    {
+      gtk_drawing_area_set_content_height (demo.flame_area, (int) (demo.flame_rows * DEMO_FLAME_ROW_HEIGHT));
+      gtk_widget_queue_draw (GTK_WIDGET (demo.flame_area));
+    }
 }
 
 /* ---- The call timeline: the selected lag's calls in time order ----------
@@ -807,9 +958,10 @@ demo_show_calls (LagWatchReport *report)
     gtk_widget_queue_draw (GTK_WIDGET (demo_calls.area));
 }
 
-/* The stack view above the call timeline. */
+/* The flame graph above the call timeline; the graph takes what room the
+ * window gives, the timeline keeps a few rows. */
 static GtkWidget *
-demo_stack_and_calls_new (GtkWidget *stack_view)
+demo_flame_and_calls_new (GtkWidget *flame_view)
 {
   GtkWidget *area = gtk_drawing_area_new ();
   GtkWidget *scrolled = gtk_scrolled_window_new ();
@@ -822,12 +974,12 @@ demo_stack_and_calls_new (GtkWidget *stack_view)
                                      "x = time in the lag, callers above callees");
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scrolled), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), area);
-  gtk_paned_set_start_child (GTK_PANED (paned), stack_view);
+  gtk_paned_set_start_child (GTK_PANED (paned), flame_view);
   gtk_paned_set_end_child (GTK_PANED (paned), scrolled);
-  /* The timeline keeps room for a few rows however the panes are dragged. */
   gtk_drawing_area_set_content_height (demo_calls.area, 4 * DEMO_CALLS_ROW_HEIGHT);
   gtk_scrolled_window_set_min_content_height (GTK_SCROLLED_WINDOW (scrolled), 4 * DEMO_CALLS_ROW_HEIGHT);
   gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
+  gtk_paned_set_resize_end_child (GTK_PANED (paned), FALSE);
   return paned;
 }
 
@@ -857,10 +1009,24 @@ demo_on_after_paint (GdkFrameClock *clock, gpointer user_data)
   g_string_free (line, TRUE);
 }
 
+/* Main thread. TRUE when @report is the lag of the last freeze the user
+ * asked for: the lag was going on while the freeze ran. */
+static gboolean
+demo_report_is_the_freeze (LagWatchReport *report)
+{
+  gint64 start_us = lagwatch_report_get_start_time (report);
+  gint64 end_us = start_us + (gint64) (lagwatch_report_get_duration_ms (report) * 1000);
+
+  return demo.freeze_end_us != 0 && start_us <= demo.freeze_end_us && end_us >= demo.freeze_start_us;
+}
+
 /* Main thread, from an idle source that demo_on_report() added. Puts the
- * report at the head of the list (followed by the selection when it was on
- * the newest row), then prints it when --print-reports was given, so a test
- * sees on stdout only what went through the callback and into the list. */
+ * report at the head of the list, then prints it when --print-reports was
+ * given, so a test sees on stdout only what went through the callback and
+ * into the list. The selection (whose stack and flame graph show) goes to
+ * the lag of the freeze the user asked for, and stays on it: other lags
+ * that follow (the window repainting on a busy machine) do not take it.
+ * Otherwise it follows the newest lag while it was on the newest row. */
 static gboolean
 demo_show_report (gpointer data)
 {
@@ -868,14 +1034,24 @@ demo_show_report (gpointer data)
   g_autoptr(DemoLag) lag = NULL;
   g_autofree char *text = NULL;
   guint selected;
+  gboolean follow;
 
   if (demo.window == NULL)  /* closed: the application is quitting */
     return G_SOURCE_REMOVE;
   selected = gtk_single_selection_get_selected (demo.selection);
   lag = g_object_new (DEMO_TYPE_LAG, NULL);
   lag->report = lagwatch_report_ref (report);
+  if (demo.freeze_lag == NULL && demo_report_is_the_freeze (report))
+    {
+      demo.freeze_lag = lag;
+      follow = TRUE;
+    }
+  else if (demo.freeze_lag != NULL && demo.freeze_lag == gtk_single_selection_get_selected_item (demo.selection))
+    follow = FALSE;
+  else
+    follow = selected == 0 || selected == GTK_INVALID_LIST_POSITION;
   g_list_store_insert (demo.lags, 0, lag);
-  if (selected == 0 || selected == GTK_INVALID_LIST_POSITION)
+  if (follow)
     {
       gtk_single_selection_set_selected (demo.selection, 0);
       gtk_adjustment_set_value (demo.table_scroll, 0);
@@ -1119,13 +1295,15 @@ demo_stack_view_new (void)
   gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 8);
   gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);
   demo.stack_text = gtk_text_view_get_buffer (GTK_TEXT_VIEW (view));
-  gtk_text_buffer_create_tag (demo.stack_text, "non-platform", "weight", PANGO_WEIGHT_BOLD, NULL);
+  gtk_text_buffer_create_tag (demo.stack_text, "program", "weight", PANGO_WEIGHT_BOLD, NULL);
+  gtk_text_buffer_create_tag (demo.stack_text, "toolkit", "foreground", "#2a5db0", NULL);
   gtk_text_buffer_set_text (demo.stack_text, "Select a lag to see its whole stack.", -1);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), view);
   return scrolled;
 }
 
-/* The flame graph of the selected lag, scrolled vertically when deep. */
+/* The flame graph of the selected lag, scrolled vertically when deep (to
+ * its widest program box, see demo_flame_draw). */
 static GtkWidget *
 demo_flame_view_new (void)
 {
@@ -1135,10 +1313,13 @@ demo_flame_view_new (void)
   demo.flame_area = GTK_DRAWING_AREA (area);
   g_object_add_weak_pointer (G_OBJECT (area), (gpointer *) &demo.flame_area);
   gtk_drawing_area_set_draw_func (demo.flame_area, demo_flame_draw, NULL, NULL);
-  gtk_widget_set_tooltip_text (area, "The selected lag's samples: callers above callees, "
-                                     "width = share of the samples; program frames in colour");
+  gtk_widget_set_tooltip_text (area, "The selected lag's samples: callees above callers, the root at the bottom, "
+                                     "width = share of the samples; the program in orange, the toolkit in blue, "
+                                     "the system in grey");
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scrolled), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), area);
+  demo.flame_scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scrolled));
+  g_object_add_weak_pointer (G_OBJECT (demo.flame_scroll), (gpointer *) &demo.flame_scroll);
   return scrolled;
 }
 
@@ -1267,7 +1448,7 @@ demo_chart_new (void)
 {
   GtkWidget *area = gtk_drawing_area_new ();
 
-  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (area), 90);
+  gtk_widget_set_size_request (area, -1, 60);
   gtk_widget_set_tooltip_text (area, "Every main-loop iteration of the last minute: a column per second, "
                                      "a row per duration (under 1 ms at the bottom, over 10 s at the top), "
                                      "darker for more; the orange line is one frame at 60 Hz; red: a lag");
@@ -1290,7 +1471,7 @@ demo_activate (GApplication *app, gpointer user_data)
       return;
     }
   window = gtk_application_window_new (GTK_APPLICATION (app));
-  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 640);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 760);
   /* A header bar shows the title (the row count) even with no window manager. */
   gtk_window_set_titlebar (GTK_WINDOW (window), gtk_header_bar_new ());
   demo.window = GTK_WINDOW (window);
@@ -1315,15 +1496,18 @@ demo_activate (GApplication *app, gpointer user_data)
   demo.table_scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (table_scroll));
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroll), demo_lag_table_new ());
   g_signal_connect (demo.selection, "notify::selected", G_CALLBACK (demo_on_selected), NULL);
+  /* The list on top, a few rows tall; below it the selected lag, which gets
+   * the room a larger window gives: its stack beside its flame graph. */
   paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
   gtk_widget_set_vexpand (paned, TRUE);
   gtk_paned_set_start_child (GTK_PANED (paned), table_scroll);
+  gtk_paned_set_resize_start_child (GTK_PANED (paned), FALSE);
   details = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child (GTK_PANED (details), demo_stack_and_calls_new (demo_stack_view_new ()));
-  gtk_paned_set_end_child (GTK_PANED (details), demo_flame_view_new ());
-  gtk_paned_set_position (GTK_PANED (details), 560);
+  gtk_paned_set_start_child (GTK_PANED (details), demo_stack_view_new ());
+  gtk_paned_set_end_child (GTK_PANED (details), demo_flame_and_calls_new (demo_flame_view_new ()));
+  gtk_paned_set_position (GTK_PANED (details), 500);
   gtk_paned_set_end_child (GTK_PANED (paned), details);
-  gtk_paned_set_position (GTK_PANED (paned), 220);
+  gtk_paned_set_position (GTK_PANED (paned), 150);
   gtk_box_append (GTK_BOX (content), paned);
 
   gtk_window_set_child (GTK_WINDOW (window), content);

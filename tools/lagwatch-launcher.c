@@ -31,7 +31,7 @@ static GOptionEntry lw_launcher_options[] = {
   { "threshold", 't', 0, G_OPTION_ARG_INT, &opt_threshold,
     "Report when the loop stays out of poll longer than MS (default 100)", "MS" },
   { "output", 'o', 0, G_OPTION_ARG_STRING, &opt_output,
-    "Where reports go: stderr, json:PATH, journal, none, comma-separated (default stderr)", "SPEC" },
+    "Where reports go, comma-separated: the sinks below (default stderr)", "SPEC" },
   { "sample", 's', 0, G_OPTION_ARG_INT, &opt_sample,
     "Take a stack every MS during a lag (default 10)", "MS" },
   { "hang", 0, 0, G_OPTION_ARG_INT, &opt_hang,
@@ -203,7 +203,16 @@ main (int argc, char **argv)
   g_option_context_set_summary (context,
     "Run PROGRAM, an unmodified GLib or GTK program, and report every moment its\n"
     "main loop stops answering for longer than the threshold, with the stack that\n"
-    "held it. The LAGWATCH_* environment variables work too (see the README).");
+    "held it.");
+  g_option_context_set_description (context,
+    "Sinks (--output, comma-separated):\n"
+    "  stderr        a text report on standard error (the default)\n"
+    "  json:PATH     JSON Lines appended to PATH\n"
+    "  journal       the systemd journal\n"
+    "  syscap:PATH   a Sysprof capture written to PATH\n"
+    "  none          no report\n"
+    "\n"
+    "The LAGWATCH_* environment variables work too; lagwatch(1) lists them.\n");
   g_option_context_add_main_entries (context, lw_launcher_options, NULL);
   /* Options end at PROGRAM: what follows is PROGRAM's. */
   g_option_context_set_strict_posix (context, TRUE);

@@ -35,6 +35,31 @@
 /* Logical frames expanded from one physical frame: bounds a report built
  * from corrupt DWARF. */
 #define LW_LINES_MAX_INLINED 16
+/* Answers kept (LwLinesAnswer), all modules together: every module's are
+ * dropped when there would be more (about 1 MiB at most, with their file
+ * names). A report's stacks hold a few hundred distinct addresses at most;
+ * a recursion repeats one. */
+#define LW_LINES_MAX_ANSWERS 4096
+
+/* One logical frame inlined at an address (see lw_lines_expand_inlined). */
+typedef struct
+{
+  char  *symbol;
+  char  *file;
+  guint  line;
+} LwLinesInlined;
+
+/* What an address of a module resolved to, kept so that an address is
+ * looked up in DWARF once: libdw costs about 0.1 ms per lookup, and a
+ * recursion of 1000 frames repeats one return address 1000 times, a long
+ * lag's samples the same few hundred. */
+typedef struct
+{
+  char           *file;      /* NULL: no line for the address */
+  guint           line;
+  guint           n_inlined;
+  LwLinesInlined *inlined;   /* innermost first */
+} LwLinesAnswer;
 
 typedef struct
 {
@@ -43,6 +68,7 @@ typedef struct
   LwFdId fd_id; /* what fd was when opened: closed only if it still is */
   Dwarf *dwarf; /* NULL: the module has no DWARF we may use */
   gsize  cost;  /* the file's size; 0 without dwarf */
+  GHashTable *answers; /* module offset (looked-up address) -> LwLinesAnswer; NULL until the first */
 } LwDwarfEntry;
 
 /* libdebuginfod's client API (elfutils/debuginfod.h), loaded on opt-in. */
@@ -63,6 +89,7 @@ static GQueue       lw_lines_lru = G_QUEUE_INIT;
 static gsize        lw_lines_bytes;
 static gsize        lw_lines_budget = LW_LINES_DEFAULT_BUDGET;
 static guint        lw_lines_n_open;
+static guint        lw_lines_n_answers;
 /* HOLDS: lw_lines_lock. Its functions are NULL unless the user opted in
  * and the library loaded. */
 static LwDebuginfod lw_debuginfod;
@@ -70,8 +97,26 @@ static gboolean     lw_debuginfod_tried;
 
 /* HOLDS: lw_lines_lock. */
 static void
+lw_lines_answer_free (gpointer data)
+{
+  LwLinesAnswer *answer = data;
+
+  for (guint i = 0; i < answer->n_inlined; i++)
+    {
+      g_free (answer->inlined[i].symbol);
+      g_free (answer->inlined[i].file);
+    }
+  g_free (answer->inlined);
+  g_free (answer->file);
+  g_free (answer);
+  lw_lines_n_answers--;
+}
+
+/* HOLDS: lw_lines_lock. */
+static void
 lw_dwarf_entry_free (LwDwarfEntry *entry)
 {
+  g_clear_pointer (&entry->answers, g_hash_table_unref);
   if (entry->dwarf != NULL)
     {
       dwarf_end (entry->dwarf);
@@ -345,6 +390,60 @@ lw_lines_expand_inlined (Dwarf_Die     *cu,
   free (scopes);
 }
 
+/* HOLDS: lw_lines_lock. What @offset of @entry's module resolves to: from
+ * the entry's answers, else looked up in its DWARF and kept there. NULL
+ * when the module has no DWARF. @frame gives the logical frames their
+ * module fields while they are looked up. */
+static const LwLinesAnswer *
+lw_lines_answer_for (LwDwarfEntry *entry, uintptr_t offset, const LwFrame *frame)
+{
+  LwLinesAnswer *answer;
+  Dwarf_Die cu;
+  Dwarf_Line *line;
+  const char *file;
+  int line_number = 0;
+
+  if (entry->dwarf == NULL)
+    return NULL;
+  if (entry->answers == NULL)
+    entry->answers = g_hash_table_new_full (NULL, NULL, NULL, lw_lines_answer_free);
+  answer = g_hash_table_lookup (entry->answers, GSIZE_TO_POINTER (offset));
+  if (answer != NULL)
+    return answer;
+
+  answer = g_new0 (LwLinesAnswer, 1);
+  if (dwarf_addrdie (entry->dwarf, offset, &cu) != NULL &&
+      (line = dwarf_getsrc_die (&cu, offset)) != NULL &&
+      (file = dwarf_linesrc (line, NULL, NULL)) != NULL &&
+      dwarf_lineno (line, &line_number) == 0 && line_number > 0)
+    {
+      GArray *logical = g_array_new (FALSE, TRUE, sizeof (LwFrame));
+
+      answer->file = lw_lines_absolute_path (&cu, file);
+      answer->line = line_number;
+      lw_lines_expand_inlined (&cu, offset, frame, logical, &answer->file, &answer->line);
+      answer->n_inlined = logical->len;
+      answer->inlined = g_new0 (LwLinesInlined, logical->len);
+      for (guint i = 0; i < logical->len; i++)
+        {
+          LwFrame *each = &g_array_index (logical, LwFrame, i);
+
+          /* Taken over, not copied: the logical frame owns nothing else. */
+          answer->inlined[i].symbol = each->symbol;
+          answer->inlined[i].file = each->file;
+          answer->inlined[i].line = each->line;
+        }
+      g_array_free (logical, TRUE);
+    }
+  if (lw_lines_n_answers >= LW_LINES_MAX_ANSWERS)
+    for (GList *link = lw_lines_lru.head; link != NULL; link = link->next)
+      if (((LwDwarfEntry *) link->data)->answers != NULL)
+        g_hash_table_remove_all (((LwDwarfEntry *) link->data)->answers);
+  g_hash_table_insert (entry->answers, GSIZE_TO_POINTER (offset), answer);
+  lw_lines_n_answers++;
+  return answer;
+}
+
 /* Any thread, normal context. Fills @frame's file and line; with
  * @inlined, appends the logical frames inlined at its address first (see
  * lw_lines_resolve_stack()). */
@@ -373,24 +472,28 @@ lw_lines_resolve_frame (LwFrame  *frame,
       strcmp (lw_module_get_path (module), frame->module) == 0)
     {
       uintptr_t offset = addr - lw_module_get_bias (module);
-      LwDwarfEntry *entry;
-      Dwarf_Die cu;
-      Dwarf_Line *line;
-      const char *file;
-      int line_number = 0;
+      const LwLinesAnswer *answer;
 
       g_mutex_lock (&lw_lines_lock);
-      entry = lw_lines_entry_for (module);
-      if (entry->dwarf != NULL &&
-          dwarf_addrdie (entry->dwarf, offset, &cu) != NULL &&
-          (line = dwarf_getsrc_die (&cu, offset)) != NULL &&
-          (file = dwarf_linesrc (line, NULL, NULL)) != NULL &&
-          dwarf_lineno (line, &line_number) == 0 && line_number > 0)
+      answer = lw_lines_answer_for (lw_lines_entry_for (module), offset, frame);
+      if (answer != NULL)
         {
-          frame->file = lw_lines_absolute_path (&cu, file);
-          frame->line = line_number;
-          if (inlined != NULL)
-            lw_lines_expand_inlined (&cu, offset, frame, inlined, &frame->file, &frame->line);
+          frame->file = g_strdup (answer->file);
+          frame->line = answer->line;
+          for (guint i = 0; inlined != NULL && i < answer->n_inlined; i++)
+            {
+              LwFrame logical = { 0 };
+
+              logical.ip = frame->ip;
+              logical.module = frame->module;
+              logical.build_id = frame->build_id;
+              logical.module_offset = frame->module_offset;
+              logical.symbol = g_strdup (answer->inlined[i].symbol);
+              logical.file = g_strdup (answer->inlined[i].file);
+              logical.line = answer->inlined[i].line;
+              logical.inlined = TRUE;
+              g_array_append_val (inlined, logical);
+            }
         }
       g_mutex_unlock (&lw_lines_lock);
     }

@@ -491,6 +491,95 @@ lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
   return LW_STEP_FAIL;
 }
 
+/* How far above the stack pointer a frame-pointer frame's saved rbp is
+ * looked for (lw_unwind_recover_fp): the frame's locals lie between the
+ * two, rarely more than a few KiB even at -O0. */
+#define LW_UNWIND_FP_SCAN_BYTES (16 * 1024)
+
+/* Watcher thread. TRUE when @state, a caller's frame just stepped to, looks
+ * like a real one: its pc follows a call in a module's code, and its own
+ * step with its CFI row works (or ends the stack) to a pc that does too, or
+ * to 0. Two links of a chain: a stale return address left in a dead part of
+ * the stack rarely gives both. */
+static gboolean
+lw_unwind_caller_holds (LwUnwinder *unwinder, LwWalk *walk, const LwRegState *state)
+{
+  uintptr_t ret = (uintptr_t) state->regs[LW_REG_RIP];
+  const LwCachedRow *entry;
+  LwRegState next = *state;
+  LwStep step;
+
+  if (ret == 0)
+    return TRUE;
+  if (!lw_modules_is_readable (ret - 1, 1) || !lw_unwind_follows_call (ret))
+    return FALSE;
+  entry = lw_unwinder_row (unwinder, ret - 1);
+  if (entry->status != LW_CFI_FOUND)
+    return FALSE;
+  step = lw_unwind_apply_row (&entry->row, walk, &next);
+  if (step == LW_STEP_END)
+    return TRUE;
+  if (step != LW_STEP_OK)
+    return FALSE;
+  ret = (uintptr_t) next.regs[LW_REG_RIP];
+  return ret == 0 || (lw_modules_is_readable (ret - 1, 1) && lw_unwind_follows_call (ret));
+}
+
+/* Watcher thread. Recovers the frame pointer of a frame whose CFA is
+ * rbp-based (code built with frame pointers, or at -O0) when the walk
+ * does not know rbp: a thread caught sleeping gives only its stack pointer
+ * and pc (/proc/TID/syscall), and the system call wrapper below such a
+ * frame never saves rbp, so nothing on the way up restored it.
+ *
+ * The frame's rbp is the address of the slot where its prologue pushed the
+ * caller's rbp, somewhere above the stack pointer, with the return address
+ * just above it. So each aligned word of the copy from the stack pointer up
+ * is tried as rbp: the frame's own row applied with it must give a caller
+ * that holds (lw_unwind_caller_holds: two links of the chain checked
+ * against the modules' code and CFI). The first that does is taken; when
+ * none does, rbp stays unknown and the walk ends there, truncated, as
+ * before. Reads only the stack copy and modules' code, through the kernel. */
+static gboolean
+lw_unwind_recover_fp (LwUnwinder *unwinder, LwWalk *walk, const LwCfiRow *row, LwRegState *state)
+{
+  const LwSnapshot *snap = walk->snapshot;
+  uint64_t sp = state->regs[LW_REG_RSP];
+  uint64_t end = snap->stack_base + snap->stack_len;
+
+  if (row->cfa_reg != LW_REG_RBP || (state->valid & (1u << LW_REG_RBP)) || !(state->valid & (1u << LW_REG_RSP))
+      || sp < snap->stack_base || sp >= end)
+    return FALSE;
+  for (uint64_t fp = (sp + 7) & ~(uint64_t) 7; fp < end && fp - sp <= LW_UNWIND_FP_SCAN_BYTES; fp += 8)
+    {
+      LwRegState trial = *state;
+      uint64_t ret_slot = fp + (int64_t) row->cfa_offset + (int64_t) row->saved[LW_REG_RIP];
+      uint64_t ret;
+
+      /* Cheap test first: the word where the return address would be is
+       * in a module's code. */
+      if (row->saved[LW_REG_RIP] == LW_CFI_SAME || row->saved[LW_REG_RIP] == LW_CFI_UNDEFINED
+          || ret_slot < snap->stack_base || ret_slot + 8 > end)
+        return FALSE;
+      memcpy (&ret, snap->stack + (ret_slot - snap->stack_base), sizeof ret);
+      if (ret == 0 || !lw_modules_is_readable (ret - 1, 1))
+        continue;
+      trial.regs[LW_REG_RBP] = fp;
+      trial.valid |= 1u << LW_REG_RBP;
+      {
+        LwRegState caller = trial;
+
+        if (lw_unwind_apply_row (row, walk, &caller) == LW_STEP_OK
+            && caller.regs[LW_REG_RSP] > sp
+            && lw_unwind_caller_holds (unwinder, walk, &caller))
+          {
+            *state = trial;
+            return TRUE;
+          }
+      }
+    }
+  return FALSE;
+}
+
 /* Any thread. The stack pointer in @regs, 0 when not known. */
 static uintptr_t
 lw_unwind_sp (const uint64_t *regs, uint32_t valid)
@@ -583,11 +672,18 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
     {
       uintptr_t pc = (uintptr_t) state.regs[LW_REG_RIP];
       uintptr_t lookup_pc = exact ? pc : pc - 1;
-      const LwCachedRow *entry = lw_unwinder_row (unwinder, lookup_pc);
+      /* A copy: recovering a frame pointer looks up other rows, which may
+       * take this one's place in the cache. */
+      const LwCachedRow cached = *lw_unwinder_row (unwinder, lookup_pc);
+      const LwCachedRow *entry = &cached;
       LwStep step;
 
       if (entry->status == LW_CFI_FOUND)
-        step = lw_unwind_apply_row (&entry->row, &walk, &state);
+        {
+          if (entry->row.cfa_reg == LW_REG_RBP && !(state.valid & (1u << LW_REG_RBP)))
+            lw_unwind_recover_fp (unwinder, &walk, &entry->row, &state);
+          step = lw_unwind_apply_row (&entry->row, &walk, &state);
+        }
       else if (!lw_modules_is_readable (lookup_pc, 1))
         step = lw_unwind_step_generated (snapshot, &state);
       else

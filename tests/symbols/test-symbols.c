@@ -1777,6 +1777,86 @@ test_lines_debuginfod_opt_in (void)
   g_test_trap_assert_passed ();
 }
 
+/* Lookups in DWARF: dwarf_addrdie() is wrapped (-Wl,--wrap, see
+ * meson.build) to count them. Declared with plain types (Dwarf *, a
+ * Dwarf_Addr, Dwarf_Die *): the test does not build against libdw's
+ * headers. */
+static guint lw_dwarf_lookups;
+
+void *__real_dwarf_addrdie (void *dwarf, guint64 addr, void *result);
+void *__wrap_dwarf_addrdie (void *dwarf, guint64 addr, void *result);
+
+void *
+__wrap_dwarf_addrdie (void *dwarf, guint64 addr, void *result)
+{
+  g_atomic_int_inc (&lw_dwarf_lookups);
+  return __real_dwarf_addrdie (dwarf, addr, result);
+}
+
+#define LW_RECURSION_DEPTH 1000
+
+static guint lw_recursion_call_line;
+
+/* Fills @ips[0 .. @depth - 1] with the return addresses of a recursion
+ * @depth calls deep, innermost first: all but the last the same address,
+ * the line of the recursive call. */
+__attribute__((noipa)) static void
+lw_test_recurse (guint depth, uintptr_t *ips)
+{
+  ips[depth - 1] = (uintptr_t) __builtin_return_address (0);
+  if (depth > 1)
+    {
+      lw_recursion_call_line = __LINE__; lw_test_recurse (depth - 1, ips);
+    }
+  __asm__ volatile ("" ::: "memory");  /* not a tail call: its return address stays */
+}
+
+/* A stack of a 1000-deep recursion is looked up in DWARF once per distinct
+ * address (a few), not once per frame, and not at all the second time: the
+ * answers are kept with the module's DWARF. Times both, for the record. */
+static void
+test_lines_each_address_once (void)
+{
+  uintptr_t *ips = g_new0 (uintptr_t, LW_RECURSION_DEPTH);
+  LwFrame *frames;
+  guint n_frames = LW_RECURSION_DEPTH;
+  guint lookups;
+  gint64 start;
+
+  g_autoptr(GHashTable) distinct = g_hash_table_new (NULL, NULL);
+
+  lw_test_recurse (LW_RECURSION_DEPTH, ips);
+  /* The addresses looked up: the innermost frame's own (a stack's first pc
+   * is where the thread was), the others' minus one (return addresses). */
+  for (guint i = 0; i < LW_RECURSION_DEPTH; i++)
+    g_hash_table_add (distinct, GSIZE_TO_POINTER (i == 0 ? ips[i] : ips[i] - 1));
+  g_test_message ("%u distinct addresses to look up", g_hash_table_size (distinct));
+  for (guint pass = 0; pass < 2; pass++)
+    {
+      frames = g_new0 (LwFrame, LW_RECURSION_DEPTH);
+      n_frames = LW_RECURSION_DEPTH;
+      for (guint i = 0; i < LW_RECURSION_DEPTH; i++)
+        lw_symbols_resolve (ips[i], i > 0, &frames[i]);
+      g_atomic_int_set (&lw_dwarf_lookups, 0);
+      start = g_get_monotonic_time ();
+      lw_lines_resolve_stack (&frames, &n_frames);
+      lookups = (guint) g_atomic_int_get (&lw_dwarf_lookups);
+      g_test_message ("pass %u: %u frames, %u DWARF lookups, %.2f ms", pass + 1, n_frames, lookups,
+                      (g_get_monotonic_time () - start) / 1000.0);
+      g_assert_cmpuint (n_frames, ==, LW_RECURSION_DEPTH);
+      g_assert_cmpuint (lookups, <=, pass == 0 ? g_hash_table_size (distinct) : 0);
+      for (guint i = 1; i + 1 < n_frames; i++)
+        {
+          g_assert_cmpstr (frames[i].symbol, ==, "lw_test_recurse");
+          g_assert_cmpuint (frames[i].line, ==, lw_recursion_call_line);
+        }
+      for (guint i = 0; i < n_frames; i++)
+        lw_frame_clear (&frames[i]);
+      g_free (frames);
+    }
+  g_free (ips);
+}
+
 #else
 
 static void
@@ -1792,6 +1872,7 @@ lw_skip_without_libdw (void)
 #define test_lines_budget            lw_skip_without_libdw
 #define test_lines_no_debuginfod     lw_skip_without_libdw
 #define test_lines_debuginfod_opt_in lw_skip_without_libdw
+#define test_lines_each_address_once lw_skip_without_libdw
 
 #endif
 
@@ -1953,6 +2034,7 @@ main (int    argc,
   g_test_add_func ("/lines/fifo-module-file", test_lines_fifo_module_file);
   g_test_add_func ("/lines/no-debuginfod", test_lines_no_debuginfod);
   g_test_add_func ("/lines/debuginfod-opt-in", test_lines_debuginfod_opt_in);
+  g_test_add_func ("/lines/each-address-once", test_lines_each_address_once);
   if (g_test_perf ())
     g_test_add_func ("/symbols/perf/lookup", test_perf);
 
