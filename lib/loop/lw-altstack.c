@@ -37,6 +37,7 @@ lw_altstack_free (void *base)
   munmap (base, LW_GUARD_BYTES + lw_altstack_size);
 }
 
+/* Once per process, from the first lw_altstack_prepare() (loop thread). */
 static void
 lw_altstack_init (void)
 {
