@@ -1,10 +1,14 @@
 /* lagwatch.c: the public entry points, tying hooks, capture and watcher */
 #include "lagwatch.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "lw-capture.h"
+#include "lw-capture-core.h"
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-gjs.h"
@@ -19,6 +23,7 @@
 #include "lw-watch-private.h"
 #include "lw-watcher.h"
 #include "lw-say.h"
+#include "lw-seccomp.h"
 
 /* Serializes attach and detach (signal ownership) and holds the set of live
  * watches, so that a stale handle is refused instead of dereferenced. */
@@ -255,6 +260,51 @@ lw_take_replaceable_unlocked (GMainContext *context)
   return NULL;
 }
 
+/* Attaching thread, after lw_seccomp_check(): works around the calls the
+ * process's seccomp filter forbids, once per process, saying what is lost
+ * when the filter would have killed or blocked lagwatch for the call (a
+ * call that only fails is handled where it is made). */
+static void
+lw_avoid_forbidden_calls (void)
+{
+  static GMutex lock;
+  static pid_t done_pid;
+  static int mem_fd = -1;
+
+  g_mutex_lock (&lock);
+  if (done_pid == getpid ())
+    {
+      g_mutex_unlock (&lock);
+      return;
+    }
+  done_pid = getpid ();
+  if (lw_seccomp_verdict (LW_SYSCALL_MINCORE) == LW_SYSCALL_FATAL)
+    {
+      lw_unwind_forgo ();
+      lw_say ("this process's seccomp filter kills mincore(), which libunwind calls as it starts: "
+              "libunwind is not used, and a stack ends at a frame lagwatch's own unwinder cannot step");
+    }
+  if (lw_seccomp_verdict (LW_SYSCALL_PROCESS_VM_READV) != LW_SYSCALL_WORKS)
+    {
+      /* A descriptor inherited from a parent reads the parent's memory. */
+      if (mem_fd >= 0)
+        close (mem_fd);
+      mem_fd = open ("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+      lw_core_set_memory_fd (mem_fd >= 0 ? mem_fd : LW_CORE_MEMORY_NONE);
+      if (mem_fd < 0)
+        lw_say ("this process's seccomp filter forbids process_vm_readv() and /proc/self/mem "
+                "cannot be opened (%s): lagwatch reads no unwind tables, source names or "
+                "interpreter frames, so stacks hold only their innermost frame", g_strerror (errno));
+    }
+  if (lw_seccomp_verdict (LW_SYSCALL_SIGALTSTACK) == LW_SYSCALL_FATAL)
+    lw_say ("this process's seccomp filter kills sigaltstack(): lagwatch's signal handler runs "
+            "on the interrupted thread's own stack");
+  if (lw_seccomp_verdict (LW_SYSCALL_TIMER_CREATE) == LW_SYSCALL_FATAL)
+    lw_say ("this process's seccomp filter kills timer_create(): lags are sampled by "
+            "explicit signals");
+  g_mutex_unlock (&lock);
+}
+
 G_DEFINE_QUARK (lagwatch-error-quark, lagwatch_error)
 /* The internal codes are the public ones (one quark, one numbering). */
 G_STATIC_ASSERT ((int) LW_ERROR_INVALID == (int) LAGWATCH_ERROR_INVALID);
@@ -301,6 +351,14 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
       return NULL;
     }
   g_mutex_unlock (&lw_lock);
+  /* Before any of lagwatch's threads or its handler makes a call that a
+   * seccomp filter could turn fatal. */
+  if (!lw_seccomp_check (&error))
+    {
+      g_set_error (out_error, LAGWATCH_ERROR, LAGWATCH_ERROR_THREAD, "%s", error->message);
+      return NULL;
+    }
+  lw_avoid_forbidden_calls ();
   if (context == NULL)
     context = g_main_context_default ();
 
@@ -332,9 +390,14 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   if (lw_watches == NULL)
     lw_watches = g_hash_table_new (NULL, NULL);
 
-  watch->signo = lw_capture_acquire_signal (watch->config->signo ? watch->config->signo
-                                                                 : lw_config_default_signal (),
-                                            watch->config->signal_explicit, &error);
+  if (lw_seccomp_verdict (LW_SYSCALL_RT_TGSIGQUEUEINFO) != LW_SYSCALL_WORKS)
+    g_set_error_literal (&error, LAGWATCH_ERROR, LAGWATCH_ERROR_SIGNAL,
+                         "this process's seccomp filter forbids rt_tgsigqueueinfo(), which sends "
+                         "lagwatch's signal");
+  else
+    watch->signo = lw_capture_acquire_signal (watch->config->signo ? watch->config->signo
+                                                                   : lw_config_default_signal (),
+                                              watch->config->signal_explicit, &error);
   if (watch->signo == 0)
     {
       lw_say ("%s; the stacks of running threads cannot be taken, "

@@ -10,7 +10,7 @@ archive=$1
 
 # What the core really uses, each async-signal-safe: errno's location,
 # clock_gettime, getpid, gettid, sem_post, sigaction, syscall (tgkill,
-# process_vm_readv).
+# process_vm_readv, pread64 of /proc/self/mem).
 allowed='__errno_location clock_gettime getpid gettid sem_post sigaction syscall'
 
 status=0

@@ -14,6 +14,7 @@
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -23,6 +24,10 @@
 
 #include "lag-harness.h"
 #include "lw-hang.h"
+#include "lw-report.h"
+#include "lw-reporter.h"
+#include "lw-sink.h"
+#include "lw-summary.h"
 
 #define SUBPROCESS_TIMEOUT_US (60 * G_USEC_PER_SEC)
 
@@ -258,6 +263,272 @@ test_fork_child_leaves_records (void)
   g_assert_false (g_file_test (record, G_FILE_TEST_EXISTS));
 }
 
+/* A record bigger than the reader takes, saved by an instance still
+ * running (here a fork child of this program): not ours to judge, kept.
+ * The still-running check comes before the size check. */
+static void
+test_running_big_record_kept (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "big-running-state", NULL);
+  g_autofree char *record = g_build_filename (state, "hang-7-1.rec", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autofree char *padding = g_strnfill (LW_HANG_MAX_RECORD + 1, 'x');
+      g_autofree char *contents = NULL;
+      g_autoptr(GPtrArray) found = NULL;
+      LwHangStore *store;
+      pid_t other = fork ();
+
+      if (other == 0)
+        {
+          pause ();
+          _exit (0);
+        }
+      contents = g_strdup_printf ("lagwatch-hang 1\nexe=%s\npid=%d\njson={\"event\":\"hang\"}\ntext:\n%s",
+                                  exe, (int) other, padding);
+      g_assert_cmpint (g_mkdir (state, 0700), ==, 0);
+      g_assert_true (g_file_set_contents (record, contents, -1, NULL));
+      store = lw_hang_store_open (state);
+      g_assert_nonnull (store);
+      found = lw_hang_store_take_previous (store);
+      lw_hang_store_close (store);
+      kill (other, SIGKILL);
+      waitpid (other, NULL, 0);
+      g_assert_cmpuint (found->len, ==, 0);
+      g_assert_true (g_file_test (record, G_FILE_TEST_EXISTS));
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr_unmatched ("*too big*");
+}
+
+/* A hang of a process with thousands of threads: its record is cut to the size
+ * the next run reads back, the threads' stacks left out (the last ones
+ * first) and counted, not refused nor written whole. */
+static void
+test_big_hang_capped (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "big-hang-state", NULL);
+  g_autofree char *record = g_build_filename (state, "hang-9-1.rec", NULL);
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autofree char *contents = NULL;
+      g_autoptr(GError) error = NULL;
+      LwHangStore *store = lw_hang_store_open (state);
+      LwSummary *summary = lw_summary_new ();
+      LagWatchReport *report = lw_report_new ();
+      LwPreviousHang *hang = NULL;
+      LwReporter *reporter;
+      const char *why = NULL;
+      gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US * 6;
+      gsize len;
+
+      g_assert_nonnull (store);
+      reporter = lw_reporter_start (lw_sinks_open ("none"), summary, store, NULL, NULL, &error);
+      g_assert_no_error (error);
+      report->event = "hang";
+      report->id = g_strdup ("9-1");
+      report->pid = (int) getpid ();
+      report->complete = FALSE;
+      report->n_threads = 3000;
+      report->threads = g_new0 (LwReportStack, report->n_threads);
+      for (guint i = 0; i < report->n_threads; i++)
+        {
+          LwReportStack *thread = &report->threads[i];
+
+          thread->thread_id = 100000 + (int) i;
+          thread->thread_name = g_strdup ("worker");
+          thread->thread_state = g_strdup ("sleeping");
+          thread->n_frames = 8;
+          thread->frames = g_new0 (LwFrame, thread->n_frames);
+          for (guint f = 0; f < thread->n_frames; f++)
+            thread->frames[f].ip = (uintptr_t) test_running_big_record_kept + f;  /* in a module: named fast */
+        }
+      lw_reporter_submit (reporter, report, LW_REPORT_HANG);
+      while (!g_file_test (record, G_FILE_TEST_EXISTS))
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (10 * 1000);
+        }
+      lw_reporter_stop (reporter);
+      g_assert_true (g_file_get_contents (record, &contents, &len, NULL));
+      g_assert_cmpuint (len, <=, LW_HANG_MAX_RECORD);
+      g_assert_cmpint (lw_hang_record_parse (contents, len, exe, &hang, &why), ==, LW_HANG_RECORD_OK);
+      g_assert_nonnull (strstr (hang->json, "\"threads_stacks_left_out\":"));
+      g_assert_nonnull (strstr (hang->json, "\"stack_error\":\"left out: the hang record would have "
+                                            "exceeded its size limit\""));
+      /* The first threads keep their stacks. */
+      g_assert_nonnull (strstr (hang->json, "{\"id\":100000,\"name\":\"worker\",\"state\":\"sleeping\","
+                                            "\"stack_error\":null,\"stack\":[{"));
+      lw_previous_hang_free (hang);
+      lw_hang_store_close (store);
+      lw_summary_free (summary);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+#define N_SLEEPERS 4
+
+/* Threads that stay busy (runnable) until told to stop. */
+static atomic_int busy_stop;
+
+static gpointer
+busy_thread (gpointer data)
+{
+  while (!atomic_load (&busy_stop))
+    spin_ms (GINT_TO_POINTER (1));
+  return NULL;
+}
+
+/* A thread asleep in read() until its pipe is closed. */
+static gpointer
+sleeper_thread (gpointer data)
+{
+  char byte;
+
+  while (read (GPOINTER_TO_INT (data), &byte, 1) < 0 && errno == EINTR)
+    ;
+  return NULL;
+}
+
+typedef struct
+{
+  const char *state;
+  char       *record;   /* the first hang record found */
+  gsize       len;
+} RecordWait;
+
+/* Freezes the loop until the hang's record is saved, then reads it. */
+static LAGGY gboolean
+freeze_until_record (gpointer data)
+{
+  RecordWait *wait = data;
+  /* The reporting thread shares the CPUs with the busy threads. */
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US * 10;
+
+  while (wait->record == NULL)
+    {
+      g_autoptr(GDir) dir = g_dir_open (wait->state, 0, NULL);
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        if (g_str_has_prefix (name, "hang-"))
+          {
+            g_autofree char *path = g_build_filename (wait->state, name, NULL);
+
+            g_assert_true (g_file_get_contents (path, &wait->record, &wait->len, NULL));
+          }
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (wait->record == NULL)
+        spin_ms (GINT_TO_POINTER (10));
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* A hang with many busy threads (runnable, answering the signal only once
+ * they get a CPU): every thread of the snapshot has a stack or says why
+ * not, and the threads asleep in a system call all have one. LW_TEST_BUSY_THREADS changes the count (300 to measure); how many
+ * got a stack is printed. */
+static void
+test_busy_threads_snapshot (void)
+{
+  g_autofree char *state = g_build_filename (tmp_dir, "busy-threads-state", NULL);
+
+  if (g_test_subprocess ())
+    {
+      guint n_busy = g_getenv ("LW_TEST_BUSY_THREADS") ? (guint) atoi (g_getenv ("LW_TEST_BUSY_THREADS")) : 32;
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      GPtrArray *threads = g_ptr_array_new ();
+      RecordWait wait = { state, NULL, 0 };
+      LwPreviousHang *hang = NULL;
+      const char *why = NULL;
+      JsonArray *listed;
+      guint with_stack = 0, found_busy = 0, found_sleepers = 0;
+      int sleep_pipe[2];
+      g_autoptr(GHashTable) reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      GHashTableIter iter;
+      gpointer key, value;
+      LagWatch *watch;
+
+      g_assert_true (lagwatch_config_set_threshold_ms (config, 100));
+      g_assert_true (lagwatch_config_set_hang_ms (config, 200));
+      g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+      g_assert_true (lagwatch_config_set_state_dir (config, state));
+      watch = lagwatch_attach_with_config (NULL, config);
+      g_assert_nonnull (watch);
+      for (guint i = 0; i < n_busy; i++)
+        g_ptr_array_add (threads, g_thread_new ("busy", busy_thread, NULL));
+      /* Listed after the busy ones (thread ids grow): the budget may be
+       * spent by then, but a sleeping thread costs only a look at /proc. */
+      g_assert_cmpint (pipe (sleep_pipe), ==, 0);
+      for (guint i = 0; i < N_SLEEPERS; i++)
+        g_ptr_array_add (threads, g_thread_new ("sleeper", sleeper_thread, GINT_TO_POINTER (sleep_pipe[0])));
+      g_idle_add (freeze_until_record, &wait);
+      while (wait.record == NULL)
+        g_main_context_iteration (NULL, TRUE);
+      atomic_store (&busy_stop, 1);
+      close (sleep_pipe[1]);
+      for (guint i = 0; i < threads->len; i++)
+        g_thread_join (threads->pdata[i]);
+      g_ptr_array_unref (threads);
+
+      g_assert_cmpint (lw_hang_record_parse (wait.record, wait.len, exe, &hang, &why), ==, LW_HANG_RECORD_OK);
+      g_assert_true (json_parser_load_from_data (parser, hang->json, -1, &error));
+      g_assert_no_error (error);
+      listed = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "threads");
+      for (guint i = 0; i < json_array_get_length (listed); i++)
+        {
+          JsonObject *thread = json_array_get_object_element (listed, i);
+          gboolean has_stack = json_array_get_length (json_object_get_array_member (thread, "stack")) > 0;
+
+          if (g_strcmp0 (json_object_get_string_member (thread, "name"), "sleeper") == 0)
+            {
+              g_assert_cmpstr (json_object_get_string_member (thread, "stack_error"), ==, NULL);
+              g_assert_true (has_stack);
+              found_sleepers++;
+              continue;
+            }
+          if (g_strcmp0 (json_object_get_string_member (thread, "name"), "busy") != 0)
+            continue;
+          found_busy++;
+          with_stack += has_stack;
+          if (!has_stack)
+            {
+              const char *reason = json_object_get_string_member (thread, "stack_error");
+
+              g_hash_table_insert (reasons, g_strdup (reason),
+                                   GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (reasons, reason)) + 1));
+            }
+          /* A stack, or why there is none. */
+          g_assert_true (json_object_has_member (thread, "stack_error"));
+          g_assert_true (has_stack || json_object_get_string_member (thread, "stack_error") != NULL);
+        }
+      g_assert_cmpuint (found_busy, ==, n_busy);
+      g_assert_cmpuint (found_sleepers, ==, N_SLEEPERS);
+      g_test_message ("%u busy threads: %u with a stack", n_busy, with_stack);
+      printf ("# %u busy threads: %u with a stack\n", n_busy, with_stack);
+      g_hash_table_iter_init (&iter, reasons);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        printf ("#   %u: %s\n", GPOINTER_TO_UINT (value), (const char *) key);
+      lw_previous_hang_free (hang);
+      g_free (wait.record);
+      lagwatch_detach (watch);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US * 3, G_TEST_SUBPROCESS_INHERIT_STDOUT);
+  g_test_trap_assert_passed ();
+}
+
 static LAGGY gboolean
 hang_then_exit (gpointer data)
 {
@@ -404,6 +675,9 @@ main (int argc, char **argv)
   g_test_add_func ("/hang-store/forged-records", test_forged_records);
   g_test_add_func ("/hang-store/save-error-said", test_save_error_said);
   g_test_add_func ("/hang-store/fork-child-leaves-records", test_fork_child_leaves_records);
+  g_test_add_func ("/hang-store/running-big-record-kept", test_running_big_record_kept);
+  g_test_add_func ("/hang-store/big-hang-capped", test_big_hang_capped);
+  g_test_add_func ("/hang-store/busy-threads-snapshot", test_busy_threads_snapshot);
   g_test_add_data_func ("/hang-store/exit-during-hang", GINT_TO_POINTER (FALSE), test_exit_during_hang);
   g_test_add_data_func ("/hang-store/killed-during-hang", GINT_TO_POINTER (TRUE), test_exit_during_hang);
   status = g_test_run ();

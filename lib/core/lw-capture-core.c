@@ -3,7 +3,8 @@
  * Built without GLib (lib/meson.build, lagwatch-core) and checked by
  * tests/check-core-symbols.sh: everything here is async-signal-safe. Plain
  * loads and stores, lock-free atomics, the gettid/getpid/tgkill/
- * process_vm_readv system calls, sigaction and sem_post. Nothing else.
+ * process_vm_readv/pread64 system calls, sigaction and sem_post. Nothing
+ * else.
  */
 #include "lw-capture-core.h"
 
@@ -55,6 +56,60 @@ lw_core_count_signal (int delta)
   atomic_fetch_add (&lw_core_in_flight, delta);
 }
 
+/* How this process's memory is read through the kernel: -1 with
+ * process_vm_readv(), a descriptor of /proc/self/mem, or
+ * LW_CORE_MEMORY_NONE. */
+static _Atomic int lw_core_memory_fd = -1;
+
+/* Any thread, normal context. */
+void
+lw_core_set_memory_fd (int fd)
+{
+  atomic_store (&lw_core_memory_fd, fd);
+}
+
+/* Async-signal-safe. */
+ssize_t
+lw_core_read_memory (const struct iovec *local, unsigned long n_local,
+                     const struct iovec *remote, unsigned long n_remote)
+{
+  int fd = atomic_load (&lw_core_memory_fd);
+  unsigned long l = 0, r = 0;
+  size_t l_off = 0, r_off = 0;
+  ssize_t total = 0;
+
+  if (fd == -1)
+    return syscall (SYS_process_vm_readv, getpid (), local, n_local, remote, n_remote, 0UL);
+  if (fd == LW_CORE_MEMORY_NONE)
+    {
+      errno = ENOSYS;
+      return -1;
+    }
+  /* As process_vm_readv(): the remote pieces in order into the local
+   * ones, up to the first that cannot be read. The file offset is the
+   * address. */
+  while (l < n_local && r < n_remote)
+    {
+      size_t len = LW_MIN (local[l].iov_len - l_off, remote[r].iov_len - r_off);
+      ssize_t got = len == 0 ? 0
+                             : syscall (SYS_pread64, fd, (char *) local[l].iov_base + l_off, len,
+                                        (long) ((uintptr_t) remote[r].iov_base + r_off));
+
+      if (got < 0)
+        return total > 0 ? total : -1;
+      total += got;
+      l_off += (size_t) got;
+      r_off += (size_t) got;
+      if ((size_t) got < len)
+        return total;
+      if (l_off == local[l].iov_len)
+        l++, l_off = 0;
+      if (r_off == remote[r].iov_len)
+        r++, r_off = 0;
+    }
+  return total;
+}
+
 /* Async-signal-safe. Copies the words of [start, start + len) into @dst
  * without ASan's checks (the stack holds other frames' redzones) and
  * without letting the compiler turn the loop into a memcpy call
@@ -101,7 +156,7 @@ lw_core_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi)
           at = page_end;
           n++;
         }
-      got = syscall (SYS_process_vm_readv, getpid (), &local, 1UL, remote, (unsigned long) n, 0UL);
+      got = lw_core_read_memory (&local, 1UL, remote, (unsigned long) n);
       snap->stack_len = got > 0 ? (size_t) got & ~(size_t) 7 : 0;
     }
 }

@@ -17,6 +17,9 @@
  */
 #pragma once
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -94,6 +97,23 @@ int  lw_core_signals_in_flight (void);
 /* Watcher thread, right before it sends an explicit signal (+1), or
  * after a send failed (-1). */
 void lw_core_count_signal (int delta);
+
+/* lw_core_set_memory_fd(): no way to read memory through the kernel. */
+#define LW_CORE_MEMORY_NONE (-2)
+
+/* Any thread, normal context. How lw_core_read_memory() reads: -1 (the
+ * default) with process_vm_readv(), a descriptor of /proc/self/mem with
+ * pread(), or LW_CORE_MEMORY_NONE (every read fails with ENOSYS), when a
+ * seccomp filter forbids process_vm_readv(). */
+void    lw_core_set_memory_fd (int fd);
+
+/* Async-signal-safe. process_vm_readv() on this process, or its
+ * equivalent chosen by lw_core_set_memory_fd(): bytes read, stopping at
+ * the first unreadable page, or -1 with errno. */
+ssize_t lw_core_read_memory   (const struct iovec *local,
+                               unsigned long       n_local,
+                               const struct iovec *remote,
+                               unsigned long       n_remote);
 
 /* Async-signal-safe. Copies the stack of a thread from @sp up into @snap:
  * plainly within [@lo, @hi) when @sp is inside, else through the kernel

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "lw-capture-core.h"
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
 #include "lw-python-private.h"
@@ -388,8 +389,7 @@ lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guin
       local[i] = (struct iovec) { python->code_heads[i], len };
       remote[i] = (struct iovec) { (void *) python->frames[i].code, len };
     }
-  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote,
-               (unsigned long) n, 0UL) == (ssize_t) (n * len))
+  if (lw_core_read_memory (local, n, remote, n) == (ssize_t) (n * len))
     return TRUE;
   for (guint i = 0; i < n; i++)
     if (!lw_python_read (python->frames[i].code, python->code_heads[i], len))
@@ -435,8 +435,7 @@ lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, 
     }
   for (guint i = 0; i < n; i++)
     total += local[i].iov_len;
-  if (syscall (SYS_process_vm_readv, getpid (), local, (unsigned long) n, remote, (unsigned long) n, 0UL)
-      != (ssize_t) total)
+  if (lw_core_read_memory (local, n, remote, n) != (ssize_t) total)
     return FALSE;
   python->window_start = python->spec_window_start;
   python->window_len = python->spec_window_len;

@@ -1,5 +1,6 @@
 /* lw-altstack.c: the alternate signal stack of each watched loop thread */
 #include "lw-altstack.h"
+#include "lw-seccomp.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -54,6 +55,10 @@ lw_altstack_prepare (void)
   stack_t current, ours;
   char *base;
 
+  /* A seccomp filter that forbids sigaltstack() (and may kill this, the
+   * program's thread, for it): the handler runs on the thread's stack. */
+  if (lw_seccomp_verdict (LW_SYSCALL_SIGALTSTACK) != LW_SYSCALL_WORKS)
+    return;
   pthread_once (&once, lw_altstack_init);
   /* A program's own alternate stack is used as it is. */
   if (sigaltstack (NULL, &current) != 0 || !(current.ss_flags & SS_DISABLE)

@@ -158,6 +158,18 @@ lw_dispatch_read_callback (LwSlot *slot, const GSource *source, LwDispatchInfo *
   info->callback_name[sizeof info->callback_name - 1] = '\0';
 }
 
+/* Any thread. TRUE when @name is one GLib gives a source itself (2.74 and
+ * later, measured up to 2.90): every g_idle_add() source is "GIdleSource",
+ * every child watch "GChildWatchSource", every signal source
+ * "GUnixSignalSource: SIGxxx". Not a name the program chose: such a source
+ * is described by its callback, as an unnamed one. */
+static gboolean
+lw_dispatch_is_default_name (const char *name)
+{
+  return strcmp (name, "GIdleSource") == 0 || strcmp (name, "GChildWatchSource") == 0
+         || strncmp (name, "GUnixSignalSource: ", strlen ("GUnixSignalSource: ")) == 0;
+}
+
 gboolean
 lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
 {
@@ -180,10 +192,11 @@ lw_dispatch_read (LwSlot *slot, LwDispatchInfo *info)
       /* A name longer than the room is cut, not refused. */
       if (!lw_modules_read_string ((uintptr_t) source.name, info->name, sizeof info->name, NULL))
         return FALSE;
-      info->named = TRUE;
+      info->named = !lw_dispatch_is_default_name (info->name);
     }
-  else
+  if (!info->named)
     {
+      info->name[0] = '\0';
       /* An unnamed source is described by its callback: the Python
        * callable it runs, else (on the reporting thread) its function. Not
        * a name: "source" stays the program's own (g_source_set_name()). */

@@ -20,6 +20,9 @@
 #define LW_HANG_MAGIC       "lagwatch-hang 1\n"
 #define LW_HANG_MAX_EXE     4096
 #define LW_HANG_MAX_PID     4194304   /* the kernel's PID_MAX_LIMIT */
+/* Enough for a copy's head: the magic line, exe= and pid= lines. */
+#define LW_HANG_HEAD_BYTES  LW_HANG_HEAD_MAX
+G_STATIC_ASSERT (LW_HANG_HEAD_MAX >= sizeof LW_HANG_MAGIC + LW_HANG_MAX_EXE + sizeof "exe=\npid=4194304\njson=");
 
 struct _LwHangStore
 {
@@ -331,13 +334,27 @@ lw_hang_write_file (LwHangStore *store, const char *name, const char *contents)
   return error;
 }
 
+/* Any thread. The copy of the hang @json, @text, as saved by this process. */
+static char *
+lw_hang_record_contents (LwHangStore *store, const char *json, const char *text)
+{
+  return g_strdup_printf (LW_HANG_MAGIC "exe=%s\npid=%d\njson=%s\ntext:\n%s",
+                          store->exe ? store->exe : "", (int) getpid (), json, text);
+}
+
+gboolean
+lw_hang_store_fits (LwHangStore *store, const char *json, const char *text)
+{
+  g_autofree char *contents = lw_hang_record_contents (store, json, text);
+
+  return strlen (contents) <= LW_HANG_MAX_RECORD;
+}
+
 gboolean
 lw_hang_store_save (LwHangStore *store, const char *id, const char *json, const char *text)
 {
   g_autofree char *name = lw_hang_file_name (id);
-  g_autofree char *contents = g_strdup_printf (LW_HANG_MAGIC "exe=%s\npid=%d\njson=%s\ntext:\n%s",
-                                               store->exe ? store->exe : "", (int) getpid (),
-                                               json, text);
+  g_autofree char *contents = lw_hang_record_contents (store, json, text);
   g_autofree char *message = NULL;
   int error;
 
@@ -347,7 +364,8 @@ lw_hang_store_save (LwHangStore *store, const char *id, const char *json, const 
       g_mutex_unlock (&lw_hang_lock);
       return FALSE;
     }
-  error = lw_hang_write_file (store, name, contents);
+  /* The next run would take a bigger copy for someone else's file. */
+  error = strlen (contents) > LW_HANG_MAX_RECORD ? EFBIG : lw_hang_write_file (store, name, contents);
   if (error == 0)
     g_hash_table_add (store->running, g_steal_pointer (&name));
   else if (!store->error_said)
@@ -457,25 +475,26 @@ lw_hang_take_line (const char **p, const char *end, const char *prefix, gsize *l
   return value;
 }
 
-LwHangRecordStatus
-lw_hang_record_parse (const char *data, gsize len, const char *our_exe, LwPreviousHang **hang,
-                      const char **why)
+/* Any thread. The head of a saved copy (@len bytes at @data, the whole
+ * copy or its first LW_HANG_HEAD_BYTES): its magic line, the program that
+ * saved it and that program's process id (*@pid), which tell a copy of a
+ * hang still running whatever its size. *@body: what follows the head. */
+static LwHangRecordStatus
+lw_hang_parse_head (const char *data, gsize len, const char *our_exe, int *pid,
+                    const char **body, const char **why)
 {
   const char *p = data, *end = data + len;
-  const char *exe, *pid_text, *json;
-  gsize exe_len, pid_len, json_len;
+  const char *exe, *pid_text;
+  gsize exe_len, pid_len;
   g_autofree char *pid_copy = NULL;
-  g_autofree char *reencoded = NULL;
-  guint64 pid;
+  guint64 value;
 
-  *hang = NULL;
   *why = NULL;
-  if (len > LW_HANG_MAX_RECORD)
-    *why = "too big";
-  else if (len < strlen (LW_HANG_MAGIC) || memcmp (data, LW_HANG_MAGIC, strlen (LW_HANG_MAGIC)) != 0)
-    *why = "not a lagwatch hang record";
-  if (*why != NULL)
-    return LW_HANG_RECORD_INVALID;
+  if (len < strlen (LW_HANG_MAGIC) || memcmp (data, LW_HANG_MAGIC, strlen (LW_HANG_MAGIC)) != 0)
+    {
+      *why = "not a lagwatch hang record";
+      return LW_HANG_RECORD_INVALID;
+    }
   p += strlen (LW_HANG_MAGIC);
   exe = lw_hang_take_line (&p, end, "exe=", &exe_len);
   if (exe == NULL || exe_len == 0 || exe_len > LW_HANG_MAX_EXE || memchr (exe, '\0', exe_len) != NULL)
@@ -489,11 +508,37 @@ lw_hang_record_parse (const char *data, gsize len, const char *our_exe, LwPrevio
   if (pid_text != NULL)
     pid_copy = g_strndup (pid_text, pid_len);
   if (pid_copy == NULL || strlen (pid_copy) != pid_len
-      || !g_ascii_string_to_unsigned (pid_copy, 10, 1, LW_HANG_MAX_PID, &pid, NULL))
+      || !g_ascii_string_to_unsigned (pid_copy, 10, 1, LW_HANG_MAX_PID, &value, NULL))
     {
       *why = "no valid process id";
       return LW_HANG_RECORD_INVALID;
     }
+  *pid = (int) value;
+  *body = p;
+  return LW_HANG_RECORD_OK;
+}
+
+LwHangRecordStatus
+lw_hang_record_parse (const char *data, gsize len, const char *our_exe, LwPreviousHang **hang,
+                      const char **why)
+{
+  const char *p, *end = data + len;
+  const char *json;
+  gsize json_len;
+  g_autofree char *reencoded = NULL;
+  LwHangRecordStatus status;
+  int pid = 0;
+
+  *hang = NULL;
+  *why = NULL;
+  if (len > LW_HANG_MAX_RECORD)
+    {
+      *why = "too big";
+      return LW_HANG_RECORD_INVALID;
+    }
+  status = lw_hang_parse_head (data, len, our_exe, &pid, &p, why);
+  if (status != LW_HANG_RECORD_OK)
+    return status;
   json = lw_hang_take_line (&p, end, "json=", &json_len);
   if (json == NULL || (reencoded = lw_hang_reencode_json (json, json_len)) == NULL)
     {
@@ -507,7 +552,7 @@ lw_hang_record_parse (const char *data, gsize len, const char *our_exe, LwPrevio
     }
   p += strlen ("text:\n");
   *hang = g_new0 (LwPreviousHang, 1);
-  (*hang)->pid = (int) pid;
+  (*hang)->pid = pid;
   (*hang)->json = g_steal_pointer (&reencoded);
   (*hang)->text = lw_hang_clean_text (p, end - p);
   return LW_HANG_RECORD_OK;
@@ -515,14 +560,15 @@ lw_hang_record_parse (const char *data, gsize len, const char *our_exe, LwPrevio
 
 /* Attaching thread. The contents of the copy @name, or NULL with @why.
  * Opened without blocking (a FIFO planted under that name opens at once)
- * and read only when it is a regular file of a sane size. */
+ * and read only when it is a regular file; of one bigger than a record
+ * can be, only the head is read (*@too_big), to tell whose it is. */
 static char *
 lw_hang_read_file (LwHangStore *store, const char *name, gsize *len, time_t *mtime,
-                   const char **why)
+                   gboolean *too_big, const char **why)
 {
   g_autofree char *contents = NULL;
   struct stat st;
-  gsize done = 0;
+  gsize done = 0, size;
   int fd;
 
   fd = openat (store->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -532,18 +578,17 @@ lw_hang_read_file (LwHangStore *store, const char *name, gsize *len, time_t *mti
       return NULL;
     }
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
-    *why = "not a regular file";
-  else if (st.st_size > LW_HANG_MAX_RECORD)
-    *why = "too big";
-  if (*why != NULL)
     {
+      *why = "not a regular file";
       close (fd);
       return NULL;
     }
-  contents = g_malloc (st.st_size + 1);
-  while (done < (gsize) st.st_size)
+  *too_big = st.st_size > LW_HANG_MAX_RECORD;
+  size = *too_big ? LW_HANG_HEAD_BYTES : (gsize) st.st_size;
+  contents = g_malloc (size + 1);
+  while (done < size)
     {
-      ssize_t n = read (fd, contents + done, st.st_size - done);
+      ssize_t n = read (fd, contents + done, size - done);
 
       if (n < 0 && errno == EINTR)
         continue;
@@ -589,9 +634,11 @@ lw_hang_store_take_previous (LwHangStore *store)
     {
       g_autofree char *contents = NULL;
       LwPreviousHang *hang = NULL;
-      const char *why = NULL;
+      const char *why = NULL, *body;
       time_t mtime = 0;
       gsize len = 0;
+      gboolean too_big = FALSE;
+      int pid = 0;
       LwHangRecordStatus status;
 
       if (g_str_has_prefix (entry->d_name, ".hang-") && g_str_has_suffix (entry->d_name, ".tmp"))
@@ -601,16 +648,27 @@ lw_hang_store_take_previous (LwHangStore *store)
         }
       if (!g_str_has_prefix (entry->d_name, "hang-") || !g_str_has_suffix (entry->d_name, ".rec"))
         continue;
-      contents = lw_hang_read_file (store, entry->d_name, &len, &mtime, &why);
+      contents = lw_hang_read_file (store, entry->d_name, &len, &mtime, &too_big, &why);
       if (contents != NULL && now - mtime > LW_HANG_MAX_AGE_S)
         {
           unlinkat (store->dirfd, entry->d_name, 0);
           continue;
         }
-      status = contents != NULL ? lw_hang_record_parse (contents, len, store->exe, &hang, &why)
+      status = contents != NULL ? lw_hang_parse_head (contents, len, store->exe, &pid, &body, &why)
                                 : LW_HANG_RECORD_INVALID;
       if (status == LW_HANG_RECORD_OTHER_PROGRAM)
         continue;
+      /* Still running (another instance, or this very process): not
+       * killed, and not ours to judge, whatever its size. */
+      if (status == LW_HANG_RECORD_OK && (pid == getpid () || lw_hang_pid_runs (pid, store->exe)))
+        continue;
+      if (status == LW_HANG_RECORD_OK && too_big)
+        {
+          why = "too big";
+          status = LW_HANG_RECORD_INVALID;
+        }
+      else if (status == LW_HANG_RECORD_OK)
+        status = lw_hang_record_parse (contents, len, store->exe, &hang, &why);
       if (status == LW_HANG_RECORD_INVALID)
         {
           g_autofree char *shown = g_strescape (entry->d_name, NULL);
@@ -618,12 +676,6 @@ lw_hang_store_take_previous (LwHangStore *store)
           lw_say ("the state directory %s holds an invalid hang record \"%s\" (%s); removed",
                   store->path, shown, why);
           unlinkat (store->dirfd, entry->d_name, 0);
-          continue;
-        }
-      /* Still running (another instance, or this very process): not killed. */
-      if (hang->pid == getpid () || lw_hang_pid_runs (hang->pid, store->exe))
-        {
-          lw_previous_hang_free (hang);
           continue;
         }
       unlinkat (store->dirfd, entry->d_name, 0);

@@ -28,6 +28,8 @@ G_BEGIN_DECLS
 
 /* The largest copy read back; a bigger file is not one of ours. */
 #define LW_HANG_MAX_RECORD (4 * 1024 * 1024)
+/* The most a copy adds to its JSON line and text block (magic, exe=, pid=). */
+#define LW_HANG_HEAD_MAX   (64 + 4096)
 
 typedef struct _LwHangStore LwHangStore;
 
@@ -42,9 +44,17 @@ LwHangStore *lw_hang_store_open     (const char  *dir);
 void         lw_hang_store_close    (LwHangStore *store);
 
 /* Reporting thread. Saves the hang @id: its JSON line and its text block,
- * durably. A failure is said once per store, on stderr. */
+ * durably. A failure (a copy over LW_HANG_MAX_RECORD among them) is said
+ * once per store, on stderr. */
 gboolean     lw_hang_store_save     (LwHangStore *store,
                                      const char  *id,
+                                     const char  *json,
+                                     const char  *text);
+
+/* Any thread. TRUE when the copy of the hang @json, @text is within
+ * LW_HANG_MAX_RECORD, which lw_hang_store_save() refuses to exceed (the
+ * caller leaves out what it can and tries again). */
+gboolean     lw_hang_store_fits     (LwHangStore *store,
                                      const char  *json,
                                      const char  *text);
 

@@ -217,6 +217,47 @@ lw_reporter_note_drops (LwReporter *reporter)
   reporter->noted_behind = dropped;
 }
 
+/* Reporting thread. Saves the copy of the hang @report for the next run,
+ * within the size the next run reads back (a hang of a process with
+ * thousands of threads can exceed it): the other threads' stacks are left
+ * out, the last ones first, as many as it takes, and the record says how
+ * many. Only the copy is cut; the sinks get the whole report. */
+static void
+lw_reporter_save_hang (LwReporter *reporter, LagWatchReport *report)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+  g_autofree char *text = lagwatch_report_to_text (report);
+
+  guint64 per_thread = 0;
+
+  while (!lw_hang_store_fits (reporter->hangs, json, text) && report->threads_left_out < report->n_threads)
+    {
+      guint64 size = strlen (json) + strlen (text);
+      guint64 excess = size - MIN (size, LW_HANG_MAX_RECORD - LW_HANG_HEAD_MAX);
+      guint kept = report->n_threads - report->threads_left_out;
+
+      if (per_thread == 0)
+        {
+          /* The mean size of a thread's stack, from the record without any. */
+          g_autofree char *json_none = NULL;
+          g_autofree char *text_none = NULL;
+
+          report->threads_left_out = report->n_threads;
+          json_none = lagwatch_report_to_json (report);
+          text_none = lagwatch_report_to_text (report);
+          report->threads_left_out = 0;
+          per_thread = MAX ((size - MIN (size, strlen (json_none) + strlen (text_none))) / report->n_threads, 1);
+        }
+      report->threads_left_out += (guint) MIN ((guint64) kept, excess / per_thread + 1);
+      g_free (json);
+      g_free (text);
+      json = lagwatch_report_to_json (report);
+      text = lagwatch_report_to_text (report);
+    }
+  report->threads_left_out = 0;
+  lw_hang_store_save (reporter->hangs, report->id, json, text);
+}
+
 /* Reporting thread. The callback first: it must not wait behind a sink
  * that stalls, which only the sink thread waits for. */
 static void
@@ -233,12 +274,7 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
       /* The copy for the next run first: whoever sees the record in a sink
        * may kill the process at once (a watchdog, a test). */
       if (reporter->hangs != NULL)
-        {
-          g_autofree char *json = lagwatch_report_to_json (report);
-          g_autofree char *text = lagwatch_report_to_text (report);
-
-          lw_hang_store_save (reporter->hangs, report->id, json, text);
-        }
+        lw_reporter_save_hang (reporter, report);
       lw_sink_queue_report (reporter->sinks, report, TRUE, 0, TRUE);
       return;
     }

@@ -19,6 +19,24 @@ lw_report_new (void)
   return report;
 }
 
+/* Any thread. TRUE when thread @i's stack is left out of @report's
+ * output (the hang record's size limit). */
+static gboolean
+lw_report_thread_left_out (const LagWatchReport *report, guint i)
+{
+  return i + report->threads_left_out >= report->n_threads;
+}
+
+/* Any thread. Why thread @i of @report's hang snapshot shows no stack, or
+ * NULL when it shows one. */
+static const char *
+lw_report_thread_stack_error (const LagWatchReport *report, guint i)
+{
+  if (lw_report_thread_left_out (report, i))
+    return "left out: the hang record would have exceeded its size limit";
+  return report->threads[i].stack_error;
+}
+
 void
 lw_report_stack_clear (LwReportStack *stack)
 {
@@ -27,6 +45,7 @@ lw_report_stack_clear (LwReportStack *stack)
   g_free (stack->frames);
   g_free (stack->thread_name);
   g_free (stack->thread_state);
+  g_free (stack->stack_error);
   memset (stack, 0, sizeof *stack);
 }
 
@@ -728,11 +747,18 @@ lagwatch_report_to_json (LagWatchReport *report)
           lw_json_string (out, thread->thread_name);
           g_string_append (out, ",\"state\":");
           lw_json_string (out, thread->thread_state);
+          g_string_append (out, ",\"stack_error\":");
+          lw_json_string (out, lw_report_thread_stack_error (report, i));
           g_string_append (out, ",\"stack\":");
-          lw_json_frames (out, thread->frames, thread->n_frames);
+          if (lw_report_thread_left_out (report, i))
+            g_string_append (out, "[]");
+          else
+            lw_json_frames (out, thread->frames, thread->n_frames);
           g_string_append_c (out, '}');
         }
       g_string_append_c (out, ']');
+      if (report->threads_left_out > 0)
+        g_string_append_printf (out, ",\"threads_stacks_left_out\":%u", report->threads_left_out);
     }
   if (report->previous_exe != NULL)
     {
@@ -1014,9 +1040,16 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
     {
       const LwReportStack *thread = &report->threads[i];
 
+      const char *error = lw_report_thread_stack_error (report, i);
+
       g_string_append_printf (out, "  thread %d \"%s\" (%s):\n", thread->thread_id,
                               thread->thread_name ? lw_text_safe (keep, thread->thread_name) : "?",
                               thread->thread_state ? lw_text_safe (keep, thread->thread_state) : "?");
+      if (error != NULL)
+        {
+          g_string_append_printf (out, "    (no stack: %s)\n", lw_text_safe (keep, error));
+          continue;
+        }
       lw_text_frames (out, thread->frames, thread->n_frames, 12);
       if (thread->n_frames > 12)
         g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",

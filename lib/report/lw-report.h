@@ -30,6 +30,7 @@ typedef struct
   gboolean  at_limit;        /* truncated at the frame limit, not where the unwind stopped */
   LwFrame  *frames;
   guint     n_frames;
+  char     *stack_error;     /* thread snapshot: why it has no stack, or NULL */
 } LwReportStack;
 
 /* One sample of a lag's timeline. */
@@ -75,6 +76,10 @@ struct _LagWatchReport
   guint     occurrence;      /* how many lags with this fingerprint so far, this one included */
   LwReportStack *threads;    /* hang: every other thread of the process */
   guint     n_threads;
+  /* Set only while the hang record is written (lw-reporter.c): the stacks
+   * of the last threads_left_out threads are left out of the output, to
+   * keep the record within LW_HANG_MAX_RECORD. */
+  guint     threads_left_out;
   char     *previous_exe;    /* "hang-killed" records: the program of the killed run */
 
   /* Set by the watcher for the reporting thread, which derives phase. */

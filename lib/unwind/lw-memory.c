@@ -1,53 +1,19 @@
 /* lw-memory.c: this process's memory, read through the kernel
  *
- * process_vm_readv() on our own pid copies what is mapped and readable and
+ * lw_core_read_memory() (process_vm_readv() on our own pid, or /proc/self/mem
+ * where a seccomp filter forbids it) copies what is mapped and readable and
  * stops at the first page that is not, so a module unmapped meanwhile or a
  * garbage address makes a read fail instead of faulting.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "lw-memory.h"
+#include "lw-capture-core.h"
 #include "lw-say.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
-
-/* This process's pid for process_vm_readv(), 0 until known. getpid() is a
- * system call as costly as the read itself, so it is kept; a child of
- * fork() forgets it, or it would read its parent's memory. (atomic) */
-static atomic_int lw_modules_pid;
-
-/* Async-signal-safe (a pthread_atfork() child handler). */
-static void
-lw_modules_forget_pid (void)
-{
-  atomic_store (&lw_modules_pid, 0);
-}
-
-/* Any thread, normal context. */
-static pid_t
-lw_modules_self_pid (void)
-{
-  static gsize forget_at_fork;
-  pid_t pid = atomic_load (&lw_modules_pid);
-
-  if (pid != 0)
-    return pid;
-  /* Registered before the first pid is kept: every fork after that one
-   * clears it in the child. */
-  if (g_once_init_enter (&forget_at_fork))
-    {
-      pthread_atfork (NULL, NULL, lw_modules_forget_pid);
-      g_once_init_leave (&forget_at_fork, 1);
-    }
-  pid = getpid ();
-  atomic_store (&lw_modules_pid, pid);
-  return pid;
-}
 
 /* Any thread, normal context. How many bytes of [@addr, @addr + @len) the
  * kernel copied into @buf: fewer than @len when a page is not readable (it
@@ -62,10 +28,10 @@ lw_modules_copy_memory (uintptr_t addr,
   struct iovec remote = { (void *) addr, len };
   ssize_t n;
 
-  n = process_vm_readv (lw_modules_self_pid (), &local, 1, &remote, 1, 0);
-  if (n < 0 && errno != EFAULT && g_once_init_enter (&refused))
+  n = lw_core_read_memory (&local, 1, &remote, 1);
+  if (n < 0 && errno != EFAULT && errno != EIO && g_once_init_enter (&refused))
     {
-      lw_say ("process_vm_readv() on this process fails (%s); lagwatch reads no "
+      lw_say ("reads of this process's memory through the kernel fail (%s); lagwatch reads no "
               "unwind tables, source names or interpreter frames, so stacks hold only "
               "their innermost frame",
               g_strerror (errno));

@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "lw-build-config.h"
@@ -45,6 +46,7 @@ typedef struct
 static LwLibunwind lw_unw;
 static gboolean    lw_unw_loaded;
 static GError     *lw_unw_error;
+static atomic_bool lw_unw_forgone;  /* never load nor use libunwind (lw_unwind_forgo) */
 
 /* How far up from a generated frame's stack pointer a return address into
  * a module is looked for: SpiderMonkey's frames are small, its stack of
@@ -249,11 +251,19 @@ lw_unwind_load (gpointer data)
   return NULL;
 }
 
+void
+lw_unwind_forgo (void)
+{
+  atomic_store (&lw_unw_forgone, TRUE);
+}
+
 gboolean
 lw_unwind_init (GError **error)
 {
   static GOnce once = G_ONCE_INIT;
 
+  if (atomic_load (&lw_unw_forgone))
+    return TRUE;
   g_once (&once, lw_unwind_load, NULL);
   if (!lw_unw_loaded && error != NULL)
     *error = g_error_copy (lw_unw_error);
@@ -264,10 +274,13 @@ static LwUnwinder *
 lw_unwinder_create (gboolean reference)
 {
   LwUnwinder *unwinder;
+  gboolean forgone = atomic_load (&lw_unw_forgone);
 
-  if (!lw_unwind_init (NULL))
+  if ((forgone && reference) || !lw_unwind_init (NULL))
     return NULL;
   unwinder = g_new0 (LwUnwinder, 1);
+  if (forgone)
+    return unwinder;  /* lw-cfi's rows only */
   unwinder->as = lw_unw.create_addr_space (&lw_unwind_accessors, 0);
   if (unwinder->as == NULL)
     {
@@ -296,7 +309,8 @@ lw_unwinder_free (LwUnwinder *unwinder)
 {
   if (unwinder == NULL)
     return;
-  lw_unw.destroy_addr_space (unwinder->as);
+  if (unwinder->as != NULL)
+    lw_unw.destroy_addr_space (unwinder->as);
   g_free (unwinder->rows);
   g_free (unwinder->sps);
   g_free (unwinder);
@@ -384,6 +398,8 @@ lw_unwind_step_libunwind (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegSta
   int step;
 
   start.regs[LW_REG_RIP] = lookup_pc;
+  if (unwinder->as == NULL)
+    return LW_STEP_FAIL;
   if (lw_unw.init_remote (&cursor, unwinder->as, &walk) < 0)
     return LW_STEP_FAIL;
   step = lw_unw.step (&cursor);

@@ -25,6 +25,12 @@ G_BEGIN_DECLS
  * when it cannot be loaded; stacks then hold the innermost frame only. */
 gboolean lw_unwind_init  (GError **error);
 
+/* Any thread, normal context, before the first unwinder is made: never
+ * load nor use libunwind (a seccomp filter kills a call it makes as it
+ * starts). Unwinders then step with lw-cfi's rows only, and a walk ends
+ * at a frame those cannot step. */
+void     lw_unwind_forgo (void);
+
 /* One unwinder per watcher thread: libunwind's per-address-space caches are
  * used without sharing. */
 typedef struct _LwUnwinder LwUnwinder;

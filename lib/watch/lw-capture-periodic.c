@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "lw-clock.h"
+#include "lw-seccomp.h"
 #include "lw-threadinfo.h"
 
 /* Watcher thread of @slot. */
@@ -30,7 +31,7 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
 
   g_return_val_if_fail (!req->periodic, FALSE);
   /* The same checks as before an explicit signal: the timer sends it too. */
-  if (!lw_capture_timers_usable () || lw_capture_handler_busy (slot)
+  if (!lw_capture_periodic_supported () || lw_capture_handler_busy (slot)
       || lw_capture_may_signal (slot, tid) != LW_CAPTURE_OK)
     return FALSE;
 
@@ -56,7 +57,8 @@ lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t
 gboolean
 lw_capture_periodic_supported (void)
 {
-  return lw_capture_timers_usable () && !lw_capture_signal_is_taken ();
+  return lw_capture_timers_usable () && !lw_capture_signal_is_taken ()
+         && lw_seccomp_verdict (LW_SYSCALL_TIMER_CREATE) == LW_SYSCALL_WORKS;
 }
 
 /* Watcher thread of @slot, between start and stop. */

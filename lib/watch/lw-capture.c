@@ -17,6 +17,7 @@
  * another (said once); stacks are then taken from /proc only, which shows
  * the stacks of threads asleep in a system call.
  */
+#include "lw-seccomp.h"
 #include "lw-capture.h"
 #include "lw-capture-private.h"
 

@@ -26,6 +26,9 @@
 /* How long a capture may wait for the signal handler. A thread that does not
  * run it by then blocks the signal or sleeps uninterruptibly. */
 #define LW_CAPTURE_TIMEOUT_NS   (50 * LW_NSEC_PER_MSEC)
+/* The most a hang's snapshot of the other threads may take (see
+ * lw_watcher_snapshot_threads()). */
+#define LW_THREADS_BUDGET_NS    (2000 * LW_NSEC_PER_MSEC)
 /* While following a lag, how often at least to check that the thread exists. */
 #define LW_LIVENESS_PERIOD_NS   (1000 * LW_NSEC_PER_MSEC)
 /* Stack bytes copied per capture: deep GTK stacks fit, the copy stays short. */
@@ -396,18 +399,26 @@ lw_watcher_attach_sentinel (LagWatch *watch, LwLag *lag)
 }
 
 /* Watcher thread. Stacks of every other thread of the process (a hang's
- * lock holder shows up there). lagwatch's own threads are left out. */
+ * lock holder shows up there), within LW_THREADS_BUDGET_NS: a thread that
+ * runs answers the signal only once it gets a CPU, which with hundreds of
+ * busy threads on two cores takes a scheduler round each, and the lag is
+ * not sampled meanwhile. Every thread without a stack says why.
+ * lagwatch's own threads are left out. */
 static void
 lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report)
 {
   g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
   GArray *threads = g_array_new (FALSE, TRUE, sizeof (LwReportStack));
+  int64_t until = lw_clock_now_ns () + LW_THREADS_BUDGET_NS;
   const char *entry;
 
   while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
     {
       pid_t tid = (pid_t) g_ascii_strtoll (entry, NULL, 10);
       LwReportStack thread = { 0 };
+      int64_t left = until - lw_clock_now_ns ();
+      LwThreadState state;
+      LwCaptureResult result;
       gboolean truncated;
       guint n = 0;
 
@@ -415,11 +426,26 @@ lw_watcher_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report
         continue;
       thread.thread_name = lw_threadinfo_name (tid);
       thread.thread_id = (int) tid;
-      thread.thread_state = g_strdup (lw_threadinfo_state_name (lw_threadinfo_state (tid)));
-      if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
-                                  LW_CAPTURE_TIMEOUT_NS) == LW_CAPTURE_OK)
+      state = lw_threadinfo_state (tid);
+      thread.thread_state = g_strdup (lw_threadinfo_state_name (state));
+      /* Past the budget, a sleeping thread still costs only a look at /proc. */
+      result = left > 0 || state != LW_THREAD_RUNNING
+               ? lw_capture_take_thread (watch->slot, tid, 0, 0, 0, watch->snapshot,
+                                         left > 0 ? MIN (left, LW_CAPTURE_TIMEOUT_NS) : LW_NSEC_PER_MSEC)
+               : LW_CAPTURE_TIMEOUT;
+      if (result == LW_CAPTURE_OK)
         n = lw_unwinder_walk (watch->unwinder, watch->snapshot, watch->ips,
                               watch->config->max_frames, &truncated);
+      else if (left <= 0)
+        thread.stack_error = g_strdup_printf ("not captured: the snapshot's budget of %d ms "
+                                              "was spent on the threads before it",
+                                              (int) (LW_THREADS_BUDGET_NS / LW_NSEC_PER_MSEC));
+      else if (result == LW_CAPTURE_TIMEOUT && lw_threadinfo_state (tid) == LW_THREAD_RUNNING)
+        thread.stack_error = g_strdup_printf ("not captured: runnable, it did not get a CPU to answer "
+                                              "the signal within %d ms",
+                                              (int) (MIN (left, LW_CAPTURE_TIMEOUT_NS) / LW_NSEC_PER_MSEC));
+      else
+        thread.stack_error = g_strdup (lw_watcher_capture_error (result));
       thread.frames = lw_watcher_frames (watch->ips, n);
       thread.n_frames = n;
       g_array_append_val (threads, thread);

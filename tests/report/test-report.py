@@ -31,9 +31,11 @@ GLIB = ("/lib/x86_64-linux-gnu/libglib-2.0.so.0", "edd2644598e8e0c7656687c30a7da
 
 
 def frame(module, build_id, offset, symbol, file=None, line=None):
+    """A frame as the library writes it; is_program is the library's verdict
+    (the platform's libc and GLib are not the program)."""
     return {"ip": "0x%x" % (0x7f0000000000 + offset), "module": module, "build_id": build_id,
             "module_offset": "0x%x" % offset, "symbol": symbol, "symbol_offset": 4 if symbol else 0,
-            "file": file, "line": line}
+            "file": file, "line": line, "inlined": False, "is_program": module not in (LIBC[0], GLIB[0])}
 
 
 def stack(*inner, program=PROGRAM, program_id=PROGRAM_ID):
@@ -369,6 +371,40 @@ def test_unreadable_input(tmp):
     check("Traceback" not in err, "a crash:\n" + err)
 
 
+def test_decompression_bomb(tmp):
+    """A small gzip file whose one line expands past the line limit (16 MiB):
+    refused with one line and status 1, no traceback, the other inputs
+    still counted."""
+    first, _ = known_records()
+    good = write(tmp, "good.jsonl", jsonl(first))
+    bomb = os.path.join(tmp, "bomb.jsonl.gz")
+    chunk = b"0" * (1 << 20)
+    with gzip.open(bomb, "wb", compresslevel=1) as f:
+        for _ in range(64):
+            f.write(chunk)
+    check(os.path.getsize(bomb) < 1 << 20, "the bomb is small")
+    out, err, status = run([bomb, good], ok_status=(1,))
+    check_equal(status, 1, "exit status with a refused input")
+    check_equal(err.splitlines(),
+                ["lagwatch-report: %s:1: a line longer than 16 MiB: not lagwatch records "
+                 "(a compressed file that expands without end?); the rest of this input is skipped" % bomb],
+                "one line names the refusal")
+    check_equal(sum(v[0] for v in table_rows(out).values()), 3, "the good input still counted")
+
+
+def test_without_is_program(tmp):
+    """Frames that do not say whether they are the program's (a record from
+    another writer) count as the program's: the cause is named after the
+    innermost named frames, and the report says why."""
+    a = cause_stack("save")
+    for f in a:
+        del f["is_program"]
+    out, _, _ = run([write(tmp, "old.jsonl", jsonl([record(CAUSE_A, 250.0, "2026-11-21T10:00:00.000Z", a)]))])
+    check_equal(list(table_rows(out)), ["clock_nanosleep \u2190 save_leaf"], "the cause's name")
+    check("1 records with frames that do not say is_program: those count as the program's\n" in out,
+          "the report says why:\n" + out)
+
+
 def test_hangs(tmp):
     a = cause_stack("save")
     hang = record(CAUSE_A, 5000.0, "2026-11-21T10:00:00.000Z", a, pid=300, event="hang", lag_id="300-1")
@@ -666,6 +702,8 @@ CASES = [
     ("malformed lines", test_malformed_lines, None),
     ("hostile lines", test_hostile_lines, None),
     ("unreadable input", test_unreadable_input, None),
+    ("decompression bomb", test_decompression_bomb, None),
+    ("without is_program", test_without_is_program, None),
     ("hangs", test_hangs, None),
     ("sketch accuracy", test_sketch_accuracy, None),
     ("folded", test_folded, None),

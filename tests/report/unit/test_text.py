@@ -1,0 +1,73 @@
+"""lagwatch_report.text: the text report."""
+
+import unittest
+
+from lagwatch_report.grouping import Call
+from lagwatch_report.text import terminal_safe, write_text
+from records import CAUSE_A, PROGRAM, frame, grouped, known_records, no_offline_names, output, record
+
+EXPECTED = """\
+lagwatch-report: 4 lags, 0 hangs (0 killed) in 2 causes from 4 records in 1 inputs
+
+  #    lags      total        p50        p95        max  cause
+  1       1  1000.0 ms  1000.0 ms  1000.0 ms  1000.0 ms  render_leaf \u2190 render_middle (render.c:20)
+  2       3   600.0 ms   200.0 ms   300.0 ms   300.0 ms  save_leaf \u2190 save_middle (save.c:20)
+
+#1 render_leaf \u2190 render_middle (render.c:20)  fingerprint bbbbbbbbbbbbbbbb
+  1 lag (0 hangs, 0 killed), total 1000.0 ms, p50 1000.0 ms, p95 1000.0 ms, max 1000.0 ms
+  first seen 2026-11-21 10:00:05.000, last seen 2026-11-21 10:00:05.000 UTC
+  programs: editor (1)
+  hosts: not recorded (1)
+  heaviest stack (100% of 10 samples), innermost first:
+    clock_nanosleep
+    render_leaf
+    render_middle
+    render_handler
+    ... 2 more frames
+
+#2 save_leaf \u2190 save_middle (save.c:20)  fingerprint aaaaaaaaaaaaaaaa
+  3 lags (0 hangs, 0 killed), total 600.0 ms, p50 200.0 ms, p95 300.0 ms, max 300.0 ms
+  first seen 2026-11-21 10:00:01.000, last seen 2026-11-21 12:00:00.000 UTC
+  programs: editor (3)
+  hosts: not recorded (3)
+  heaviest stack (100% of 30 samples), innermost first:
+    clock_nanosleep
+    save_leaf
+    save_middle
+    save_handler
+    ... 2 more frames
+"""
+
+
+class TextTest(unittest.TestCase):
+    def test_known_records(self) -> None:
+        grouping = grouped(known_records())
+        out = output()
+        write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 4)
+        self.assertEqual(out.getvalue(), EXPECTED)
+
+    def test_calls_of_the_longest_lag(self) -> None:
+        calls = [{"name": "handler", "start_ms": 0.0, "duration_ms": 300.0,
+                  "children": [{"name": "inner", "start_ms": 10.0, "duration_ms": 200.0}]}]
+        grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z", [frame(PROGRAM, "handler")],
+                                   lag_id="7-1", calls=calls, calls_exact=True)])
+        self.assertEqual(grouping.causes[CAUSE_A].calls,
+                         [Call("handler", 0.0, 300.0, [Call("inner", 10.0, 200.0, [])])])
+        out = output()
+        write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
+        self.assertIn("  calls of its longest lag (7-1, 300.0 ms, exact), in order:\n"
+                      "    handler  300.0 ms  (at 0.0 ms)\n"
+                      "      inner  200.0 ms  (at 10.0 ms)\n", out.getvalue())
+
+    def test_control_characters_are_escaped(self) -> None:
+        self.assertEqual(terminal_safe("a\x1b[2J\nb\x9bc\x7f"), "a\\x1b[2J\\x0ab\\x9bc\\x7f")
+        grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z",
+                                   [frame(PROGRAM, "evil\x1b]0;X\x07"), frame(PROGRAM, "main")])])
+        out = output()
+        write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
+        self.assertNotIn("\x1b", out.getvalue())
+        self.assertIn("evil\\x1b]0;X\\x07 \u2190 main", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
