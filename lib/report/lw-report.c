@@ -16,6 +16,7 @@ lw_report_new (void)
   report->cpu_ms = -1;
   report->event = "lag";
   report->run_delay_ms = -1;
+  report->throttled_ms = -1;
   return report;
 }
 
@@ -772,6 +773,8 @@ lagwatch_report_to_json (LagWatchReport *report)
   lw_json_string (out, !report->stack_truncated ? "outermost"
                        : report->stack_at_limit ? "frame-limit" : "unwind-stopped");
   lw_json_optional_ms (out, "run_delay_ms", report->run_delay_ms);
+  lw_json_optional_ms (out, "stopped_ms", report->stopped_ms);
+  lw_json_optional_ms (out, "throttled_ms", report->throttled_ms);
   g_string_append_printf (out, ",\"cpu_starved\":%s,\"input_pending\":%s",
                           report->cpu_starved ? "true" : "false", report->input_pending ? "true" : "false");
   if (report->source_callback != NULL)
@@ -819,10 +822,18 @@ lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
   g_string_append_printf (out, ")  [%s]\n", lw_text_safe (keep, frame->lang));
 }
 
-/* Any thread. The machine's share of the lag, and waiting input. */
+/* Any thread. The share of the lag the process stood still, the share its
+ * cgroup's quota held it back, the machine's share, and waiting input. */
 static void
 lw_text_whose_fault (GString *out, const LagWatchReport *report)
 {
+  if (report->stopped_ms >= 1)
+    g_string_append_printf (out, "  stopped for %.0f ms (SIGSTOP, a frozen cgroup): the program did not run "
+                            "then, not its doing\n", report->stopped_ms);
+  if (report->throttled_ms >= 1 && report->duration_ms > 0)
+    g_string_append_printf (out, "  throttled by its cgroup for %.0f ms (%.0f%% of the lag): its CPU quota "
+                            "was used up\n", report->throttled_ms,
+                            MIN (100.0 * report->throttled_ms / report->duration_ms, 100.0));
   if (report->run_delay_ms >= 1 && report->duration_ms > 0
       && (report->cpu_starved || report->run_delay_ms >= report->duration_ms / 10))
     g_string_append_printf (out, "  waiting for a CPU: %.0f ms (%.0f%% of the lag)%s\n", report->run_delay_ms,
@@ -990,8 +1001,16 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
         g_string_append_printf (out, "  computing: %.1f ms on CPU (%.0f%% of the lag)\n",
                                 report->cpu_ms, MIN (share, 100.0));
       else if (g_strcmp0 (report->thread_state, "running") == 0)
-        g_string_append_printf (out, "  runnable: %.1f ms on CPU (%.0f%%), the CPU was busy elsewhere\n",
-                                report->cpu_ms, share);
+        {
+          /* What kept it off the CPU most: not the machine when the
+           * process stood still or its cgroup's quota held it back. */
+          double rest = report->duration_ms - report->cpu_ms;
+
+          g_string_append_printf (out, "  runnable: %.1f ms on CPU (%.0f%%), %s\n", report->cpu_ms, share,
+                                  report->stopped_ms >= rest / 2 ? "the process was stopped most of the rest"
+                                  : report->throttled_ms >= rest / 2 ? "its cgroup's CPU quota held it back"
+                                  : "the CPU was busy elsewhere");
+        }
       else
         {
           g_string_append_printf (out, "  waiting: %.1f ms on CPU (%.0f%%)", report->cpu_ms, share);

@@ -95,6 +95,8 @@ struct _LagWatchReport
   /* Whose fault: set by the watcher. */
   double    run_delay_ms;    /* runnable but waiting for a CPU during the lag, < 0 unknown */
   gboolean  cpu_starved;     /* run_delay_ms >= duration_ms / 2 */
+  double    stopped_ms;      /* the process stood still (SIGSTOP, a frozen cgroup) during the lag */
+  double    throttled_ms;    /* its cgroup's CPU quota held it back during the lag, < 0 unknown */
   gboolean  input_pending;   /* an input fd of the context was readable during the lag */
   /* An unnamed source named by its callback (lw-dispatch.h): the watcher
    * sets the function's address (and the name an interpreter hook gave),
