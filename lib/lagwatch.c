@@ -19,7 +19,7 @@
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-sink.h"
-#include "lw-stats-private.h"
+#include "lw-stats-read.h"
 #include "lw-unwind.h"
 #include "lw-watch-private.h"
 #include "lw-watcher.h"
