@@ -17,6 +17,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <gnu/libc-version.h>
 #include <glib/gstdio.h>
 #include <link.h>
@@ -1529,6 +1531,122 @@ test_lines_libc (void)
   g_free (debug_file);
 }
 
+/* The sizes of @path's .debug_ sections, as they are in the file. */
+static gsize
+lw_dwarf_section_bytes (const char *path)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  Elf *elf;
+  size_t shstrndx;
+  gsize bytes = 0;
+
+  g_assert_cmpint (fd, >=, 0);
+  elf_version (EV_CURRENT);
+  elf = elf_begin (fd, ELF_C_READ, NULL);
+  g_assert_nonnull (elf);
+  g_assert_cmpint (elf_getshdrstrndx (elf, &shstrndx), ==, 0);
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn (elf, scn)) != NULL;)
+    {
+      GElf_Shdr shdr;
+      const char *name;
+
+      g_assert_nonnull (gelf_getshdr (scn, &shdr));
+      name = elf_strptr (elf, shstrndx, shdr.sh_name);
+      g_assert_cmpuint (shdr.sh_flags & SHF_COMPRESSED, ==, 0);
+      if (name != NULL && g_str_has_prefix (name, ".debug_"))
+        bytes += shdr.sh_size;
+    }
+  elf_end (elf);
+  close (fd);
+  return bytes;
+}
+
+/* One field ("Anonymous:", "Rss:") of /proc/self/smaps_rollup, in KiB. */
+static guint64
+lw_smaps_kib (const char *field)
+{
+  g_autofree char *contents = NULL;
+  const char *at;
+
+  g_assert_true (g_file_get_contents ("/proc/self/smaps_rollup", &contents, NULL, NULL));
+  at = strstr (contents, field);
+  g_assert_nonnull (at);
+  return g_ascii_strtoull (at + strlen (field), NULL, 10);
+}
+
+/* What resolving libc's lines costs, with libc6-dbg's compressed DWARF
+ * (about 10 MB once inflated, 4 MB on disk): in a fresh process, lines
+ * for a stack of libc functions, then released as the reporting thread
+ * does after a report. The process keeps less than 4 MiB of it, anonymous
+ * or resident: libdw alone would inflate every section into memory that
+ * stays with the process (12.5 MiB anonymous and 5 MiB of the mapped file
+ * were measured). Each line still matches addr2line's. */
+static void
+test_lines_libc_memory (void)
+{
+  static const char *const functions[] = {
+    "qsort", "malloc", "free", "printf", "fopen", "getaddrinfo", "pthread_create",
+    "poll", "memcpy", "strtod", "qsort_r", "setlocale",
+  };
+  uintptr_t address = lw_libc_function ("qsort");
+  guint n_frames = G_N_ELEMENTS (functions);
+  guint64 anon_before, rss_before, anon_after, rss_after;
+  LwLinesStats stats;
+  LwFrame *frames;
+  LwFrame frame;
+  char *debug_file;
+
+  lw_symbols_resolve (address, FALSE, &frame);
+  debug_file = lw_debug_file (&frame, "/usr/lib/debug");
+  lw_frame_clear (&frame);
+  if (debug_file == NULL)
+    {
+      g_test_skip ("no libc debug file under /usr/lib/debug (libc6-dbg)");
+      return;
+    }
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDOUT | G_TEST_SUBPROCESS_INHERIT_STDERR);
+      g_test_trap_assert_passed ();
+      g_free (debug_file);
+      return;
+    }
+
+  /* Symbols first: their tables are not what is measured. */
+  frames = g_new0 (LwFrame, n_frames);
+  for (guint i = 0; i < n_frames; i++)
+    lw_symbols_resolve (lw_libc_function (functions[i]) + LW_INSIDE, i > 0, &frames[i]);
+  anon_before = lw_smaps_kib ("Anonymous:");
+  rss_before = lw_smaps_kib ("Rss:");
+  lw_lines_resolve_stack (&frames, &n_frames);
+  lw_lines_get_stats (&stats);
+  g_test_message ("libc's DWARF open: %.1f MiB inflated (anonymous +%.1f MiB, RSS +%.1f MiB)",
+                  stats.open_bytes / 1048576.0,
+                  ((gint64) lw_smaps_kib ("Anonymous:") - (gint64) anon_before) / 1024.0,
+                  ((gint64) lw_smaps_kib ("Rss:") - (gint64) rss_before) / 1024.0);
+  lw_lines_release ();
+  anon_after = lw_smaps_kib ("Anonymous:");
+  rss_after = lw_smaps_kib ("Rss:");
+  g_test_message ("after its release: anonymous +%.1f MiB, RSS +%.1f MiB",
+                  ((gint64) anon_after - (gint64) anon_before) / 1024.0,
+                  ((gint64) rss_after - (gint64) rss_before) / 1024.0);
+  g_assert_cmpint ((gint64) anon_after - (gint64) anon_before, <, 4 * 1024);
+  g_assert_cmpint ((gint64) rss_after - (gint64) rss_before, <, 4 * 1024);
+  for (guint i = 0; i < n_frames; i++)
+    if (!frames[i].inlined)
+      {
+        g_assert_nonnull (frames[i].file);
+        g_test_message ("%s: %s:%u", frames[i].symbol, frames[i].file, frames[i].line);
+      }
+  for (guint i = 0; i < n_frames; i++)
+    lw_frame_clear (&frames[i]);
+  g_free (frames);
+  /* The same lines, answered again without the DWARF, match addr2line's. */
+  lw_assert_line_matches_addr2line (address + LW_INSIDE, TRUE, debug_file,
+                                    lw_glibc_qsort_file ());
+  g_free (debug_file);
+}
+
 /* The budget closes the least recently used DWARF, never the one in use. */
 static void
 test_lines_budget (void)
@@ -1536,7 +1654,6 @@ test_lines_budget (void)
   LwLinesStats stats;
   LwFixture fixture;
   LwFrame frame;
-  GStatBuf st;
 
   lw_fixture_open (&fixture, LW_FIXTURE_SYMTAB);
   lw_lines_set_budget (1);
@@ -1553,8 +1670,27 @@ test_lines_budget (void)
 
   lw_lines_get_stats (&stats);
   g_assert_cmpuint (stats.n_open, ==, 1);
-  g_assert_cmpint (g_stat (LW_FIXTURE_SYMTAB, &st), ==, 0);
-  g_assert_cmpuint (stats.open_bytes, ==, st.st_size);
+  /* Not compressed: libdw maps the file, and may touch its DWARF. */
+  g_assert_cmpuint (stats.open_bytes, ==, lw_dwarf_section_bytes (LW_FIXTURE_SYMTAB));
+
+  lw_lines_release ();
+  lw_lines_get_stats (&stats);
+  g_assert_cmpuint (stats.n_open, ==, 0);
+  g_assert_cmpuint (stats.open_bytes, ==, 0);
+  /* Answered before: no DWARF opened again. */
+  lw_symbols_resolve ((uintptr_t) fixture.exported, FALSE, &frame);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_nonnull (frame.file);
+  lw_frame_clear (&frame);
+  lw_lines_get_stats (&stats);
+  g_assert_cmpuint (stats.n_open, ==, 0);
+  /* An address of the module not looked up before: opened again. */
+  lw_symbols_resolve ((uintptr_t) fixture.exported + 1, FALSE, &frame);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_nonnull (frame.file);
+  lw_frame_clear (&frame);
+  lw_lines_get_stats (&stats);
+  g_assert_cmpuint (stats.n_open, ==, 1);
 
   lw_lines_set_budget (0);
   lw_fixture_close (&fixture);
@@ -1870,6 +2006,7 @@ lw_skip_without_libdw (void)
 #define test_lines_debug_files       lw_skip_without_libdw
 #define test_lines_libc              lw_skip_without_libdw
 #define test_lines_budget            lw_skip_without_libdw
+#define test_lines_libc_memory       lw_skip_without_libdw
 #define test_lines_no_debuginfod     lw_skip_without_libdw
 #define test_lines_debuginfod_opt_in lw_skip_without_libdw
 #define test_lines_each_address_once lw_skip_without_libdw
@@ -2031,6 +2168,7 @@ main (int    argc,
   g_test_add_func ("/lines/debug-files", test_lines_debug_files);
   g_test_add_func ("/lines/libc", test_lines_libc);
   g_test_add_func ("/lines/budget", test_lines_budget);
+  g_test_add_func ("/lines/libc-memory", test_lines_libc_memory);
   g_test_add_func ("/lines/fifo-module-file", test_lines_fifo_module_file);
   g_test_add_func ("/lines/no-debuginfod", test_lines_no_debuginfod);
   g_test_add_func ("/lines/debuginfod-opt-in", test_lines_debuginfod_opt_in);
