@@ -755,15 +755,13 @@ lw_lines_answer_for (LwDwarfEntry *entry, LwModule *module, uintptr_t offset, co
   const char *file;
   int line_number = 0;
 
-  if (entry->path == NULL)
-    return NULL;
-  if (entry->answers == NULL)
-    entry->answers = g_hash_table_new_full (NULL, NULL, NULL, lw_lines_answer_free);
-  answer = g_hash_table_lookup (entry->answers, GSIZE_TO_POINTER (offset));
+  answer = entry->answers != NULL ? g_hash_table_lookup (entry->answers, GSIZE_TO_POINTER (offset)) : NULL;
   if (answer != NULL)
     return answer;
   if (!lw_dwarf_entry_reopen (entry, module))
     return NULL;
+  if (entry->answers == NULL)
+    entry->answers = g_hash_table_new_full (NULL, NULL, NULL, lw_lines_answer_free);
 
   answer = g_new0 (LwLinesAnswer, 1);
   if (dwarf_addrdie (entry->dwarf, offset, &cu) != NULL &&

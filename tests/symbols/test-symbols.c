@@ -1591,6 +1591,8 @@ test_lines_libc_memory (void)
   uintptr_t address = lw_libc_function ("qsort");
   guint n_frames = G_N_ELEMENTS (functions);
   guint64 anon_before, rss_before, anon_after, rss_after;
+  gint64 start;
+  double elapsed_ms;
   LwLinesStats stats;
   LwFrame *frames;
   LwFrame frame;
@@ -1618,10 +1620,12 @@ test_lines_libc_memory (void)
     lw_symbols_resolve (lw_libc_function (functions[i]) + LW_INSIDE, i > 0, &frames[i]);
   anon_before = lw_smaps_kib ("Anonymous:");
   rss_before = lw_smaps_kib ("Rss:");
+  start = g_get_monotonic_time ();
   lw_lines_resolve_stack (&frames, &n_frames);
+  elapsed_ms = (g_get_monotonic_time () - start) / 1000.0;
   lw_lines_get_stats (&stats);
-  g_test_message ("libc's DWARF open: %.1f MiB inflated (anonymous +%.1f MiB, RSS +%.1f MiB)",
-                  stats.open_bytes / 1048576.0,
+  g_test_message ("libc's DWARF open: %.1f MiB inflated, %.1f ms (anonymous +%.1f MiB, RSS +%.1f MiB)",
+                  stats.open_bytes / 1048576.0, elapsed_ms,
                   ((gint64) lw_smaps_kib ("Anonymous:") - (gint64) anon_before) / 1024.0,
                   ((gint64) lw_smaps_kib ("Rss:") - (gint64) rss_before) / 1024.0);
   lw_lines_release ();
