@@ -45,6 +45,24 @@
 
 #define LAGGY __attribute__ ((noipa))
 
+/* TRUE: the CPU-time timer is refused, as where none can be used: every lag
+ * sampled by explicit signals (lw_capture_periodic_start() is wrapped:
+ * -Wl,--wrap, bench/meson.build). */
+static _Atomic gboolean refuse_cpu_timer;
+
+gboolean __real_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+gboolean __wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+
+gboolean
+__wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                  uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns)
+{
+  return !atomic_load (&refuse_cpu_timer)
+         && __real_lw_capture_periodic_start (slot, tid, busy_seq, stack_lo, stack_hi, snapshot, interval_ns);
+}
+
 static gboolean short_mode;
 static int      section;     /* --section N: only that one; 0: all */
 static int failures;
@@ -798,7 +816,7 @@ sampling_share (gint64 hang_us, gboolean explicit_sampling, guint *samples, int6
   lagwatch_config_set_hang_ms (config, 3600000);
   g_main_context_push_thread_default (context);
   watch = lagwatch_attach_with_config (context, config);
-  atomic_store (&watch->explicit_sampling, explicit_sampling);
+  atomic_store (&refuse_cpu_timer, explicit_sampling);
   lagwatch_set_report_func (watch, note_samples, (gpointer) &reported, NULL);
   g_main_context_iteration (context, FALSE);
   g_main_context_iteration (context, FALSE);

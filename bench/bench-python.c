@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench-stats.h"
@@ -58,6 +59,7 @@
 #define BENCH_DEPTH   20
 #define BENCH_GAP_US  1000
 #define BENCH_WAIT_NS (1000 * LW_NSEC_PER_MSEC)
+#define BENCH_HOT     10  /* merges again of each sample, after it */
 
 /* Per thread sampled (BENCH_PYTHON, BENCH_NATIVE) and place of the
  * sampler (BENCH_OTHER_CPU, BENCH_SAME_CPU), the medians in µs, in this
@@ -70,6 +72,8 @@ enum
   BENCH_CAPTURE,   /* the three above: lw_capture_take_thread() */
   BENCH_UNWIND,
   BENCH_MERGE,     /* lw_python_merge() */
+  BENCH_MERGE_CPU, /* the same, in the sampler's CPU time: what waiting for a CPU leaves out */
+  BENCH_MERGE_HOT, /* apart: the merge again on the same sample, caches warm, CPU time each */
   BENCH_WHOLE,     /* one whole sample: capture + unwind + merge */
   BENCH_BY_PATH,   /* apart: the thread's status file read by path (as the checks did) */
   BENCH_N_TIMES
@@ -236,6 +240,16 @@ bench_on_bare_signal (int signo, siginfo_t *info, void *ucontext)
   atomic_store (&bench_signal_entry_ns, lw_clock_now_ns ());
 }
 
+/* Any thread. Its CPU time, in ns. */
+static int64_t
+bench_cpu_ns (void)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &now);
+  return (int64_t) now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
 /* The sampler. One sample of the watch's loop thread, as the watcher takes
  * one during a lag. */
 static void
@@ -243,9 +257,9 @@ bench_take (BenchResults *results)
 {
   LwSlot *slot = bench.watch->slot;
   pid_t tid = atomic_load (&slot->loop_tid);
-  uintptr_t ips[128];
-  gboolean truncated, blocked, pending;
-  int64_t t0, t1, t2, t3;
+  uintptr_t ips[128], unwound[128];
+  gboolean truncated, blocked, pending, unwound_truncated;
+  int64_t t0, t1, t2, t3, cpu0, cpu3;
   guint native, merged;
   int python_frames = 0;
 
@@ -255,10 +269,14 @@ bench_take (BenchResults *results)
     return;
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, G_N_ELEMENTS (ips), &truncated);
+  memcpy (unwound, ips, native * sizeof *ips);
+  unwound_truncated = truncated;
+  cpu0 = bench_cpu_ns ();
   t2 = lw_clock_now_ns ();
   merged = lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
                             G_N_ELEMENTS (ips), &truncated);
   t3 = lw_clock_now_ns ();
+  cpu3 = bench_cpu_ns ();
 
   append_us (results->times[BENCH_CHECKS], slot->capture.sent_ns - t0);
   append_us (results->times[BENCH_DELIVERY], bench.snap->taken_ns - slot->capture.sent_ns);
@@ -266,9 +284,24 @@ bench_take (BenchResults *results)
   append_us (results->times[BENCH_CAPTURE], t1 - t0);
   append_us (results->times[BENCH_UNWIND], t2 - t1);
   append_us (results->times[BENCH_MERGE], t3 - t2);
+  append_us (results->times[BENCH_MERGE_CPU], cpu3 - cpu0);
   append_us (results->times[BENCH_WHOLE], t3 - t0);
   for (guint j = 0; j < merged; j++)
     python_frames += lw_python_is_frame (ips[j]);
+
+  /* The merge's own cost, without what a cold sample adds (caches and
+   * TLB refilled after the sampler slept, waiting for a CPU): the same
+   * stack merged again BENCH_HOT times, the thread still stuck. */
+  cpu0 = bench_cpu_ns ();
+  for (int k = 0; k < BENCH_HOT; k++)
+    {
+      gboolean again_truncated = unwound_truncated;
+
+      memcpy (ips, unwound, native * sizeof *ips);
+      lw_python_merge (bench.python, tid, lw_unwinder_stack_pointers (bench.unwinder), ips, native,
+                       G_N_ELEMENTS (ips), &again_truncated);
+    }
+  append_us (results->times[BENCH_MERGE_HOT], (bench_cpu_ns () - cpu0) / BENCH_HOT);
 
   /* A reference for the checks, as cold as they are: after the same sleep,
    * the status file read the way lagwatch reads it for any thread. */

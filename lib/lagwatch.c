@@ -151,11 +151,10 @@ lw_report_previous_hangs (LagWatch *watch)
   for (guint i = 0; i < previous->len; i++)
     {
       const LwPreviousHang *hang = previous->pdata[i];
-      g_autofree char *json = g_strdup_printf ("{\"event\":\"hang-killed\",\"previous_pid\":%d,"
-                                               "\"hang\":%s}", hang->pid, hang->json);
-      g_autofree char *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during "
-                                               "a hang; its last record:\n%s", hang->pid, hang->text);
+      g_autofree char *json = NULL;
+      g_autofree char *text = NULL;
 
+      lw_sink_hang_killed_record (hang->pid, hang->json, hang->text, &json, &text);
       lw_reporter_write_raw (watch->reporter, json, text);
     }
 }

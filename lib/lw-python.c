@@ -8,6 +8,7 @@
 
 #include "lw-capture-core.h"
 #include "lw-lang-frames.h"
+#include "lw-load.h"
 #include "lw-modules.h"
 #include "lw-python-private.h"
 
@@ -23,22 +24,44 @@
 #define LW_PY_MAX_FRAMES       256
 #define LW_PY_MAX_STRING       512
 #define LW_PY_MAX_LINETABLE    (64 * 1024)
-#define LW_PY_CODE_CACHE       256
+/* The code cache: LW_PY_CODE_SETS sets of LW_PY_CODE_WAYS entries, a code
+ * object's set chosen by its address, the entry least recently used
+ * replaced: a deep stack's code objects share a set without evicting each
+ * other at every sample (with one entry per set, two of a 30-frame stack
+ * collide more often than not). */
+#define LW_PY_CODE_SETS        64
+#define LW_PY_CODE_WAYS        4
+#define LW_PY_CODE_CACHE       (LW_PY_CODE_SETS * LW_PY_CODE_WAYS)
+/* Per code object, the tags of the last code units seen executing: a
+ * stuck frame executes the same few (a loop, a call) sample after sample. */
+#define LW_PY_CODE_TAGS        4
+/* 3.11's code objects carry no number of their own (3.12 added
+ * co_version): there the cache also compares the first bytes of the
+ * code object's qualified name (its length, hash, state and first
+ * characters), since a code object freed with its name and another made
+ * may find both at the old addresses. */
+#define LW_PY_NAME_CHECK       128
+#define LW_PY_HAS_CO_VERSION(o) ((o)->version >= 0x030c)
 
 typedef struct
 {
   uintptr_t code;           /* 0: empty slot */
-  uintptr_t qualname_obj;
-  uintptr_t filename_obj;
-  uintptr_t linetable_obj;
+  /* The code object's first code_code_adaptive bytes when its strings and
+   * line table were read (from 3.12 they hold co_version, a number CPython
+   * gives each code object it makes). */
+  guint8    head[LW_PY_CODE_HEAD];
+  guint64   used;           /* the merge that last used it */
+  guint8    name[LW_PY_NAME_CHECK];  /* 3.11: the qualified name's first bytes */
+  gsize     name_len;                /* 0 from 3.12 */
   int       firstlineno;
   gssize    n_units;
   char     *qualname;
   char     *filename;
   guint8   *linetable;
   gsize     linetable_len;
-  guint     last_line;      /* the line last interned for this code, and its tag */
-  uintptr_t last_tag;
+  gssize    tag_index[LW_PY_CODE_TAGS];  /* a code unit, and the tag of its line */
+  uintptr_t tag[LW_PY_CODE_TAGS];        /* 0: none */
+  guint     next_tag;
 } LwPyCode;
 
 typedef struct
@@ -48,6 +71,7 @@ typedef struct
   uintptr_t tag;
   gboolean  is_entry;       /* the first frame its evaluation loop ran */
   uintptr_t entry_at;       /* 3.12+, an entry frame: its loop's shim frame, on the C stack */
+  guint     code_index;     /* its code object among the stack's distinct ones */
 } LwPyFrameRead;
 
 struct _LwPython
@@ -55,8 +79,18 @@ struct _LwPython
   pid_t         tstate_tid;   /* the thread tstate was found for */
   uintptr_t     tstate;
   LwPyCode      codes[LW_PY_CODE_CACHE];
+  guint64       merges;       /* merges so far: the cache's clock */
   LwPyFrameRead frames[LW_PY_MAX_FRAMES];
+  /* The distinct code objects of the frames read (a recursion runs one
+   * code object in many frames), and their first bytes: each is read once
+   * per sample. */
+  uintptr_t     stack_codes[LW_PY_MAX_FRAMES];
+  guint         n_codes;
   guint8        code_heads[LW_PY_MAX_FRAMES][LW_PY_CODE_HEAD];
+  /* 3.11: the first bytes of their qualified names, read at the names'
+   * cached addresses; name_lens[i] 0 when none was read. */
+  guint8        names[LW_PY_MAX_FRAMES][LW_PY_NAME_CHECK];
+  gsize         name_lens[LW_PY_MAX_FRAMES];
   /* A copy of the page of the thread's frame stack last read: CPython
    * keeps a thread's frames side by side, callers below callees, so one read
    * serves many frames. Valid for one merge. */
@@ -75,22 +109,13 @@ struct _LwPython
   gsize         spec_window_len;
   uintptr_t     spec_window2_start;       /* the page last missed */
   gsize         spec_window2_len;
-  uintptr_t     spec_codes[LW_PY_MAX_FRAMES];
+  uintptr_t     spec_codes[LW_PY_MAX_FRAMES];  /* distinct */
   guint         n_spec;                   /* code_heads hold spec_codes' heads when heads_fresh */
   gboolean      heads_fresh;
   uintptr_t    *scratch;       /* scratch_len of each */
   gint         *loop_of;       /* per native frame: the entry frame it ran, or -1 */
   guint         scratch_len;
 };
-
-static uintptr_t
-lw_python_field (const guint8 *block, gsize offset)
-{
-  uintptr_t value;
-
-  memcpy (&value, block + offset, sizeof value);
-  return value;
-}
 
 LwPython *
 lw_python_new (void)
@@ -160,9 +185,9 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 
   g_assert (o->compact_utf8 + sizeof (uintptr_t) <= sizeof head);
   if (!lw_python_read (object, head, o->ascii_size)
-      || lw_python_field (head, o->object_type) != interp->unicode_type)
+      || lw_load_uptr (head, o->object_type) != interp->unicode_type)
     return NULL;
-  length = lw_python_field (head, o->unicode_length);
+  length = lw_load_uptr (head, o->unicode_length);
   memcpy (&state, head + o->unicode_state, sizeof state);
   kind = LW_PY_STATE_KIND (state);
   if (!(state & LW_PY_STATE_COMPACT) || length == 0 || length > LW_PY_MAX_STRING)
@@ -174,11 +199,11 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
       if (!lw_python_read (object + o->ascii_size, head + o->ascii_size,
                            o->compact_utf8 + sizeof (uintptr_t) - o->ascii_size))
         return NULL;
-      data = lw_python_field (head, o->compact_utf8);
+      data = lw_load_uptr (head, o->compact_utf8);
       if (data == 0)
         return kind == 1 || kind == 2 || kind == 4
                ? lw_python_read_units (object + o->compact_size, length, kind) : NULL;
-      length = lw_python_field (head, o->compact_utf8_length);
+      length = lw_load_uptr (head, o->compact_utf8_length);
       if (length == 0 || length > LW_PY_MAX_STRING * 4)
         return NULL;
     }
@@ -204,9 +229,9 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
   guint8 *data;
 
   if (!lw_python_read (object, head, o->bytes_data)
-      || lw_python_field (head, o->object_type) != interp->bytes_type)
+      || lw_load_uptr (head, o->object_type) != interp->bytes_type)
     return NULL;
-  size = lw_python_field (head, o->var_size);
+  size = lw_load_uptr (head, o->var_size);
   if (size == 0 || size > LW_PY_MAX_LINETABLE)
     return NULL;
   data = g_malloc (size);
@@ -219,51 +244,149 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
   return data;
 }
 
-/* Watcher thread. The code object at @code_addr, whose first bytes are
- * @block: from the cache when its fields are unchanged, else its strings
- * and line table read afresh. NULL when it is not a code object or cannot
- * be read whole. */
-static LwPyCode *
-lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_addr,
-                const guint8 *block)
+/* Watcher thread. Keeps in @slot the first bytes of the str at @object
+ * (3.11's check that a code object's name is the one cached): its head
+ * (length, hash, state) and, when it is compact ASCII, its characters,
+ * at most LW_PY_NAME_CHECK bytes in all. */
+static gboolean
+lw_python_name_check (const LwPyInterpreter *interp, uintptr_t object, LwPyCode *slot)
 {
   const LwPyOffsets *o = interp->offsets;
-  LwPyCode *slot = &python->codes[(code_addr >> 4) % LW_PY_CODE_CACHE];
-  uintptr_t qualname_obj, filename_obj, linetable_obj;
+  uintptr_t length;
+  guint32 state;
+
+  if (o->ascii_size > LW_PY_NAME_CHECK || !lw_python_read (object, slot->name, o->ascii_size))
+    return FALSE;
+  length = lw_load_uptr (slot->name, o->unicode_length);
+  memcpy (&state, slot->name + o->unicode_state, sizeof state);
+  slot->name_len = o->ascii_size;
+  if ((state & LW_PY_STATE_COMPACT) && (state & LW_PY_STATE_ASCII))
+    slot->name_len = MIN (LW_PY_NAME_CHECK, o->ascii_size + MIN (length, LW_PY_MAX_STRING) + 1);
+  return lw_python_read (object, slot->name, slot->name_len);
+}
+
+/* Watcher thread. The cached entry of the code object at @code_addr,
+ * left as it is; NULL when there is none. */
+static LwPyCode *
+lw_python_code_cached (LwPython *python, uintptr_t code_addr)
+{
+  LwPyCode *set = &python->codes[((code_addr >> 4) % LW_PY_CODE_SETS) * LW_PY_CODE_WAYS];
+
+  for (guint w = 0; w < LW_PY_CODE_WAYS; w++)
+    if (set[w].code == code_addr)
+      return &set[w];
+  return NULL;
+}
+
+/* Watcher thread. 3.11: fills in @local and @remote the read of the
+ * first bytes of the qualified name of code object @i of the stack
+ * (@code_addr), at the address and length cached for it; FALSE when
+ * there is none to read (no entry, or 3.12+). */
+static gboolean
+lw_python_name_iovec (LwPython *python, const LwPyInterpreter *interp, guint i, uintptr_t code_addr,
+                      struct iovec *local, struct iovec *remote)
+{
+  LwPyCode *slot = lw_python_code_cached (python, code_addr);
+
+  python->name_lens[i] = 0;
+  if (slot == NULL || slot->name_len == 0)
+    return FALSE;
+  python->name_lens[i] = slot->name_len;
+  *local = (struct iovec) { python->names[i], slot->name_len };
+  *remote = (struct iovec) { (void *) lw_load_uptr (slot->head, interp->offsets->code_qualname),
+                             slot->name_len };
+  return TRUE;
+}
+
+/* Watcher thread. The code object at @code_addr, whose first bytes are
+ * @block (3.11: and @name_len first bytes of its qualified name, @name):
+ * from the cache when those bytes are unchanged since its strings and
+ * line table were read, else read afresh. NULL when it is not a code
+ * object or cannot be read whole. */
+static LwPyCode *
+lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_addr,
+                const guint8 *block, const guint8 *name, gsize name_len)
+{
+  const LwPyOffsets *o = interp->offsets;
+  LwPyCode *set = &python->codes[((code_addr >> 4) % LW_PY_CODE_SETS) * LW_PY_CODE_WAYS];
+  LwPyCode *slot = NULL;
   gssize n_units;
   int firstlineno;
 
-  if (lw_python_field (block, o->object_type) != interp->code_type)
+  if (lw_load_uptr (block, o->object_type) != interp->code_type)
     return NULL;
-  qualname_obj = lw_python_field (block, o->code_qualname);
-  filename_obj = lw_python_field (block, o->code_filename);
-  linetable_obj = lw_python_field (block, o->code_linetable);
-  n_units = (gssize) lw_python_field (block, o->var_size);
-  memcpy (&firstlineno, block + o->code_firstlineno, sizeof firstlineno);
-  /* A code object freed and another made at its address: as long as it
-   * refers to the same (immutable, referenced) objects, the cached copy
-   * of their contents is still right. */
-  if (slot->code == code_addr && slot->qualname_obj == qualname_obj
-      && slot->filename_obj == filename_obj && slot->linetable_obj == linetable_obj
-      && slot->firstlineno == firstlineno && slot->n_units == n_units)
-    return slot;
+  /* A code object freed and another made at its address: the cached
+   * entry stands only if every byte of the head but the reference count
+   * is the same (the objects it refers to, its sizes and first line, and
+   * from 3.12 its co_version, unique to it). A field that changes while
+   * the code object lives (3.11's warm-up counter, a weak reference
+   * taken) costs one more read of its strings, never a stale name. */
+  slot = lw_python_code_cached (python, code_addr);
+  if (slot != NULL
+      && memcmp (slot->head + sizeof (uintptr_t), block + sizeof (uintptr_t),
+                 o->code_code_adaptive - sizeof (uintptr_t)) == 0
+      && name_len == slot->name_len
+      && (name_len == 0 || memcmp (slot->name + sizeof (uintptr_t), name + sizeof (uintptr_t),
+                                   name_len - sizeof (uintptr_t)) == 0))
+    {
+      slot->used = python->merges;
+      return slot;
+    }
+  if (slot == NULL)
+    {
+      slot = &set[0];
+      for (guint w = 1; w < LW_PY_CODE_WAYS; w++)
+        if (set[w].used < slot->used)
+          slot = &set[w];
+    }
   lw_python_code_clear (slot);
-  slot->qualname = lw_python_read_string (interp, qualname_obj);
-  slot->filename = lw_python_read_string (interp, filename_obj);
-  slot->linetable = lw_python_read_bytes (interp, linetable_obj, &slot->linetable_len);
+  n_units = (gssize) lw_load_uptr (block, o->var_size);
+  memcpy (&firstlineno, block + o->code_firstlineno, sizeof firstlineno);
+  slot->qualname = lw_python_read_string (interp, lw_load_uptr (block, o->code_qualname));
+  slot->filename = lw_python_read_string (interp, lw_load_uptr (block, o->code_filename));
+  slot->linetable = lw_python_read_bytes (interp, lw_load_uptr (block, o->code_linetable),
+                                          &slot->linetable_len);
   if (slot->qualname == NULL || slot->filename == NULL || slot->linetable == NULL
       || n_units <= 0)
     {
       lw_python_code_clear (slot);
       return NULL;
     }
+  if (!LW_PY_HAS_CO_VERSION (o)
+      && !lw_python_name_check (interp, lw_load_uptr (block, o->code_qualname), slot))
+    {
+      lw_python_code_clear (slot);
+      return NULL;
+    }
   slot->code = code_addr;
-  slot->qualname_obj = qualname_obj;
-  slot->filename_obj = filename_obj;
-  slot->linetable_obj = linetable_obj;
+  memcpy (slot->head, block, o->code_code_adaptive);
+  slot->used = python->merges;
   slot->firstlineno = firstlineno;
   slot->n_units = n_units;
   return slot;
+}
+
+/* Watcher thread. The tag of @code's frame executing code unit @index
+ * (-1: not started): from the code's last few, else its line found in its
+ * line table and interned. 0 when the table of tags is full. */
+static uintptr_t
+lw_python_code_tag (LwPyCode *code, gssize index)
+{
+  guint line;
+  uintptr_t tag;
+
+  for (guint k = 0; k < LW_PY_CODE_TAGS; k++)
+    if (code->tag[k] != 0 && code->tag_index[k] == index)
+      return code->tag[k];
+  line = lw_python_layout_line (code->linetable, code->linetable_len, code->firstlineno, index);
+  tag = lw_lang_frame_intern (LW_LANG_PYTHON, code->qualname, code->filename, line);
+  if (tag != 0)
+    {
+      code->tag_index[code->next_tag] = index;
+      code->tag[code->next_tag] = tag;
+      code->next_tag = (code->next_tag + 1) % LW_PY_CODE_TAGS;
+    }
+  return tag;
 }
 
 /* Any thread. The bytes of a PyThreadState read. */
@@ -289,9 +412,9 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
   if (prefetched != NULL)
     memcpy (block, prefetched, head);
   if (python->tstate_tid == tid && (prefetched != NULL || lw_python_read (python->tstate, block, head))
-      && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+      && lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
-      *frame_at = lw_python_field (block, o->tstate_frame);
+      *frame_at = lw_load_uptr (block, o->tstate_frame);
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -305,14 +428,14 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
         {
           if (!lw_python_read (tstate, block, head))
             return 0;
-          if (lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+          if (lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
-              *frame_at = lw_python_field (block, o->tstate_frame);
+              *frame_at = lw_load_uptr (block, o->tstate_frame);
               return tstate;
             }
-          tstate = lw_python_field (block, o->tstate_next);
+          tstate = lw_load_uptr (block, o->tstate_next);
         }
       if (!lw_python_read_word (interp_state + o->interp_next, &interp_state))
         return 0;
@@ -370,31 +493,73 @@ lw_python_frame_block (LwPython *python, uintptr_t frame, guint8 *block, gsize l
   return TRUE;
 }
 
-/* Watcher thread. The first bytes of the code objects of @n frames, in
- * one system call (one per object where that fails: one of them freed). */
+/* Watcher thread. The first bytes of the stack's n_codes distinct code
+ * objects (3.11: and of their cached names), in one system call (one per
+ * object where that fails: one of them freed). */
 static gboolean
-lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp, guint n)
+lw_python_read_code_heads (LwPython *python, const LwPyInterpreter *interp)
 {
-  gsize len = interp->offsets->code_code_adaptive;
-  struct iovec local[LW_PY_MAX_FRAMES], remote[LW_PY_MAX_FRAMES];
+  gsize len = interp->offsets->code_code_adaptive, total = 0;
+  struct iovec local[2 * LW_PY_MAX_FRAMES], remote[2 * LW_PY_MAX_FRAMES];
+  guint n = python->n_codes, k = 0;
   gboolean same = python->heads_fresh && n == python->n_spec;
 
+  if (n == 0)
+    return FALSE;
   for (guint i = 0; i < n && same; i++)
-    same = python->frames[i].code == python->spec_codes[i];
+    same = python->stack_codes[i] == python->spec_codes[i];
   if (same)
     return TRUE;
 
   for (guint i = 0; i < n; i++)
     {
-      local[i] = (struct iovec) { python->code_heads[i], len };
-      remote[i] = (struct iovec) { (void *) python->frames[i].code, len };
+      local[k] = (struct iovec) { python->code_heads[i], len };
+      remote[k++] = (struct iovec) { (void *) python->stack_codes[i], len };
+      k += lw_python_name_iovec (python, interp, i, python->stack_codes[i], &local[k], &remote[k]);
     }
-  if (lw_core_read_memory (local, n, remote, n) == (ssize_t) (n * len))
+  for (guint i = 0; i < k; i++)
+    total += local[i].iov_len;
+  if (lw_core_read_memory (local, k, remote, k) == (ssize_t) total)
     return TRUE;
   for (guint i = 0; i < n; i++)
-    if (!lw_python_read (python->frames[i].code, python->code_heads[i], len))
-      return FALSE;
+    {
+      if (!lw_python_read (python->stack_codes[i], python->code_heads[i], len))
+        return FALSE;
+      /* A name gone: the entry is read afresh. */
+      if (python->name_lens[i] > 0)
+        {
+          struct iovec one_local, one_remote;
+
+          lw_python_name_iovec (python, interp, i, python->stack_codes[i], &one_local, &one_remote);
+          if (!lw_python_read ((uintptr_t) one_remote.iov_base, python->names[i], python->name_lens[i]))
+            python->name_lens[i] = 0;
+        }
+    }
   return TRUE;
+}
+
+/* Watcher thread. Lists the distinct code objects of the @n frames read
+ * in python->codes, and each frame's among them. */
+static void
+lw_python_distinct_codes (LwPython *python, guint n)
+{
+  python->n_codes = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      LwPyFrameRead *read = &python->frames[i];
+      guint k = 0;
+
+      /* Mostly a hit among the last few: a recursion, a caller's callee. */
+      while (k < python->n_codes && python->stack_codes[python->n_codes - 1 - k] != read->code)
+        k++;
+      if (k < python->n_codes)
+        read->code_index = python->n_codes - 1 - k;
+      else
+        {
+          read->code_index = python->n_codes;
+          python->stack_codes[python->n_codes++] = read->code;
+        }
+    }
 }
 
 /* Watcher thread. Reads, in one system call, thread @tid's cached thread
@@ -407,7 +572,7 @@ lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, 
                     uintptr_t *spec_frame)
 {
   const LwPyOffsets *o = interp->offsets;
-  struct iovec local[LW_PY_MAX_FRAMES + 4], remote[LW_PY_MAX_FRAMES + 4];
+  struct iovec local[2 * LW_PY_MAX_FRAMES + 4], remote[2 * LW_PY_MAX_FRAMES + 4];
   gsize total = 0, len = o->code_code_adaptive;
   guint n = 0;
 
@@ -432,6 +597,7 @@ lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, 
     {
       local[n] = (struct iovec) { python->code_heads[i], len };
       remote[n++] = (struct iovec) { (void *) python->spec_codes[i], len };
+      n += lw_python_name_iovec (python, interp, i, python->spec_codes[i], &local[n], &remote[n]);
     }
   for (guint i = 0; i < n; i++)
     total += local[i].iov_len;
@@ -456,6 +622,7 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
   gboolean prefetched;
   guint n = 0;
 
+  python->merges++;
   python->window_len = 0;
   python->window2_len = 0;
   python->heads_fresh = FALSE;
@@ -513,20 +680,21 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
   python->spec_window2_start = python->window2_start;
   python->spec_window2_len = python->window2_len;
   g_assert (o->code_code_adaptive <= LW_PY_CODE_HEAD);
-  if (n == 0 || !lw_python_read_code_heads (python, interp, n))
+  lw_python_distinct_codes (python, n);
+  if (n == 0 || !lw_python_read_code_heads (python, interp))
     {
       python->n_spec = 0;
       return 0;
     }
-  for (guint i = 0; i < n; i++)
-    python->spec_codes[i] = python->frames[i].code;
-  python->n_spec = n;
+  memcpy (python->spec_codes, python->stack_codes, python->n_codes * sizeof *python->stack_codes);
+  python->n_spec = python->n_codes;
   for (guint i = 0; i < n; i++)
     {
       LwPyFrameRead *read = &python->frames[i];
-      LwPyCode *code = lw_python_code (python, interp, read->code, python->code_heads[i]);
+      LwPyCode *code = lw_python_code (python, interp, read->code, python->code_heads[read->code_index],
+                                       python->names[read->code_index],
+                                       python->name_lens[read->code_index]);
       gssize index;
-      guint line;
 
       if (code == NULL)
         return 0;
@@ -535,13 +703,7 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       index = ((gssize) read->instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
       if (index < -1 || index >= code->n_units)
         return 0;
-      line = lw_python_layout_line (code->linetable, code->linetable_len, code->firstlineno, index);
-      if (code->last_tag == 0 || code->last_line != line)
-        {
-          code->last_tag = lw_lang_frame_intern (LW_LANG_PYTHON, code->qualname, code->filename, line);
-          code->last_line = line;
-        }
-      read->tag = code->last_tag;
+      read->tag = lw_python_code_tag (code, index);
       if (read->tag == 0)
         return 0;
     }

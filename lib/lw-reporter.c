@@ -209,10 +209,8 @@ lw_reporter_note_drops (LwReporter *reporter)
 
   if (dropped == reporter->noted_behind)
     return;
-  json = g_strdup_printf ("{\"event\":\"dropped\",\"count\":%" G_GUINT64_FORMAT ","
-                          "\"reason\":\"reporting thread behind\"}", dropped - reporter->noted_behind);
-  text = g_strdup_printf ("lagwatch: %" G_GUINT64_FORMAT " reports dropped: the reporting thread "
-                          "fell behind (a slow report callback)\n", dropped - reporter->noted_behind);
+  lw_sink_dropped_record (dropped - reporter->noted_behind, "reporting thread behind",
+                          "the reporting thread fell behind (a slow report callback)", &json, &text);
   lw_sink_queue_raw (reporter->sinks, json, text);
   reporter->noted_behind = dropped;
 }

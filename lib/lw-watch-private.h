@@ -10,6 +10,7 @@
 #include <semaphore.h>
 
 #include "lagwatch.h"
+#include "lw-cgroup.h"
 #include "lw-frames.h"
 #include "lw-hang.h"
 #include "lw-profile.h"
@@ -37,13 +38,6 @@ struct _LagWatch
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 
   int64_t          started_ns;       /* when the watcher thread was created */
-  /* Tests only (tests/test-watcher.c): added to each sleep to a busy
-   * period's deadline, as an idle CPU or a loaded machine may wake the
-   * watcher late. 0 otherwise. */
-  _Atomic int64_t  test_oversleep_ns;
-  /* Tests and bench only: sample every lag by explicit signals, as where
-   * no CPU-time timer can be used. FALSE otherwise. */
-  _Atomic gboolean explicit_sampling;
 
   /* Watcher thread only. */
   LwSnapshot      *snapshot;
@@ -54,11 +48,13 @@ struct _LagWatch
   guint            blocked_in_a_row; /* captures that found the loop thread blocking the signal */
   int64_t          delay_baseline_ns;    /* its own run-queue delay, read at delay_baseline_at_ns */
   int64_t          delay_baseline_at_ns; /* when (read first as the watcher starts) */
+  int64_t          throttled_baseline_ns; /* its cgroup's throttled time then, -1 unknown */
+  LwCgroup        *cgroup;           /* the process's cgroup (lw-cgroup.h) */
   gboolean         noted_debugger;
   uint64_t         observed_seq;     /* the busy period last seen by the watcher */
   int64_t          observed_at_ns;   /* when it was first seen */
   int64_t          observed_cpu_ns;  /* the thread's CPU clock then, -1 unknown */
-  int64_t          retimed_since_ns; /* restart of its timing after an oversleep, 0 none */
+  int64_t          observed_stopped_ns; /* how long the process stood still in it before the lag */
   LwFrames        *frames;           /* GTK windows followed, NULL without GTK 4 */
   LwPython        *python;           /* Python frames read at each sample (lw-python.h) */
   GSource         *gjs;              /* lw_gjs_start()'s retry, NULL when none */

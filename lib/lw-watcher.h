@@ -10,10 +10,13 @@
  * has the wrapper stamp the poll entry that ends that busy period, so a lag
  * that ends before a late wake-up is still reported (without a stack).
  * After the first stack, a timer on the loop thread's CPU clock takes the
- * samples (lw-capture.h): the watcher wakes when the handler posts one, or
+ * samples (lw-sampler.h): the watcher wakes when the handler posts one, or
  * when none came for an interval and a half, to look at a sleeping thread
  * through /proc. Where no such timer can be used, each round collects the
  * stack the previous round's signal took, then sends the next.
+ *
+ * These are the watcher's phases (IDLE, LOOKING, ARMED, LAGGING, SETTLED),
+ * changed in one place (lw-watcher.c; docs/how-it-works.md draws them).
  */
 #pragma once
 
@@ -27,10 +30,6 @@ G_BEGIN_DECLS
  * be running. */
 gboolean lw_watcher_start (LagWatch *watch,
                            GError  **error);
-
-/* Tests only: how long each new watcher thread sleeps before its first
- * look, as one that gets its first CPU late (0: not at all). */
-extern _Atomic int64_t lw_watcher_test_start_delay_ns;
 
 /* Any thread but the watcher's own (the watcher never runs program code).
  * Asks the watcher to stop, and waits. A lag in progress is handed to the

@@ -28,7 +28,7 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # The names that differ between releases come from lw_release_packages.
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
-  python3 mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2
+  python3 python3-jsonschema mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
 # lw_codename: the Debian release this machine runs (sid calls itself by

@@ -778,6 +778,376 @@ test_sigstop (void)
   g_test_trap_assert_passed ();
 }
 
+
+/* ---- the process stood still, or its cgroup held it back, during a lag ---- */
+
+/* A lag of 600 ms of CPU time; half-way, it tells the helper process at
+ * @data (a StopPlan) to stop it. */
+static LAGGY void
+spin_told_half_way (gpointer data)
+{
+  StopPlan *plan = data;
+  char byte = 1;
+
+  spin_cpu_ms (GINT_TO_POINTER (300));
+  g_assert_cmpint (write (plan->to_stopper, &byte, 1), ==, 1);
+  spin_cpu_ms (GINT_TO_POINTER (300));
+  KEEP_FRAME ();
+}
+
+/* The JSON record of @report, parsed. */
+static JsonObject *
+report_json (LagWatchReport *report, JsonParser *parser)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+
+  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+/* The lag as reported when the process stood still for @stood_ms of it
+ * (as the helper measured): reported, its whole duration, the stop named
+ * and not blamed on the machine. */
+static void
+check_stopped_lag (LagWatchReport *report, double stood_ms)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *text = lagwatch_report_to_text (report);
+  JsonObject *record = report_json (report, parser);
+  double duration = lagwatch_report_get_duration_ms (report);
+  double stopped = json_object_get_double_member (record, "stopped_ms");
+
+  g_test_message ("lag %.0f ms, stood still %.0f ms (helper), stopped_ms %.0f, cpu_ms %.0f:\n%s",
+                  duration, stood_ms, stopped, lagwatch_report_get_cpu_ms (report), text);
+  g_assert_true (harness_stack_has (report, "spin_told_half_way", NULL));
+  /* 600 ms of CPU time, and the stop. */
+  g_assert_cmpfloat (duration, >=, 600.0 + stood_ms - 20);
+  /* The stop as the helper timed it from the outside (signal delivery
+   * and the watcher's own wake-up take a little off); never the spin. */
+  g_assert_cmpfloat (stopped, >=, stood_ms - 60);
+  g_assert_cmpfloat (stopped, <=, duration - 540);
+  g_assert_nonnull (strstr (text, "stopped for"));
+  /* Not blamed on the machine: what waiting for a CPU accounts for is
+   * the rest (a loaded machine makes that much). */
+  g_assert_cmpfloat (lagwatch_report_get_run_delay_ms (report), <=,
+                     duration - stopped - lagwatch_report_get_cpu_ms (report) + 10);
+}
+
+/* The helper process: on a byte from @from_lag, runs @stop, sleeps
+ * @stop_ms, runs @resume, and writes back how long the process stood
+ * still (from the end of @stop to the start of @resume) as a double.
+ * Never returns. */
+typedef void (*StopFunc) (pid_t pid, const char *arg);
+
+static void
+stopper_run (int from_lag, int to_lag, pid_t pid, StopFunc stop, StopFunc resume, const char *arg,
+             guint stop_ms)
+{
+  char byte;
+  gint64 stopped_at;
+  double stood_ms;
+
+  if (read (from_lag, &byte, 1) != 1)
+    _exit (1);
+  stop (pid, arg);
+  stopped_at = g_get_monotonic_time ();
+  g_usleep (stop_ms * 1000);
+  stood_ms = (g_get_monotonic_time () - stopped_at) / 1000.0;
+  resume (pid, arg);
+  if (write (to_lag, &stood_ms, sizeof stood_ms) != sizeof stood_ms)
+    _exit (1);
+  _exit (0);
+}
+
+static void
+send_sigstop (pid_t pid, const char *arg)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+
+  kill (pid, SIGSTOP);
+  /* Stopped once its state says so ("PID (comm) T ..."). */
+  for (int i = 0; i < 5000; i++)
+    {
+      g_autofree char *stat = NULL;
+      const char *paren;
+
+      if (g_file_get_contents (path, &stat, NULL, NULL) && (paren = strrchr (stat, ')')) != NULL
+          && paren[1] == ' ' && paren[2] == 'T')
+        return;
+      g_usleep (1000);
+    }
+}
+
+static void
+send_sigcont (pid_t pid, const char *arg)
+{
+  kill (pid, SIGCONT);
+}
+
+/* Where a cgroup file system of @fstype ("cgroup2", or "cgroup" with the
+ * controller @controller) is mounted, or NULL. */
+static char *
+cgroup_mount (const char *fstype, const char *controller)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_auto(GStrv) halves = g_strsplit (lines[i], " - ", 2);
+      g_auto(GStrv) left = NULL, right = NULL;
+
+      if (g_strv_length (halves) != 2)
+        continue;
+      left = g_strsplit (halves[0], " ", -1);
+      right = g_strsplit (halves[1], " ", -1);
+      if (g_strv_length (left) < 5 || g_strv_length (right) < 3 || !g_str_equal (right[0], fstype)
+          || !g_str_equal (left[3], "/"))
+        continue;
+      if (controller != NULL)
+        {
+          g_auto(GStrv) options = g_strsplit (right[2], ",", -1);
+
+          if (!g_strv_contains ((const char *const *) options, controller))
+            continue;
+        }
+      return g_strdup (left[4]);
+    }
+  return NULL;
+}
+
+/* Writes @value to @dir/@file; FALSE (and a message) when it cannot. */
+static gboolean
+cgroup_write (const char *dir, const char *file, const char *value)
+{
+  g_autofree char *path = g_build_filename (dir, file, NULL);
+  g_autoptr(GError) error = NULL;
+
+  if (g_file_set_contents_full (path, value, -1, G_FILE_SET_CONTENTS_NONE, 0644, &error))
+    return TRUE;
+  g_test_message ("%s: %s", path, error->message);
+  return FALSE;
+}
+
+/* A new child cgroup under @mount for this test, or NULL (and a reason in
+ * *@why) when none can be made: no such mount, not root, read-only. */
+static char *
+cgroup_make (const char *mount, char **why)
+{
+  char *dir;
+
+  if (mount == NULL)
+    {
+      *why = g_strdup ("no such cgroup file system mounted");
+      return NULL;
+    }
+  dir = g_strdup_printf ("%s/lagwatch-test-%d", mount, (int) getpid ());
+  if (g_mkdir (dir, 0755) != 0)
+    {
+      *why = g_strdup_printf ("cannot create a cgroup (%s): %s", dir, g_strerror (errno));
+      g_free (dir);
+      return NULL;
+    }
+  return dir;
+}
+
+/* Removes the test's cgroup @dir once the subprocess that used it has
+ * exited (its last task leaves a moment after). */
+static void
+cgroup_remove (const char *dir)
+{
+  for (int i = 0; i < 1000 && g_rmdir (dir) != 0 && errno == EBUSY; i++)
+    g_usleep (1000);
+}
+
+/* Runs the lag spin_told_half_way() in this process, with a helper process
+ * that stops it half-way by @stop and resumes it by @resume; checks the
+ * report. With @cgroup, this process moves into that cgroup once the
+ * helper is forked (the helper stays outside). */
+static void
+run_stopped_lag (StopFunc stop, StopFunc resume, const char *cgroup)
+{
+  int to_stopper[2], from_stopper[2];
+  pid_t self = getpid (), stopper;
+  double stood_ms = 0;
+  StopPlan plan;
+  Harness h;
+
+  g_assert_cmpint (pipe (to_stopper), ==, 0);
+  g_assert_cmpint (pipe (from_stopper), ==, 0);
+  stopper = fork ();
+  if (stopper == 0)
+    stopper_run (to_stopper[0], from_stopper[1], self, stop, resume, cgroup, 1000);
+  if (cgroup != NULL)
+    {
+      g_autofree char *pid = g_strdup_printf ("%d", (int) self);
+
+      g_assert_true (cgroup_write (cgroup, "cgroup.procs", pid));
+    }
+  plan.to_stopper = to_stopper[1];
+  harness_init (&h, 100);
+  harness_run_lag (&h, spin_told_half_way, &plan);
+  g_assert_cmpint (read (from_stopper[0], &stood_ms, sizeof stood_ms), ==, sizeof stood_ms);
+  waitpid (stopper, NULL, 0);
+  harness_wait_reports (&h, 1);
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  check_stopped_lag (harness_report (&h, 0), stood_ms);
+  harness_clear (&h);
+}
+
+/* SIGSTOP for a second in the middle of a 600 ms computing lag, then
+ * SIGCONT: the lag is reported, its stop named. */
+static void
+test_sigstop_in_lag (void)
+{
+  if (g_test_subprocess ())
+    {
+      run_stopped_lag (send_sigstop, send_sigcont, NULL);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+static void
+freeze_cgroup (pid_t pid, const char *dir)
+{
+  g_autofree char *events = g_build_filename (dir, "cgroup.events", NULL);
+
+  cgroup_write (dir, "cgroup.freeze", "1");
+  /* Frozen once its events file says so. */
+  for (int i = 0; i < 5000; i++)
+    {
+      g_autofree char *text = NULL;
+
+      if (g_file_get_contents (events, &text, NULL, NULL) && strstr (text, "frozen 1") != NULL)
+        return;
+      g_usleep (1000);
+    }
+}
+
+static void
+thaw_cgroup (pid_t pid, const char *dir)
+{
+  cgroup_write (dir, "cgroup.freeze", "0");
+}
+
+/* The cgroup v2 freezer freezes the process for a second in the middle of
+ * a 600 ms computing lag: the lag is reported, its stop named. */
+static void
+test_frozen_cgroup_in_lag (void)
+{
+  g_autofree char *mount = NULL, *dir = NULL, *why = NULL;
+
+  if (g_test_subprocess ())
+    {
+      run_stopped_lag (freeze_cgroup, thaw_cgroup, g_getenv ("LW_TEST_CGROUP"));
+      return;
+    }
+  mount = cgroup_mount ("cgroup2", NULL);
+  dir = cgroup_make (mount, &why);
+  if (dir == NULL)
+    {
+      g_test_skip (why);
+      return;
+    }
+  g_setenv ("LW_TEST_CGROUP", dir, TRUE);
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  cgroup_remove (dir);
+  g_test_trap_assert_passed ();
+}
+
+
+/* A cgroup with a CPU quota of 10% (10 ms per 100 ms period), made for
+ * this test: cgroup v2 (cpu.max) where the cpu controller is enabled for
+ * the root's children, else a v1 cpu hierarchy (cpu.cfs_quota_us); NULL,
+ * and a reason in *@why, when neither can be made. */
+static char *
+cgroup_make_quota (char **why)
+{
+  g_autofree char *v2 = cgroup_mount ("cgroup2", NULL), *v1 = cgroup_mount ("cgroup", "cpu");
+  g_autofree char *subtree_path = v2 ? g_build_filename (v2, "cgroup.subtree_control", NULL) : NULL;
+  g_autofree char *subtree = NULL, *why_v2 = NULL;
+  char *dir;
+
+  if (subtree_path != NULL && g_file_get_contents (subtree_path, &subtree, NULL, NULL)
+      && g_regex_match_simple ("(^| )cpu( |\n|$)", subtree, 0, 0))
+    {
+      if ((dir = cgroup_make (v2, &why_v2)) != NULL && cgroup_write (dir, "cpu.max", "10000 100000"))
+        return dir;
+      if (dir != NULL)
+        cgroup_remove (dir);
+    }
+  else
+    why_v2 = g_strdup ("cgroup v2 has no cpu controller for its children");
+  if ((dir = cgroup_make (v1, why)) != NULL && cgroup_write (dir, "cpu.cfs_period_us", "100000")
+      && cgroup_write (dir, "cpu.cfs_quota_us", "10000"))
+    return dir;
+  if (dir != NULL)
+    {
+      cgroup_remove (dir);
+      *why = g_strdup ("cannot set a v1 cgroup's quota");
+    }
+  g_autofree char *v1_why = *why;
+  *why = g_strdup_printf ("%s; v1 cpu: %s", why_v2, v1_why);
+  return NULL;
+}
+
+/* A computing lag in a cgroup whose CPU quota (10%) runs out: its time is
+ * named as the quota's (throttled), not the machine's. */
+static void
+test_cpu_quota_in_lag (void)
+{
+  g_autofree char *dir = NULL, *why = NULL;
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      LagWatchReport *report;
+      g_autofree char *text = NULL;
+      JsonObject *record;
+      double duration, throttled;
+      Harness h;
+
+      g_assert_true (cgroup_write (g_getenv ("LW_TEST_CGROUP"), "cgroup.procs", pid));
+      harness_init (&h, 100);
+      harness_run_lag (&h, spin_cpu_ms, GINT_TO_POINTER (60));
+      harness_wait_reports (&h, 1);
+      report = harness_report (&h, 0);
+      text = lagwatch_report_to_text (report);
+      record = report_json (report, parser);
+      duration = lagwatch_report_get_duration_ms (report);
+      throttled = json_object_get_double_member (record, "throttled_ms");
+      g_test_message ("lag %.0f ms, cpu %.0f ms, throttled_ms %.0f, run_delay_ms %.0f, stopped_ms %.0f:\n%s",
+                      duration, lagwatch_report_get_cpu_ms (report), throttled,
+                      lagwatch_report_get_run_delay_ms (report),
+                      json_object_get_double_member (record, "stopped_ms"), text);
+      /* 60 ms of CPU at 10 ms per 100 ms: some 500 ms throttled. The
+       * kernel counts a part of it (per CPU, from the throttle to the
+       * unthrottle): a quarter of the lag at least. */
+      g_assert_cmpfloat (duration, >=, 400.0);
+      g_assert_cmpfloat (throttled, >=, duration / 4);
+      g_assert_nonnull (strstr (text, "throttled by its cgroup for"));
+      g_assert_cmpfloat (json_object_get_double_member (record, "stopped_ms"), <, duration / 4);
+      harness_clear (&h);
+      return;
+    }
+  dir = cgroup_make_quota (&why);
+  if (dir == NULL)
+    {
+      g_test_skip (why);
+      return;
+    }
+  g_setenv ("LW_TEST_CGROUP", dir, TRUE);
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  cgroup_remove (dir);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -802,5 +1172,8 @@ main (int argc, char **argv)
   g_test_add_func ("/diagnose/declared-long-work", test_declared_long_work);
   g_test_add_func ("/diagnose/debugger-attached", test_debugger_attached);
   g_test_add_func ("/diagnose/sigstop", test_sigstop);
+  g_test_add_func ("/diagnose/sigstop-in-lag", test_sigstop_in_lag);
+  g_test_add_func ("/diagnose/frozen-cgroup-in-lag", test_frozen_cgroup_in_lag);
+  g_test_add_func ("/diagnose/cpu-quota-in-lag", test_cpu_quota_in_lag);
   return g_test_run ();
 }

@@ -8,19 +8,44 @@
  * stress test's second watch, which lags right after each attach, lost one
  * that way. lagwatch_attach() now returns once the watcher watches.
  *
- * The late first CPU is made on purpose (lw_watcher_test_start_delay_ns:
- * the new watcher sleeps before it looks). Runs in a subprocess.
+ * The late first CPU is made on purpose: the watcher thread's first call,
+ * lw_threadinfo_own_enter(), is wrapped (-Wl,--wrap, tests/meson.build)
+ * to sleep first in the thread named "lagwatch". Runs in a subprocess.
  */
 #include <glib.h>
+#include <sys/prctl.h>
 
 #include "lag-harness.h"
 #include "lw-clock.h"
+#include "lw-threadinfo.h"
 #include "lw-watcher.h"
 
 #define CHILD_TIMEOUT_US (90 * G_USEC_PER_SEC)
 /* The watcher's first look comes this late; the lag is over before it. */
 #define START_DELAY_MS   400
 #define LAG_MS           250
+
+/* How long the watcher thread sleeps before its first look, 0: not at all. */
+static _Atomic int64_t start_delay_ns;
+
+void __real_lw_threadinfo_own_enter (void);
+void __wrap_lw_threadinfo_own_enter (void);
+
+/* lagwatch's threads' first call: the watcher's starts late. */
+void
+__wrap_lw_threadinfo_own_enter (void)
+{
+  char name[16] = "";
+
+  __real_lw_threadinfo_own_enter ();
+  prctl (PR_GET_NAME, name, 0, 0, 0);
+  if (g_str_equal (name, "lagwatch") && atomic_load (&start_delay_ns) > 0)
+    {
+      struct timespec delay = lw_clock_timespec (atomic_load (&start_delay_ns));
+
+      nanosleep (&delay, NULL);
+    }
+}
 
 /* A lag begun right after attach, and over before a watcher that started
  * late could look: reported once, with its length. */
@@ -32,7 +57,7 @@ test_lag_right_after_attach (void)
       Harness h;
       LagWatchReport *report;
 
-      atomic_store (&lw_watcher_test_start_delay_ns, (int64_t) START_DELAY_MS * LW_NSEC_PER_MSEC);
+      atomic_store (&start_delay_ns, (int64_t) START_DELAY_MS * LW_NSEC_PER_MSEC);
       harness_init (&h, 100);
       harness_run_lag (&h, spin_ms, GINT_TO_POINTER (LAG_MS));
       harness_wait_reports (&h, 1);

@@ -1,8 +1,9 @@
 /* test-watcher.c: the watcher's timing, with its wake-ups made late on
- * purpose (LagWatch.test_oversleep_ns), as an idle CPU or a loaded machine
- * makes them now and then; and its two ways of sampling a lag (by the
+ * purpose (its park to a busy period's deadline, lw_watcher_park(), is
+ * wrapped: -Wl,--wrap, tests/meson.build), as an idle CPU or a loaded
+ * machine makes them now and then; and its two ways of sampling a lag (by the
  * thread's CPU-time timer, or by explicit signals where no such timer can
- * be used: LagWatch.explicit_sampling).
+ * be used: the timer is refused through a wrapper).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -17,6 +18,38 @@
 #include "lw-capture.h"
 #include "lw-threadinfo.h"
 #include "lw-watcher.h"
+#include "lw-watcher-sleep.h"
+
+/* Added to the watcher's sleep to a busy period's deadline (its only park
+ * with one), as an idle CPU or a loaded machine may wake it late. */
+static _Atomic int64_t oversleep_ns;
+
+void __real_lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t deadline_ns);
+void __wrap_lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t deadline_ns);
+
+void
+__wrap_lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t deadline_ns)
+{
+  __real_lw_watcher_park (watch, seq, flags, deadline_ns >= 0 ? deadline_ns + atomic_load (&oversleep_ns) : -1);
+}
+
+/* TRUE: the CPU-time timer is refused, as where none can be used: every lag
+ * sampled by explicit signals (lw_capture_periodic_start() is wrapped:
+ * -Wl,--wrap, tests/meson.build). */
+static _Atomic gboolean refuse_cpu_timer;
+
+gboolean __real_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+gboolean __wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                           uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns);
+
+gboolean
+__wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
+                                  uintptr_t stack_hi, LwSnapshot *snapshot, int64_t interval_ns)
+{
+  return !atomic_load (&refuse_cpu_timer)
+         && __real_lw_capture_periodic_start (slot, tid, busy_seq, stack_lo, stack_hi, snapshot, interval_ns);
+}
 
 typedef struct
 {
@@ -108,7 +141,7 @@ test_lag_ended_before_late_wake (void)
 
   harness_init (&h, 20);
   harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
-  atomic_store (&h.watch->test_oversleep_ns, 150 * G_GINT64_CONSTANT (1000000));
+  atomic_store (&oversleep_ns, 150 * G_GINT64_CONSTANT (1000000));
   ran_us = run_lag_after_park (&h, 40);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
@@ -125,7 +158,7 @@ test_lag_ended_before_late_wake (void)
   /* The next lag starts once the watcher is parked on the poll: a watcher
    * still in a sleep lengthened before the reset could miss a lag that
    * begins and ends within it (README, Limits). */
-  atomic_store (&h.watch->test_oversleep_ns, 0);
+  atomic_store (&oversleep_ns, 0);
   run_lag_after_park (&h, 60);
   harness_wait_reports (&h, 2);
   report = harness_report (&h, 1);
@@ -143,7 +176,7 @@ test_short_busy_periods_stay_quiet (void)
   Harness h;
 
   harness_init (&h, 30);
-  atomic_store (&h.watch->test_oversleep_ns, 100 * G_GINT64_CONSTANT (1000000));
+  atomic_store (&oversleep_ns, 100 * G_GINT64_CONSTANT (1000000));
   for (int i = 0; i < 5; i++)
     harness_run_lag (&h, spin_ms, GINT_TO_POINTER (15));
   /* A real lag after them, seen live: once it is in, every earlier one
@@ -222,7 +255,7 @@ test_sampling_way (gconstpointer data)
       harness_clear (&h);
       return;
     }
-  atomic_store (&h.watch->explicit_sampling, explicit_sampling);
+  atomic_store (&refuse_cpu_timer, explicit_sampling);
   timers_before = count_posix_timers ();
   harness_run_lag (&h, spin_and_count_timers, &lag);
   harness_wait_reports (&h, 1);
@@ -238,6 +271,7 @@ test_sampling_way (gconstpointer data)
       g_assert_cmpint (count_posix_timers (), ==, timers_before);
     }
   harness_clear (&h);
+  atomic_store (&refuse_cpu_timer, FALSE);
 }
 
 /* The hang record at 300 ms takes every thread's stack with the capture

@@ -3,7 +3,9 @@
  * Loaded with ctypes by check-churn.py into /usr/bin/python3. Takes
  * @samples stacks of thread @tid as the watcher does (signal + copy,
  * unwind, Python frames merged) and writes every Python frame it got, one
- * "qualname\tfile\tline" line each, into @out. check-offsets.py loads it
+ * "qualname\tfile\tline" line each, into @out; check-reuse.py keeps one
+ * reader (and its cache of code objects) from call to call while code
+ * objects are freed and others made at their addresses. check-offsets.py loads it
  * into any CPython for lw_test_python_layout(): the layout lagwatch reads
  * that interpreter with.
  */
@@ -19,17 +21,24 @@
 #include "lw-watcher.h"
 
 __attribute__ ((visibility ("default"))) int lw_test_python_sample (int tid, int samples, char *out, int size);
+__attribute__ ((visibility ("default"))) int lw_test_python_sample_kept (int tid, int samples, char *out,
+                                                                         int size);
+__attribute__ ((visibility ("default"))) void lw_test_python_sample_kept_free (void);
 
-/* Any thread but @tid's. Returns how many samples held Python frames, or
- * -1 when @out was too small. */
-int
-lw_test_python_sample (int tid, int samples, char *out, int size)
+/* The reader lw_test_python_sample_kept() keeps from call to call. */
+static LwPython *kept_python;
+
+/* Any thread but @tid's. Takes @samples samples of thread @tid with
+ * @python, as the watcher does, and writes their Python frames into @out.
+ * Returns how many samples held Python frames, or -1 when @out was too
+ * small. */
+static int
+sample_with (LwPython *python, int tid, int samples, char *out, int size)
 {
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
   GMainContext *context = g_main_context_new ();
   LwSnapshot *snap = lw_snapshot_new (128 * 1024);
   LwUnwinder *unwinder = lw_unwinder_new ();
-  LwPython *python = lw_python_new ();
   GString *frames = g_string_new (NULL);
   uintptr_t ips[256];
   int with_python = 0;
@@ -62,7 +71,6 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
     }
   lagwatch_detach (watch);
   g_main_context_unref (context);
-  lw_python_free (python);
   lw_unwinder_free (unwinder);
   lw_snapshot_free (snap);
   if (frames->len + 1 > (gsize) size)
@@ -71,6 +79,35 @@ lw_test_python_sample (int tid, int samples, char *out, int size)
     memcpy (out, frames->str, frames->len + 1);
   g_string_free (frames, TRUE);
   return with_python;
+}
+
+/* Any thread but @tid's. sample_with() a reader of its own. */
+int
+lw_test_python_sample (int tid, int samples, char *out, int size)
+{
+  LwPython *python = lw_python_new ();
+  int with_python = sample_with (python, tid, samples, out, size);
+
+  lw_python_free (python);
+  return with_python;
+}
+
+/* One thread at a time, never @tid's. sample_with() the reader kept from
+ * the previous call (its cache of code objects with it), until
+ * lw_test_python_sample_kept_free(). */
+int
+lw_test_python_sample_kept (int tid, int samples, char *out, int size)
+{
+  if (kept_python == NULL)
+    kept_python = lw_python_new ();
+  return sample_with (kept_python, tid, samples, out, size);
+}
+
+/* The thread that called lw_test_python_sample_kept(). */
+void
+lw_test_python_sample_kept_free (void)
+{
+  g_clear_pointer (&kept_python, lw_python_free);
 }
 
 __attribute__ ((visibility ("default"))) int lw_test_python_layout (char *out, int size);

@@ -13,8 +13,9 @@ the Python handler that froze the loop:
 - CPython 3.6 to 3.10: no Python frame and one line saying why.
 On each one lagwatch reads, CHECK_OFFSETS (check-offsets.py, with SAMPLER)
 checks the layout lagwatch found against the interpreter's live objects,
-and check-churn.py beside it samples a thread that calls and returns
-without pause.
+check-churn.py beside it samples a thread that calls and returns
+without pause, and check-reuse.py one that runs a code object made at
+a freed one's address.
 A version with no interpreter here is a visible skip.
 """
 import glob
@@ -137,6 +138,13 @@ for version in READ:
     check(churn.returncode == 0 and "1..3" in churn.stdout and not failed,
           "%s: frames read while the thread calls and returns without pause: never a wrong name "
           "(check-churn.py)" % label)
+    reuse = subprocess.run([python, os.path.join(os.path.dirname(check_offsets), "check-reuse.py"), sampler],
+                           capture_output=True, text=True, timeout=300)
+    failed = [line for line in reuse.stdout.splitlines() if line.startswith("not ok")]
+    for line in failed + [l for l in reuse.stdout.splitlines() if "SKIP" in l] + reuse.stderr.splitlines()[-5:]:
+        print("# reuse: " + line)
+    check(reuse.returncode == 0 and reuse.stdout.startswith("1..") and not failed,
+          "%s: a code object made at a freed one's address is named afresh (check-reuse.py)" % label)
     first, _ = run(python, "python_spin_handler")
     check_named(label, first, "python_spin_handler")
     again, _ = run(python, "python_spin_handler")

@@ -1,0 +1,28 @@
+/* lw-watcher-sleep.h: the watcher thread's two ways to sleep
+ *
+ * On the slot's semaphore: to a deadline, or until the loop's poll wrapper
+ * (or lw_watcher_stop) posts it; and parked: asking the wrapper first to
+ * post it at the loop's next transition. Watcher thread only.
+ */
+#pragma once
+
+#include "lw-watch-private.h"
+
+G_BEGIN_DECLS
+
+/* Sleeps until @deadline_ns (CLOCK_MONOTONIC) or, when @deadline_ns < 0,
+ * until posted. */
+void lw_watcher_sleep (LwSlot  *slot,
+                       int64_t  deadline_ns);
+
+/* Raises @flags (what the poll wrapper should do at the loop's next
+ * transition), then sleeps until @deadline_ns (-1: no timeout) unless the
+ * loop's seq has already moved away from @seq or the watch stops; lowers
+ * the flags again. Raising them before the look at seq is what makes a
+ * transition impossible to miss (lw-hooks.c). */
+void lw_watcher_park  (LagWatch *watch,
+                       uint64_t  seq,
+                       unsigned  flags,
+                       int64_t   deadline_ns);
+
+G_END_DECLS
