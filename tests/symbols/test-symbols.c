@@ -1657,6 +1657,130 @@ test_lines_libc_memory (void)
   g_free (debug_file);
 }
 
+/* Copies the fixture to @dir with its DWARF compressed by objcopy
+ * (zlib); with @corrupt, the start of its compressed .debug_info
+ * overwritten. The copy's path. */
+static char *
+lw_fixture_compressed_copy (const char *dir, gboolean corrupt)
+{
+  char *path = g_build_filename (dir, corrupt ? "libsymbols-fixture-bad.so" : "libsymbols-fixture-z.so", NULL);
+  const char *argv[] = { "objcopy", "--compress-debug-sections=zlib", LW_FIXTURE_SYMTAB, path, NULL };
+  GError *error = NULL;
+  int status = -1;
+
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                               NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  if (corrupt)
+    {
+      int fd = open (path, O_RDWR | O_CLOEXEC);
+      Elf *elf;
+      size_t shstrndx;
+      gboolean done = FALSE;
+
+      g_assert_cmpint (fd, >=, 0);
+      elf_version (EV_CURRENT);
+      elf = elf_begin (fd, ELF_C_READ, NULL);
+      g_assert_cmpint (elf_getshdrstrndx (elf, &shstrndx), ==, 0);
+      for (Elf_Scn *scn = NULL; (scn = elf_nextscn (elf, scn)) != NULL;)
+        {
+          GElf_Shdr shdr;
+          static const guint8 garbage[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                              0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+          g_assert_nonnull (gelf_getshdr (scn, &shdr));
+          if (strcmp (elf_strptr (elf, shstrndx, shdr.sh_name), ".debug_info") != 0)
+            continue;
+          g_assert_cmpuint (shdr.sh_flags & SHF_COMPRESSED, !=, 0);
+          g_assert_cmpuint (shdr.sh_size, >, sizeof (Elf64_Chdr) + sizeof garbage);
+          g_assert_cmpint (pwrite (fd, garbage, sizeof garbage, shdr.sh_offset + sizeof (Elf64_Chdr)),
+                           ==, sizeof garbage);
+          done = TRUE;
+        }
+      g_assert_true (done);
+      elf_end (elf);
+      close (fd);
+    }
+  return path;
+}
+
+/* A module whose own DWARF is compressed (as debug files' are): its
+ * sections are inflated by lagwatch into an image libdw reads, and the
+ * lines are those of the same module uncompressed; the image is counted
+ * in the budget. Corrupt compressed DWARF: no line, a debug message, no
+ * crash. */
+static void
+test_lines_compressed (void)
+{
+  GError *error = NULL;
+  LwFixture plain, copy;
+  LwFrame expected, frame;
+  LwLinesStats stats;
+  char *dir, *path;
+
+  if (!g_test_subprocess ())
+    {
+      char *objcopy = g_find_program_in_path ("objcopy");
+
+      if (objcopy == NULL)
+        {
+          g_test_skip ("objcopy (binutils) is not installed");
+          return;
+        }
+      g_free (objcopy);
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      g_test_trap_assert_stdout ("*libsymbols-fixture-bad.so not read: section .debug_info is truncated or corrupt*");
+      return;
+    }
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+  dir = g_dir_make_tmp ("lw-lines-XXXXXX", &error);
+  g_assert_no_error (error);
+  path = lw_fixture_compressed_copy (dir, FALSE);
+  g_assert_nonnull (path);
+  lw_fixture_open (&plain, LW_FIXTURE_SYMTAB);
+  lw_fixture_open (&copy, path);
+
+  lw_symbols_resolve ((uintptr_t) plain.exported + LW_INSIDE, FALSE, &expected);
+  lw_lines_resolve (&expected, FALSE);
+  g_assert_nonnull (expected.file);
+  lw_lines_release ();
+  lw_symbols_resolve ((uintptr_t) copy.exported + LW_INSIDE, FALSE, &frame);
+  g_assert_cmpstr (frame.module, ==, path);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_cmpstr (frame.file, ==, expected.file);
+  g_assert_cmpuint (frame.line, ==, expected.line);
+  lw_lines_get_stats (&stats);
+  g_assert_cmpuint (stats.n_open, ==, 1);
+  /* The image: the DWARF sections inflated, with a header and a table. */
+  g_assert_cmpuint (stats.open_bytes, >, lw_dwarf_section_bytes (LW_FIXTURE_SYMTAB));
+  g_assert_cmpuint (stats.open_bytes, <, lw_dwarf_section_bytes (LW_FIXTURE_SYMTAB) + 4096);
+  lw_lines_release ();
+  lw_frame_clear (&frame);
+  lw_frame_clear (&expected);
+  lw_fixture_close (&copy);
+  g_unlink (path);
+  g_free (path);
+
+  path = lw_fixture_compressed_copy (dir, TRUE);
+  lw_fixture_open (&copy, path);
+  lw_symbols_resolve ((uintptr_t) copy.exported + LW_INSIDE, FALSE, &frame);
+  g_assert_cmpstr (frame.module, ==, path);
+  lw_lines_resolve (&frame, FALSE);
+  g_assert_null (frame.file);
+  g_assert_cmpuint (frame.line, ==, 0);
+  lw_frame_clear (&frame);
+  lw_lines_release ();
+
+  lw_fixture_close (&copy);
+  lw_fixture_close (&plain);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (path);
+  g_free (dir);
+}
+
 /* The budget closes the least recently used DWARF, never the one in use. */
 static void
 test_lines_budget (void)
@@ -2017,6 +2141,7 @@ lw_skip_without_libdw (void)
 #define test_lines_libc              lw_skip_without_libdw
 #define test_lines_budget            lw_skip_without_libdw
 #define test_lines_libc_memory       lw_skip_without_libdw
+#define test_lines_compressed        lw_skip_without_libdw
 #define test_lines_no_debuginfod     lw_skip_without_libdw
 #define test_lines_debuginfod_opt_in lw_skip_without_libdw
 #define test_lines_each_address_once lw_skip_without_libdw
@@ -2179,6 +2304,7 @@ main (int    argc,
   g_test_add_func ("/lines/libc", test_lines_libc);
   g_test_add_func ("/lines/budget", test_lines_budget);
   g_test_add_func ("/lines/libc-memory", test_lines_libc_memory);
+  g_test_add_func ("/lines/compressed", test_lines_compressed);
   g_test_add_func ("/lines/fifo-module-file", test_lines_fifo_module_file);
   g_test_add_func ("/lines/no-debuginfod", test_lines_no_debuginfod);
   g_test_add_func ("/lines/debuginfod-opt-in", test_lines_debuginfod_opt_in);
