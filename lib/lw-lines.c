@@ -85,6 +85,44 @@ typedef struct
   LwLinesInlined *inlined;   /* innermost first */
 } LwLinesAnswer;
 
+/* One section of a file, as lw_lines_image_load() copies it. */
+typedef struct
+{
+  const char *name;   /* in the file's section name table */
+  GElf_Shdr   shdr;
+  gboolean    zlib;   /* SHF_COMPRESSED with zlib: inflated */
+  guint64     size;   /* in the image */
+  guint64     align;
+  gsize       offset; /* in the image */
+  gsize       name_offset;
+} LwLinesSection;
+
+/* A range of bytes of a section, [start, end). */
+typedef struct
+{
+  gsize start;
+  gsize end;
+} LwLinesRange;
+
+/* A section of the image filled one unit at a time (lw_lines_fill_unit()):
+ * the rest of its pages are never touched, so never resident. */
+typedef struct
+{
+  gboolean       present;
+  LwLinesSection section;  /* name NULL */
+  GArray        *filled;   /* LwLinesRange, sorted */
+} LwLinesSparse;
+
+enum { LW_LINES_SPARSE_INFO, LW_LINES_SPARSE_LINE, LW_LINES_N_SPARSE };
+
+/* What .debug_aranges says: the compile unit at unit of [lo, hi). */
+typedef struct
+{
+  guint64 lo;
+  guint64 hi;
+  gsize   unit;
+} LwLinesArange;
+
 typedef struct
 {
   char  *key;   /* "path\nbuild-id" ("path\n" without build-id) */
@@ -96,6 +134,8 @@ typedef struct
   Elf   *image_elf;  /* the image dwarf reads (lw_lines_image_load()), or NULL */
   void  *image;
   gsize  image_size;
+  LwLinesSparse sparse[LW_LINES_N_SPARSE]; /* filled on demand: see lw_lines_cu_die() */
+  GArray *aranges;   /* LwLinesArange by lo; NULL: dwarf_addrdie() finds compile units */
   gsize  cost;  /* resident bytes the open DWARF may take; 0 when closed */
   GHashTable *answers; /* module offset (looked-up address) -> LwLinesAnswer; NULL until the first */
 } LwDwarfEntry;
@@ -151,6 +191,12 @@ lw_dwarf_entry_close (LwDwarfEntry *entry)
   dwarf_end (entry->dwarf);
   entry->dwarf = NULL;
   g_clear_pointer (&entry->image_elf, elf_end);
+  for (guint i = 0; i < LW_LINES_N_SPARSE; i++)
+    {
+      g_clear_pointer (&entry->sparse[i].filled, g_array_unref);
+      entry->sparse[i].present = FALSE;
+    }
+  g_clear_pointer (&entry->aranges, g_array_unref);
   if (entry->image != NULL)
     munmap (entry->image, entry->image_size);
   entry->image = NULL;
@@ -222,18 +268,6 @@ static const char *const lw_lines_sections[] = {
 #define LW_LINES_MAX_IMAGE ((gsize) 1 << 30)
 /* Compressed bytes read from the file at a time. */
 #define LW_LINES_READ_CHUNK (64 * 1024)
-
-/* One section of a file, as lw_lines_image_load() copies it. */
-typedef struct
-{
-  const char *name;   /* in the file's section name table */
-  GElf_Shdr   shdr;
-  gboolean    zlib;   /* SHF_COMPRESSED with zlib: inflated */
-  guint64     size;   /* in the image */
-  guint64     align;
-  gsize       offset; /* in the image */
-  gsize       name_offset;
-} LwLinesSection;
 
 /* HOLDS: lw_lines_lock. Reads @len bytes at @offset of @fd into @buf. */
 static gboolean
@@ -312,7 +346,8 @@ lw_lines_inflate (int fd, const LwLinesSection *section, gsize header_size, guin
  * .debug_ sections, inflated). Also NULL on a read error or a corrupt
  * file (@path names it in a debug message). */
 static Elf *
-lw_lines_image_load (int fd, const char *path, void **image, gsize *image_size, gsize *dwarf_bytes)
+lw_lines_image_load (int fd, const char *path, void **image, gsize *image_size, gsize *dwarf_bytes,
+                     LwLinesSparse *sparse)
 {
   Elf *file = elf_begin (fd, ELF_C_READ, NULL);
   ElfW(Ehdr) *ehdr;
@@ -371,6 +406,36 @@ lw_lines_image_load (int fd, const char *path, void **image, gsize *image_size, 
   if (!image_possible || !any_compressed)
     goto out;
 
+  /* .debug_info and .debug_line, the largest by far, are filled one unit
+   * at a time when both are inflated here and .debug_aranges says which
+   * compile unit holds an address. */
+  {
+    int info = -1, line = -1, aranges = -1;
+
+    for (guint i = 0; i < kept->len; i++)
+      {
+        const char *name = g_array_index (kept, LwLinesSection, i).name;
+
+        if (strcmp (name, ".debug_info") == 0)
+          info = i;
+        else if (strcmp (name, ".debug_line") == 0)
+          line = i;
+        else if (strcmp (name, ".debug_aranges") == 0)
+          aranges = i;
+      }
+    if (info >= 0 && line >= 0 && aranges >= 0 &&
+        g_array_index (kept, LwLinesSection, info).zlib &&
+        g_array_index (kept, LwLinesSection, line).zlib &&
+        g_array_index (kept, LwLinesSection, info).size >= 16 &&
+        g_array_index (kept, LwLinesSection, info).size <= 0xfffffff0)
+      {
+        sparse[LW_LINES_SPARSE_INFO].present = TRUE;
+        sparse[LW_LINES_SPARSE_INFO].section.name = ".debug_info";
+        sparse[LW_LINES_SPARSE_LINE].present = TRUE;
+        sparse[LW_LINES_SPARSE_LINE].section.name = ".debug_line";
+      }
+  }
+
   /* Layout: header, sections, their names, section headers. */
   size = sizeof (ElfW(Ehdr));
   for (guint i = 0; i < kept->len; i++)
@@ -422,7 +487,20 @@ lw_lines_image_load (int fd, const char *path, void **image, gsize *image_size, 
       ElfW(Shdr) *shdr = (ElfW(Shdr) *) (map + shdrs_offset) + i + 1;
       gboolean read;
 
-      if (section->zlib)
+      LwLinesSparse *filled_later = NULL;
+
+      for (guint j = 0; j < LW_LINES_N_SPARSE; j++)
+        if (sparse[j].present && sparse[j].filled == NULL &&
+            strcmp (sparse[j].section.name, section->name) == 0)
+          filled_later = &sparse[j];
+      if (filled_later != NULL)
+        {
+          filled_later->section = *section;
+          filled_later->section.name = NULL;
+          filled_later->filled = g_array_new (FALSE, FALSE, sizeof (LwLinesRange));
+          read = TRUE;
+        }
+      else if (section->zlib)
         read = lw_lines_inflate (fd, section, sizeof (ElfW(Chdr)), map + section->offset);
       else
         read = lw_lines_pread_all (fd, map + section->offset, section->size, section->shdr.sh_offset);
@@ -460,12 +538,243 @@ out:
       *image = map;
       *image_size = size;
     }
-  else if (map != NULL)
-    munmap (map, size);
+  else
+    {
+      if (map != NULL)
+        munmap (map, size);
+      for (guint j = 0; j < LW_LINES_N_SPARSE; j++)
+        {
+          g_clear_pointer (&sparse[j].filled, g_array_unref);
+          sparse[j].present = FALSE;
+        }
+    }
   g_array_free (kept, TRUE);
   if (file != NULL)
     elf_end (file);
   return elf;
+}
+
+/* Any thread. Orders LwLinesArange by lo. */
+static gint
+lw_lines_arange_compare (gconstpointer a, gconstpointer b)
+{
+  guint64 lo_a = ((const LwLinesArange *) a)->lo, lo_b = ((const LwLinesArange *) b)->lo;
+
+  return lo_a < lo_b ? -1 : lo_a > lo_b;
+}
+
+/* HOLDS: lw_lines_lock. Writes over [@start, @end) of the .debug_info
+ * of @entry's image, a span of units not filled, one placeholder unit
+ * header (DWARF 4, its unit DIE a null entry: libdw skips it) that spans
+ * it, so that libdw, which walks unit headers from the section's start,
+ * steps over the units never inflated. */
+static void
+lw_lines_write_placeholder (LwDwarfEntry *entry, gsize start, gsize end)
+{
+  guint8 *at = (guint8 *) entry->image + entry->sparse[LW_LINES_SPARSE_INFO].section.offset + start;
+  guint32 length = (guint32) (end - start - 4);
+  guint16 version = 4;
+  guint32 abbrev = 0;
+
+  memcpy (at, &length, 4);
+  memcpy (at + 4, &version, 2);
+  memcpy (at + 6, &abbrev, 4);
+  at[10] = sizeof (void *);
+  at[11] = 0;
+}
+
+/* HOLDS: lw_lines_lock. Fills the unit at @start of @sparse's section of
+ * @entry's image, inflating the section from the file up to its end
+ * (a pass over the compressed bytes before it: zlib streams cannot be
+ * entered in the middle); TRUE if it is filled. For .debug_info, the
+ * units around it get placeholders. */
+static gboolean
+lw_lines_fill_unit (LwDwarfEntry *entry, LwLinesSparse *sparse, gsize start)
+{
+  const LwLinesSection *section = &sparse->section;
+  guint8 *base = (guint8 *) entry->image + section->offset;
+  guint64 offset = section->shdr.sh_offset + sizeof (ElfW(Chdr));
+  guint64 left = section->shdr.sh_size - sizeof (ElfW(Chdr));
+  gsize end = 0, produced = 0, limit;
+  guint8 *chunk, *window;
+  z_stream stream = { 0 };
+  int status = Z_OK;
+  guint i;
+
+  for (i = 0; i < sparse->filled->len; i++)
+    {
+      LwLinesRange *range = &g_array_index (sparse->filled, LwLinesRange, i);
+
+      if (start >= range->start && start < range->end)
+        return TRUE;
+      if (range->start > start)
+        break;
+    }
+  limit = i < sparse->filled->len ? g_array_index (sparse->filled, LwLinesRange, i).start : section->size;
+  if (start + 12 > limit || inflateInit (&stream) != Z_OK)
+    return FALSE;
+  chunk = g_malloc (LW_LINES_READ_CHUNK);
+  window = g_malloc (LW_LINES_READ_CHUNK);
+  while (status == Z_OK && left > 0 && (end == 0 || produced < end))
+    {
+      gsize n = MIN (left, LW_LINES_READ_CHUNK);
+
+      if (!lw_lines_pread_all (entry->fd, chunk, n, offset))
+        break;
+      offset += n;
+      left -= n;
+      stream.next_in = chunk;
+      stream.avail_in = n;
+      while (status == Z_OK && stream.avail_in > 0 && (end == 0 || produced < end))
+        {
+          gsize got, from, to;
+
+          stream.next_out = window;
+          stream.avail_out = LW_LINES_READ_CHUNK;
+          status = inflate (&stream, Z_NO_FLUSH);
+          got = LW_LINES_READ_CHUNK - stream.avail_out;
+          /* What of [produced, produced + got) is in the unit. */
+          from = MAX (produced, start);
+          to = MIN (produced + got, end != 0 ? end : limit);
+          if (from < to)
+            memcpy (base + from, window + (from - produced), to - from);
+          produced += got;
+          if (end == 0 && produced >= start + 12)
+            {
+              guint32 length32;
+              guint64 length64;
+
+              memcpy (&length32, base + start, 4);
+              if (length32 == 0xffffffff)
+                {
+                  memcpy (&length64, base + start + 4, 8);
+                  end = length64 <= limit - start - 12 ? start + 12 + length64 : 0;
+                }
+              else
+                end = length32 >= 8 && length32 <= limit - start - 4 ? start + 4 + length32 : 0;
+              if (end == 0)
+                {
+                  status = Z_DATA_ERROR;
+                  break;
+                }
+              /* Bytes past the unit copied already: cleared. */
+              if (produced > end)
+                memset (base + end, 0, MIN (produced, limit) - end);
+            }
+          if (got == 0 && status == Z_OK)
+            break;
+        }
+    }
+  inflateEnd (&stream);
+  g_free (chunk);
+  g_free (window);
+  if (end == 0 || produced < end)
+    return FALSE;
+
+  {
+    LwLinesRange range = { start, end };
+    gsize before, after;
+
+    g_array_insert_val (sparse->filled, i, range);
+    lw_lines_bytes += end - start;
+    entry->cost += end - start;
+    if (sparse == &entry->sparse[LW_LINES_SPARSE_INFO])
+      {
+        before = i > 0 ? g_array_index (sparse->filled, LwLinesRange, i - 1).end : 0;
+        after = i + 1 < sparse->filled->len ? g_array_index (sparse->filled, LwLinesRange, i + 1).start
+                                            : section->size;
+        if ((start > before && start - before < 12) || (after > end && after - end < 12))
+          return FALSE;
+        if (start > before)
+          lw_lines_write_placeholder (entry, before, start);
+        if (after > end)
+          lw_lines_write_placeholder (entry, end, after);
+      }
+  }
+  return TRUE;
+}
+
+/* HOLDS: lw_lines_lock. Reads the .debug_aranges of @entry's image (in
+ * its section of @elf) into entry->aranges; FALSE when it has none or a
+ * malformed one. */
+static gboolean
+lw_lines_read_aranges (LwDwarfEntry *entry, Elf *elf)
+{
+  size_t shstrndx;
+  Elf_Data *data = NULL;
+  const guint8 *at, *end;
+
+  if (elf_getshdrstrndx (elf, &shstrndx) != 0)
+    return FALSE;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn (elf, scn)) != NULL;)
+    {
+      GElf_Shdr shdr;
+      const char *name;
+
+      if (gelf_getshdr (scn, &shdr) != NULL && (name = elf_strptr (elf, shstrndx, shdr.sh_name)) != NULL &&
+          strcmp (name, ".debug_aranges") == 0)
+        data = elf_rawdata (scn, NULL);
+    }
+  if (data == NULL || data->d_buf == NULL)
+    return FALSE;
+  entry->aranges = g_array_new (FALSE, FALSE, sizeof (LwLinesArange));
+  at = data->d_buf;
+  end = at + data->d_size;
+  while (end - at >= 16)
+    {
+      const guint8 *set = at, *set_end;
+      guint32 length32;
+      guint64 length, unit;
+      gsize offset_size = 4;
+      guint8 address_size, segment_size;
+
+      memcpy (&length32, at, 4);
+      at += 4;
+      length = length32;
+      if (length32 == 0xffffffff)
+        {
+          if (end - at < 8)
+            break;
+          memcpy (&length, at, 8);
+          at += 8;
+          offset_size = 8;
+        }
+      if (length > (guint64) (end - at) || length < 2 + offset_size + 2)
+        break;
+      set_end = at + length;
+      at += 2; /* version */
+      unit = 0;
+      memcpy (&unit, at, offset_size);
+      at += offset_size;
+      address_size = *at++;
+      segment_size = *at++;
+      if (address_size != 8 && address_size != 4)
+        break;
+      /* Tuples start at a multiple of twice the address size. */
+      at = set + ((at - set) + 2 * address_size - 1) / (2 * address_size) * (2 * address_size);
+      while (set_end - at >= segment_size + 2 * address_size)
+        {
+          LwLinesArange arange = { 0, 0, (gsize) unit };
+          guint64 len = 0;
+
+          at += segment_size;
+          memcpy (&arange.lo, at, address_size);
+          memcpy (&len, at + address_size, address_size);
+          at += 2 * address_size;
+          if (arange.lo == 0 && len == 0)
+            break;
+          arange.hi = arange.lo + len;
+          g_array_append_val (entry->aranges, arange);
+        }
+      at = set_end;
+    }
+  if (entry->aranges->len == 0)
+    {
+      g_clear_pointer (&entry->aranges, g_array_unref);
+      return FALSE;
+    }
+  g_array_sort (entry->aranges, lw_lines_arange_compare);
+  return TRUE;
 }
 
 /* HOLDS: lw_lines_lock. Opens the DWARF of @fd (taken: kept open if libdw
@@ -480,13 +789,39 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
 {
   void *image = NULL;
   gsize image_size = 0, dwarf_bytes = 0;
-  Elf *image_elf = lw_lines_image_load (fd, path, &image, &image_size, &dwarf_bytes);
+  LwLinesSparse sparse[LW_LINES_N_SPARSE] = { { 0 } };
+  Elf *image_elf = lw_lines_image_load (fd, path, &image, &image_size, &dwarf_bytes, sparse);
   Dwarf *dwarf;
 
   if (image_elf != NULL)
     {
-      close (fd);
-      fd = -1;
+      memcpy (entry->sparse, sparse, sizeof sparse);
+      entry->image = image;
+      entry->image_size = image_size;
+      if (entry->sparse[LW_LINES_SPARSE_INFO].present)
+        {
+          if (lw_lines_read_aranges (entry, image_elf))
+            lw_lines_write_placeholder (entry, 0, entry->sparse[LW_LINES_SPARSE_INFO].section.size);
+          else
+            {
+              /* Without .debug_aranges to find units by: filled whole. */
+              for (guint i = 0; i < LW_LINES_N_SPARSE; i++)
+                {
+                  LwLinesSparse *each = &entry->sparse[i];
+
+                  if (!lw_lines_inflate (fd, &each->section, sizeof (ElfW(Chdr)),
+                                         (guint8 *) image + each->section.offset))
+                    g_debug ("DWARF of %s: a section is truncated or corrupt", path);
+                  g_clear_pointer (&each->filled, g_array_unref);
+                  each->present = FALSE;
+                }
+            }
+        }
+      if (!entry->sparse[LW_LINES_SPARSE_INFO].present)
+        {
+          close (fd);
+          fd = -1;
+        }
       dwarf = dwarf_begin_elf (image_elf, DWARF_C_READ, NULL);
     }
   else
@@ -504,6 +839,14 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
         {
           elf_end (image_elf);
           munmap (image, image_size);
+          entry->image = NULL;
+          entry->image_size = 0;
+          for (guint i = 0; i < LW_LINES_N_SPARSE; i++)
+            {
+              g_clear_pointer (&entry->sparse[i].filled, g_array_unref);
+              entry->sparse[i].present = FALSE;
+            }
+          g_clear_pointer (&entry->aranges, g_array_unref);
         }
       if (fd >= 0)
         close (fd);
@@ -514,9 +857,10 @@ lw_dwarf_entry_open_fd (LwDwarfEntry *entry,
     lw_fd_id_take (fd, &entry->fd_id);
   entry->dwarf = dwarf;
   entry->image_elf = image_elf;
-  entry->image = image;
-  entry->image_size = image_size;
   entry->cost = image_elf != NULL ? image_size : dwarf_bytes;
+  for (guint i = 0; i < LW_LINES_N_SPARSE; i++)
+    if (entry->sparse[i].present)
+      entry->cost -= entry->sparse[i].section.size;
   if (entry->path != path)
     {
       g_free (entry->path);
@@ -741,6 +1085,66 @@ lw_lines_expand_inlined (Dwarf_Die     *cu,
   free (scopes);
 }
 
+/* HOLDS: lw_lines_lock. The compile unit DIE of @entry's DWARF that holds
+ * @offset, in *@cu; NULL if none. With units filled on demand, found
+ * through .debug_aranges, filled with its line table first (libdw is
+ * begun again over the image when .debug_info changed: it keeps the
+ * units it walked). */
+static Dwarf_Die *
+lw_lines_cu_die (LwDwarfEntry *entry, Dwarf_Addr offset, Dwarf_Die *cu)
+{
+  LwLinesSparse *info = &entry->sparse[LW_LINES_SPARSE_INFO];
+  guint lo = 0, hi;
+  gsize unit;
+  guint filled;
+  Dwarf_Off next, die;
+  size_t header_size;
+  Dwarf_Attribute attribute;
+  Dwarf_Word line_offset;
+
+  if (entry->aranges == NULL)
+    return dwarf_addrdie (entry->dwarf, offset, cu);
+  /* The last range starting at or before offset. */
+  hi = entry->aranges->len;
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+
+      if (g_array_index (entry->aranges, LwLinesArange, mid).lo <= offset)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo == 0 || offset >= g_array_index (entry->aranges, LwLinesArange, lo - 1).hi)
+    return NULL;
+  unit = g_array_index (entry->aranges, LwLinesArange, lo - 1).unit;
+  filled = info->filled->len;
+  if (!lw_lines_fill_unit (entry, info, unit))
+    {
+      g_debug ("DWARF of %s not read: its unit at 0x%zx is truncated or corrupt", entry->path, unit);
+      return NULL;
+    }
+  if (info->filled->len != filled)
+    {
+      Dwarf *dwarf = dwarf_begin_elf (entry->image_elf, DWARF_C_READ, NULL);
+
+      if (dwarf == NULL)
+        return NULL;
+      dwarf_end (entry->dwarf);
+      entry->dwarf = dwarf;
+    }
+  if (dwarf_next_unit (entry->dwarf, unit, &next, &header_size, NULL, NULL, NULL, NULL, NULL, NULL) != 0)
+    return NULL;
+  die = unit + header_size;
+  if (dwarf_offdie (entry->dwarf, die, cu) == NULL)
+    return NULL;
+  if (dwarf_formudata (dwarf_attr (cu, DW_AT_stmt_list, &attribute), &line_offset) == 0 &&
+      !lw_lines_fill_unit (entry, &entry->sparse[LW_LINES_SPARSE_LINE], line_offset))
+    g_debug ("DWARF of %s: its line table at 0x%" G_GINT64_MODIFIER "x is truncated or corrupt",
+             entry->path, (guint64) line_offset);
+  return cu;
+}
+
 /* HOLDS: lw_lines_lock. What @offset of @entry's module (@module)
  * resolves to: from the entry's answers, else looked up in its DWARF
  * (reopened if closed) and kept there. NULL when the module has no DWARF.
@@ -764,7 +1168,7 @@ lw_lines_answer_for (LwDwarfEntry *entry, LwModule *module, uintptr_t offset, co
     entry->answers = g_hash_table_new_full (NULL, NULL, NULL, lw_lines_answer_free);
 
   answer = g_new0 (LwLinesAnswer, 1);
-  if (dwarf_addrdie (entry->dwarf, offset, &cu) != NULL &&
+  if (lw_lines_cu_die (entry, offset, &cu) != NULL &&
       (line = dwarf_getsrc_die (&cu, offset)) != NULL &&
       (file = dwarf_linesrc (line, NULL, NULL)) != NULL &&
       dwarf_lineno (line, &line_number) == 0 && line_number > 0)

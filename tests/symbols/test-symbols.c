@@ -1731,7 +1731,7 @@ test_lines_compressed (void)
       g_free (objcopy);
       g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
       g_test_trap_assert_passed ();
-      g_test_trap_assert_stdout ("*libsymbols-fixture-bad.so not read: section .debug_info is truncated or corrupt*");
+      g_test_trap_assert_stdout ("*libsymbols-fixture-bad.so not read: *truncated or corrupt*");
       return;
     }
   g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
