@@ -1,11 +1,12 @@
 /* lw-lines.c: source file and line of code addresses, from DWARF
  *
  * One list of open DWARF files, most recently used first, each keyed by
- * the module's path and build-id; a lookup is dwarf_addrdie() (through
- * .debug_aranges) then dwarf_getsrc_die() in that compile unit's line
- * table, the row at or before the address, as addr2line does. Inlined
- * calls are the DW_TAG_inlined_subroutine scopes around the address
- * (dwarf_getscopes()), each called from its DW_AT_call_file:call_line.
+ * the module's path and build-id; a lookup finds the compile unit through
+ * .debug_aranges (lw_lines_cu_die()), then dwarf_getsrc_die() in that
+ * unit's line table, the row at or before the address, as addr2line does.
+ * Inlined calls are the DW_TAG_inlined_subroutine scopes around the
+ * address (dwarf_getscopes()), each called from its
+ * DW_AT_call_file:call_line.
  *
  * Memory: a debug file's DWARF sections are mostly compressed (Debian's
  * libc6-dbg: 4.0 MB on disk, .debug_info alone 5.8 MB once inflated), and
@@ -16,10 +17,13 @@
  * anonymous mapping laid out as a small ELF image that libdw reads in
  * place (elf_memory()): nothing else is inflated, nothing of the file is
  * mapped, and closing it gives every byte back (munmap(), where memory
- * freed with free() may stay with the process). Files whose DWARF sections
- * are not compressed are opened by libdw directly (it maps them, reading
- * only the pages it touches). The budget counts these bytes: the image's
- * size, or the DWARF sections' sizes.
+ * freed with free() may stay with the process). .debug_info and
+ * .debug_line are filled one unit at a time, the units of the addresses
+ * looked up (lw_lines_fill_unit()): the rest of their pages is never
+ * touched. Files whose DWARF sections are not compressed are opened by
+ * libdw directly (it maps them, reading only the pages it touches). The
+ * budget counts these bytes: the image's filled bytes, or the DWARF
+ * sections' sizes.
  *
  * Each address's answer is kept per module (LwLinesAnswer), so the DWARF
  * is needed only for addresses not seen yet: lw_lines_release() closes
