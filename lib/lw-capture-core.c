@@ -78,8 +78,12 @@ lw_core_read_memory (const struct iovec *local, unsigned long n_local,
   size_t l_off = 0, r_off = 0;
   ssize_t total = 0;
 
+  /* The calling thread's id, not the pid: the kernel refuses the pid
+   * (ESRCH) once the process's first thread has exited (main() calling
+   * pthread_exit() while other threads go on); the caller is alive and
+   * shares the memory. */
   if (fd == -1)
-    return syscall (SYS_process_vm_readv, getpid (), local, n_local, remote, n_remote, 0UL);
+    return syscall (SYS_process_vm_readv, gettid (), local, n_local, remote, n_remote, 0UL);
   if (fd == LW_CORE_MEMORY_NONE)
     {
       errno = ENOSYS;
@@ -213,6 +217,7 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
   uint64_t armed = LW_REQUEST_WORD (serial, LW_CAPTURE_ARMED);
   int result = LW_CAPTURE_STALE;
   int by_timer;
+  sem_t *wake;
 
   if (info == NULL || (cookie >> 48) != LW_COOKIE_MAGIC
       || !((info->si_code == SI_QUEUE && info->si_pid == getpid ()) || info->si_code == SI_TIMER))
@@ -250,8 +255,11 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       snap->taken_ns = lw_clock_now_ns ();
       result = LW_CAPTURE_OK;
     }
+  /* The semaphore is read before DONE: from then on the watcher may fill
+   * the request in again. */
+  wake = by_timer ? req->wake : &req->done;
   atomic_store (&req->result, result);
   atomic_store (&req->word, LW_REQUEST_WORD (serial, LW_CAPTURE_DONE));
-  sem_post (by_timer ? req->wake : &req->done);
+  sem_post (wake);
   errno = saved_errno;
 }

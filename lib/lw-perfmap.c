@@ -1,6 +1,7 @@
 /* lw-perfmap.c: frames in generated code, marked and named from perf maps */
 #include "lw-perfmap.h"
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -179,6 +180,7 @@ void
 lw_perfmap_name_frames (LwFrame *frames, guint n_frames)
 {
   g_autofree char *maps = NULL;
+  g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
   g_autofree char *perfmap = NULL;
   g_autofree uintptr_t *addrs = NULL;
   g_autofree guint *which = NULL;
@@ -190,7 +192,7 @@ lw_perfmap_name_frames (LwFrame *frames, guint n_frames)
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].module == NULL)
       n++;
-  if (n == 0 || !g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+  if (n == 0 || !g_file_get_contents (maps_path, &maps, NULL, NULL))
     return;
   addrs = g_new (uintptr_t, n);
   which = g_new (guint, n);

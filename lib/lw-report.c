@@ -253,13 +253,16 @@ lagwatch_report_get_frames_missed (LagWatchReport *report,
                                    const char    **title,
                                    double         *refresh_interval_ms)
 {
+  gboolean in_range;
+
   g_return_val_if_fail (report != NULL, 0);
-  g_return_val_if_fail (index < report->n_windows, 0);
+  /* Out of range (a report with no window): empty, as the frame getters. */
+  in_range = index < report->n_windows;
   if (title != NULL)
-    *title = report->windows[index].title;
+    *title = in_range ? report->windows[index].title : NULL;
   if (refresh_interval_ms != NULL)
-    *refresh_interval_ms = report->windows[index].refresh_interval_ms;
-  return report->windows[index].frames_missed;
+    *refresh_interval_ms = in_range ? report->windows[index].refresh_interval_ms : 0;
+  return in_range ? report->windows[index].frames_missed : 0;
 }
 
 const char *
@@ -383,4 +386,69 @@ lagwatch_report_get_calls_exact (LagWatchReport *report)
 {
   g_return_val_if_fail (report != NULL, FALSE);
   return report->calls_exact;
+}
+
+/* Any thread. */
+LagWatchReportKind
+lagwatch_report_get_kind (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, LAGWATCH_REPORT_KIND_LAG);
+  if (g_str_equal (report->event, "hang"))
+    return LAGWATCH_REPORT_KIND_HANG;
+  if (g_str_equal (report->event, "hang-killed"))
+    return LAGWATCH_REPORT_KIND_HANG_KILLED;
+  return LAGWATCH_REPORT_KIND_LAG;
+}
+
+/* Any thread. */
+const char *
+lagwatch_report_get_source_callback (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->source_callback;
+}
+
+/* Any thread. */
+const char *
+lagwatch_report_get_source_callback_kind (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->source_callback != NULL ? report->source_callback_kind : NULL;
+}
+
+/* Any thread. Known exactly when the JSON record's "priority" is a number. */
+gboolean
+lagwatch_report_get_priority (LagWatchReport *report, int *priority)
+{
+  gboolean known;
+
+  g_return_val_if_fail (report != NULL, FALSE);
+  known = report->phase != NULL && g_str_equal (report->phase, "dispatch") && report->source_known;
+  if (priority != NULL)
+    *priority = known ? report->priority : 0;
+  return known;
+}
+
+/* Any thread. */
+double
+lagwatch_report_get_caught_ms (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, -1);
+  return report->caught_ms >= 0 ? report->caught_ms : -1;
+}
+
+/* Any thread. */
+guint
+lagwatch_report_get_occurrence (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, 0);
+  return report->occurrence;
+}
+
+/* Any thread. */
+const char *
+lagwatch_report_get_wchan (LagWatchReport *report)
+{
+  g_return_val_if_fail (report != NULL, NULL);
+  return report->wchan;
 }

@@ -1,5 +1,6 @@
 /* lw-say.c: lagwatch's own messages, and text safe to show on a terminal */
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +79,8 @@ lw_stderr_open (LwOutput *out)
     out->use_send = TRUE;
   else if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
     {
-      int fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      g_autofree char *path = g_strconcat (lw_proc_self (), "/fd/2", NULL);
+      int fd = open (path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
       if (fd >= 0)
         {

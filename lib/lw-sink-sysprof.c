@@ -13,6 +13,7 @@
 #include "lw-report.h"
 #include "lw-fd.h"
 #include "lw-say.h"
+#include "lw-proc.h"
 #include "lw-sink-fd.h"
 
 #define LW_SYSCAP_BUFFER_SIZE (256 * 1024)
@@ -81,10 +82,11 @@ typedef struct
 static char *
 lw_syscap_cmdline (void)
 {
+  g_autofree char *path = g_strconcat (lw_proc_self (), "/cmdline", NULL);
   g_autofree char *raw = NULL;
   gsize len = 0;
 
-  if (!g_file_get_contents ("/proc/self/cmdline", &raw, &len, NULL) || len == 0)
+  if (!g_file_get_contents (path, &raw, &len, NULL) || len == 0)
     return g_strdup ("?");
   for (gsize i = 0; i + 1 < len; i++)
     if (raw[i] == '\0')
@@ -105,8 +107,9 @@ lw_syscap_add_maps (LwSyscap *capture, int64_t now, int pid)
   GString *metadata = g_string_new (NULL);
   GHashTableIter iter;
   gpointer path, build_id;
+  g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
 
-  if (!g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+  if (!g_file_get_contents (maps_path, &maps, NULL, NULL))
     {
       g_string_free (metadata, TRUE);
       return;

@@ -123,6 +123,12 @@ lw_sinks_add_stderr (LwSinks *sinks)
 LwSinks *
 lw_sinks_open (const char *spec)
 {
+  return lw_sinks_open_from (spec, "LAGWATCH_OUTPUT");
+}
+
+LwSinks *
+lw_sinks_open_from (const char *spec, const char *origin)
+{
   LwSinks *sinks = g_new0 (LwSinks, 1);
   g_auto(GStrv) items = g_strsplit (spec, ",", -1);
   LwSink *marks = lw_sink_sysprof_marks_open ();
@@ -151,7 +157,7 @@ lw_sinks_open (const char *spec)
           if ((sink = lw_sink_syscap_open (item + 7, &error)) != NULL)
             g_ptr_array_add (sinks->sinks, sink);
           else
-            lw_say ("LAGWATCH_OUTPUT: %s; no Sysprof capture is written", error->message);
+            lw_say ("%s: %s; no Sysprof capture is written", origin, error->message);
         }
       else if (g_str_has_prefix (item, "json:"))
         {
@@ -159,7 +165,7 @@ lw_sinks_open (const char *spec)
             g_ptr_array_add (sinks->sinks, sink);
           else
             {
-              lw_say ("LAGWATCH_OUTPUT: %s; writing reports to stderr instead", error->message);
+              lw_say ("%s: %s; writing reports to stderr instead", origin, error->message);
               lw_sinks_add_stderr (sinks);
             }
         }

@@ -39,6 +39,12 @@ gboolean  lw_sink_spec_validate (const char     *spec,
  * replaced by stderr. */
 LwSinks  *lw_sinks_open         (const char     *spec);
 
+/* Any thread. lw_sinks_open(), the lw_say() lines naming @origin (where
+ * @spec came from: "LAGWATCH_OUTPUT", or the program's configuration)
+ * instead of "LAGWATCH_OUTPUT". */
+LwSinks  *lw_sinks_open_from    (const char     *spec,
+                                 const char     *origin);
+
 /* Reporting thread. Writes @report to every JSON sink, and to stderr when
  * @show_human (the back-off decides; @skipped lags like it were not shown).
  * @durable: fsync the JSON files (a hang record must survive a kill). */
