@@ -272,6 +272,9 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
   lw_reporter_complete (report);
   lw_reporter_note_drops (reporter);
   lw_reporter_add_calls (report);
+  /* The report's lines are named: its modules' DWARF, megabytes for
+   * libc's alone, is given back; the answers stay. */
+  lw_lines_release ();
   if (kind == LW_REPORT_HANG)
     {
       /* The copy for the next run first: whoever sees the record in a sink

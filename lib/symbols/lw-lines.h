@@ -12,10 +12,15 @@
  * debuginfod whenever DEBUGINFOD_URLS is set.
  *
  * Open DWARF handles are kept in a least-recently-used list bounded by a
- * memory budget, 64 MiB by default, estimated from the sizes of the files
- * behind them (libdw reads the sections it needs into memory): past it,
- * the least recently used are closed, though the one in use is always
- * kept. Modules found to have no DWARF are remembered too, so they are not
+ * memory budget, 64 MiB by default, in the bytes they may keep resident:
+ * the inflated DWARF a lookup reads (compressed debug files are inflated
+ * by lw-lines.c into one anonymous mapping, .debug_info and .debug_line
+ * one compile unit at a time, those looked up), or the sizes of the
+ * DWARF sections libdw maps or inflates itself. Past it, the least
+ * recently used are closed, though the one in use is always kept; all are
+ * closed by lw_lines_release() after each report, and each address's
+ * answer is kept (4096 at most), so a module's DWARF is open only while a
+ * report has addresses new to it. Modules found to have no DWARF are remembered too, so they are not
  * searched again (nor downloaded again) until lw_lines_init().
  *
  * Thread safety: any thread, normal context (the watcher thread in
@@ -60,6 +65,12 @@ void  lw_lines_resolve   (LwFrame  *frame,
 void  lw_lines_resolve_stack (LwFrame **frames,
                               guint    *n_frames);
 
+/* Any thread, normal context. Closes every open DWARF file, giving its
+ * memory back; what each address resolved to is kept, and a module's
+ * DWARF is opened again only for an address not looked up before. The
+ * reporting thread calls it once a report is named. */
+void  lw_lines_release (void);
+
 /* Any thread. Sets the budget of open DWARF files in bytes (0 restores
  * the default, 64 MiB), closing the least recently used beyond it. */
 void  lw_lines_set_budget (gsize bytes);
@@ -68,7 +79,7 @@ void  lw_lines_set_budget (gsize bytes);
 typedef struct
 {
   guint n_open;     /* DWARF handles open */
-  gsize open_bytes; /* the sizes of their files: what the budget bounds */
+  gsize open_bytes; /* the resident bytes they may take: what the budget bounds */
 } LwLinesStats;
 
 /* Any thread. A snapshot of the counters above. */
