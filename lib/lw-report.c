@@ -372,6 +372,7 @@ lagwatch_report_unref (LagWatchReport *report)
   g_free (report->thread_name);
   g_free (report->stack_method);
   g_free (report->stack_error);
+  g_free (report->json);
   for (guint i = 0; i < report->n_windows; i++)
     g_free (report->windows[i].title);
   g_free (report->windows);
@@ -685,6 +686,8 @@ lagwatch_report_to_json (LagWatchReport *report)
   g_autofree char *time = NULL;
 
   g_return_val_if_fail (report != NULL, NULL);
+  if (report->json != NULL && report->threads_left_out == 0)
+    return g_strdup (report->json);
   out = g_string_sized_new (512 + 200 * report->n_frames);
   time = lw_report_format_time (report->start_time_us);
 

@@ -285,8 +285,9 @@ lw_reporter_save_hang (LwReporter *reporter, LagWatchReport *report)
 {
   g_autofree char *json = lagwatch_report_to_json (report);
   g_autofree char *text = lagwatch_report_to_text (report);
-
   guint64 per_thread = 0;
+
+  report->json = g_strdup (json);
 
   while (!lw_hang_store_fits (reporter->hangs, json, text) && report->threads_left_out < report->n_threads)
     {
