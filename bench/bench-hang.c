@@ -3,7 +3,8 @@
  * A hang record (LAGWATCH_HANG_MS into a lag) carries every other thread's
  * stack. Here a main loop gets stuck while N threads of a pool sleep, as a
  * real program's do, in various system calls (futex, poll, read, epoll_wait,
- * nanosleep, select), a few calls deep. The stuck callback itself watches
+ * nanosleep, select), a few calls deep, one in seven of them under
+ * generated code (an anonymous executable mapping, as a JIT's frames are). The stuck callback itself watches
  * the JSON sink's file and times from the hang point (the lag's start plus
  * hang_ms, the lag's start being the callback's entry) to the moment the
  * hang record is in the file. The same program, with 0, 100 and 1000
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -98,11 +100,26 @@ pool_sleep (guint kind)
     }
 }
 
+/* Generated code that calls the function it is given: push %rbp;
+ * mov %rsp,%rbp; call *%rdi; pop %rbp; ret. */
+static void (*generated) (void (*func) (void));
+
+/* Pool thread. Sleeps in a futex, called from generated code. */
+static __attribute__ ((noinline)) void
+pool_sleep_generated (void)
+{
+  pool_sleep (0);
+  __asm__ volatile ("" ::: "memory");
+}
+
 /* Pool thread. */
 static __attribute__ ((noinline)) void
 pool_work (guint kind)
 {
-  pool_sleep (kind);
+  if (kind % 7 == 6)
+    generated (pool_sleep_generated);
+  else
+    pool_sleep (kind % 7);
   __asm__ volatile ("" ::: "memory");
 }
 
@@ -309,6 +326,15 @@ main (int argc, char **argv)
   if (n_counts == 0)
     n_counts = 3;
   runs = short_mode ? 1 : 5;
+  {
+    static const guint8 code[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3 };
+    void *page = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    g_assert_true (page != MAP_FAILED);
+    memcpy (page, code, sizeof code);
+    g_assert_cmpint (mprotect (page, 4096, PROT_READ | PROT_EXEC), ==, 0);
+    generated = page;
+  }
 
   printf ("Hang point (%d ms into the lag) to the hang record in its file, beside N sleeping\n"
           "threads (%u run%s each); the CPU lagwatch's threads used from the lag's start to then\n"
