@@ -78,8 +78,12 @@ lw_core_read_memory (const struct iovec *local, unsigned long n_local,
   size_t l_off = 0, r_off = 0;
   ssize_t total = 0;
 
+  /* The calling thread's id, not the pid: the kernel refuses the pid
+   * (ESRCH) once the process's first thread has exited (main() calling
+   * pthread_exit() while other threads go on); the caller is alive and
+   * shares the memory. */
   if (fd == -1)
-    return syscall (SYS_process_vm_readv, getpid (), local, n_local, remote, n_remote, 0UL);
+    return syscall (SYS_process_vm_readv, gettid (), local, n_local, remote, n_remote, 0UL);
   if (fd == LW_CORE_MEMORY_NONE)
     {
       errno = ENOSYS;

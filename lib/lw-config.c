@@ -125,6 +125,88 @@ lagwatch_config_set_signal (LagWatchConfig *config, int signo)
   return TRUE;
 }
 
+/* Any thread. The error of a value out of range, for the try setters. */
+static gboolean
+lw_config_refuse_uint (GError **error, const char *what, guint value, guint min, guint max,
+                       const char *unit)
+{
+  g_set_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID,
+               "%s %u is out of range: expected %u to %u %s", what, value, min, max, unit);
+  return FALSE;
+}
+
+gboolean
+lagwatch_config_try_set_threshold_ms (LagWatchConfig *config, guint threshold_ms, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lagwatch_config_set_threshold_ms (config, threshold_ms))
+    return lw_config_refuse_uint (error, "threshold", threshold_ms, 1, LW_MAX_DURATION_MS, "milliseconds");
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_try_set_hang_ms (LagWatchConfig *config, guint hang_ms, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lagwatch_config_set_hang_ms (config, hang_ms))
+    return lw_config_refuse_uint (error, "hang threshold", hang_ms, 1, LW_MAX_DURATION_MS, "milliseconds");
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_try_set_sample_ms (LagWatchConfig *config, guint sample_ms, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lagwatch_config_set_sample_ms (config, sample_ms))
+    return lw_config_refuse_uint (error, "sampling interval", sample_ms, 1, 1000, "milliseconds");
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_try_set_max_frames (LagWatchConfig *config, guint max_frames, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lagwatch_config_set_max_frames (config, max_frames))
+    return lw_config_refuse_uint (error, "frame limit", max_frames, 1, LW_MAX_FRAMES_LIMIT, "frames");
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_try_set_state_dir (LagWatchConfig *config, const char *dir, GError **error)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lagwatch_config_set_state_dir (config, dir))
+    {
+      g_set_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID,
+                   "state directory \"%s\" is not valid: expected an absolute path", dir);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+lagwatch_config_try_set_signal (LagWatchConfig *config, const char *signal, GError **error)
+{
+  int signo;
+
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (signal != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!lw_config_parse_signal (signal, &signo) || !lagwatch_config_set_signal (config, signo))
+    {
+      g_set_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID,
+                   "signal \"%s\" is not valid: expected SIGRTMIN+N, SIGRTMAX-N or a number "
+                   "from %d to %d", signal, SIGRTMIN, SIGRTMAX);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 lagwatch_config_set_output (LagWatchConfig *config, const char *spec, GError **error)
 {
@@ -134,6 +216,7 @@ lagwatch_config_set_output (LagWatchConfig *config, const char *spec, GError **e
     return FALSE;
   g_free (config->output);
   config->output = g_strdup (spec);
+  config->output_origin = LW_OUTPUT_FROM_CODE;
   return TRUE;
 }
 
@@ -307,6 +390,7 @@ lw_config_apply_environment (LagWatchConfig *config)
         {
           g_free (config->output);
           config->output = g_strdup (text);
+          config->output_origin = LW_OUTPUT_FROM_ENVIRONMENT;
         }
       else
         lw_say ("LAGWATCH_OUTPUT=\"%s\" is not valid: %s; expected a comma-separated list of "
@@ -381,4 +465,18 @@ lw_config_stats_enabled (void)
   lw_say ("LAGWATCH_STATS=\"%s\" is not valid: expected 0 (no latency profile) or 1; the profile stays on",
           text);
   return TRUE;
+}
+
+const char *
+lw_config_output_origin (const LagWatchConfig *config)
+{
+  switch (config->output_origin)
+    {
+    case LW_OUTPUT_FROM_CODE:
+      return "the output set in code (lagwatch_config_set_output)";
+    case LW_OUTPUT_DEFAULT:
+    case LW_OUTPUT_FROM_ENVIRONMENT:
+    default:
+      return "LAGWATCH_OUTPUT";
+    }
 }

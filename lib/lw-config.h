@@ -20,6 +20,14 @@ G_BEGIN_DECLS
 #define LW_MAX_DURATION_MS      3600000
 #define LW_MAX_FRAMES_LIMIT     1024
 
+/* Where a configuration's output list came from, for the messages about it. */
+typedef enum
+{
+  LW_OUTPUT_DEFAULT,            /* LW_DEFAULT_OUTPUT */
+  LW_OUTPUT_FROM_CODE,          /* lagwatch_config_set_output() */
+  LW_OUTPUT_FROM_ENVIRONMENT,   /* LAGWATCH_OUTPUT */
+} LwOutputOrigin;
+
 struct _LagWatchConfig
 {
   guint     threshold_ms;
@@ -28,6 +36,7 @@ struct _LagWatchConfig
   int       signo;            /* 0: the default, SIGRTMIN+7 */
   gboolean  signal_explicit;  /* chosen by the program or the user */
   char     *output;           /* a valid sink list (lw-sink.h) */
+  LwOutputOrigin output_origin;
   guint     sample_ms;        /* interval between samples during a lag */
   char     *state_dir;        /* NULL: $XDG_STATE_HOME/lagwatch */
   gboolean  under_debugger;   /* report even while a debugger is attached */
@@ -67,6 +76,11 @@ int             lw_config_default_signal    (void);
  * (the "SIG" prefix optional) or a signal number, within SIGRTMIN..SIGRTMAX. */
 gboolean        lw_config_parse_signal      (const char           *text,
                                              int                  *signo);
+
+/* Any thread. Where @config's output came from, as the messages about a
+ * sink that cannot be opened name it: "LAGWATCH_OUTPUT", or the program's
+ * lagwatch_config_set_output(). */
+const char     *lw_config_output_origin     (const LagWatchConfig *config);
 
 /* Any thread. FALSE when LAGWATCH_STATS=0 turns the latency profile off. */
 gboolean        lw_config_stats_enabled     (void);

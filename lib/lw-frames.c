@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lw-clock.h"
+#include "lw-json.h"
 #include "lw-report.h"
 #include "lw-say.h"
 
@@ -638,7 +639,7 @@ lw_frames_append_json (LwFrames *frames, GString *json)
         continue;
       g_string_append (json, first ? "{\"title\":" : ",{\"title\":");
       first = FALSE;
-      lw_report_append_json_string (json, clock->window->title);
+      lw_json_append_string (json, clock->window->title);
       g_string_append_printf (json, ",\"refresh_interval_ms\":%s",
                               g_ascii_formatd (buf, sizeof buf, "%.3f",
                                                (double) clock->refresh_ns / LW_NSEC_PER_MSEC));

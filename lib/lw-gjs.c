@@ -10,6 +10,7 @@
 
 #include "lw-config.h"
 #include "lw-lang-frames.h"
+#include "lw-load.h"
 #include "lw-modules.h"
 #include "lw-say.h"
 
@@ -108,27 +109,6 @@ lw_gjs_layout_for (const char *node)
   return NULL;
 }
 
-/* Any thread, async-signal-safe. The pointer-sized field at @offset of
- * @base (copied memory: no alignment assumed). */
-static uintptr_t
-lw_js_pointer_at (const guint8 *base, guint offset)
-{
-  uintptr_t value;
-
-  memcpy (&value, base + offset, sizeof value);
-  return value;
-}
-
-/* Any thread, async-signal-safe. The uint32_t at @offset of @base. */
-static uint32_t
-lw_js_u32_at (const guint8 *base, guint offset)
-{
-  uint32_t value;
-
-  memcpy (&value, base + offset, sizeof value);
-  return value;
-}
-
 /* Any thread. TRUE when every field of @layout fits its frame or stack. */
 static gboolean
 lw_js_layout_fits (const LwJsLayout *layout)
@@ -152,15 +132,15 @@ lw_js_probe_frame (const LwJsLayout *layout, const guint8 *frame, const char *la
 {
   uint32_t flags = (category << LW_JS_CATEGORY_SHIFT) | LW_JS_FRAME_IS_LABEL;
 
-  if (lw_js_pointer_at (frame, layout->label) != (uintptr_t) label)
+  if (lw_load_uptr (frame, layout->label) != (uintptr_t) label)
     g_string_append_printf (why, "the label is not at %u", layout->label);
-  else if (lw_js_pointer_at (frame, layout->dynamic_string) != (uintptr_t) dynamic_string)
+  else if (lw_load_uptr (frame, layout->dynamic_string) != (uintptr_t) dynamic_string)
     g_string_append_printf (why, "the description is not at %u", layout->dynamic_string);
-  else if (lw_js_pointer_at (frame, layout->sp_or_script) != sp)
+  else if (lw_load_uptr (frame, layout->sp_or_script) != sp)
     g_string_append_printf (why, "the stack address is not at %u", layout->sp_or_script);
-  else if (lw_js_u32_at (frame, layout->flags) != flags)
+  else if (lw_load_u32 (frame, layout->flags) != flags)
     g_string_append_printf (why, "the flags at %u are 0x%x, not 0x%x", layout->flags,
-                            lw_js_u32_at (frame, layout->flags), flags);
+                            lw_load_u32 (frame, layout->flags), flags);
   else
     return TRUE;
   return FALSE;
@@ -184,15 +164,15 @@ lw_gjs_check_layout (const LwJsLayout *layout, LwJsPushLabel push, LwJsPop pop, 
     {
       push (stack, label, first, (void *) stack, 3, 0);
       push (stack, label, second, (void *) (stack + 8), 5, 0);
-      frames = lw_js_pointer_at (stack, layout->frames);
+      frames = lw_load_uptr (stack, layout->frames);
       /* The first push grows the empty stack to 4096 bytes' worth of
        * frames (ensureCapacitySlow()): the frame size, checked. */
-      if (lw_js_u32_at (stack, layout->stack_pointer) != 2)
+      if (lw_load_u32 (stack, layout->stack_pointer) != 2)
         g_string_append_printf (problem, "the stack pointer at %u is %u after two pushes, not 2",
-                                layout->stack_pointer, lw_js_u32_at (stack, layout->stack_pointer));
-      else if (lw_js_u32_at (stack, layout->capacity) != 4096 / layout->frame_size)
+                                layout->stack_pointer, lw_load_u32 (stack, layout->stack_pointer));
+      else if (lw_load_u32 (stack, layout->capacity) != 4096 / layout->frame_size)
         g_string_append_printf (problem, "the capacity at %u is %u, not %u frames of %u bytes",
-                                layout->capacity, lw_js_u32_at (stack, layout->capacity),
+                                layout->capacity, lw_load_u32 (stack, layout->capacity),
                                 4096 / layout->frame_size, layout->frame_size);
       else if (frames == 0 || frames % 8 != 0)
         g_string_append_printf (problem, "no frames at %u", layout->frames);
@@ -203,7 +183,7 @@ lw_gjs_check_layout (const LwJsLayout *layout, LwJsPushLabel push, LwJsPop pop, 
         {
           pop (stack);
           pop (stack);
-          if (lw_js_u32_at (stack, layout->stack_pointer) != 0)
+          if (lw_load_u32 (stack, layout->stack_pointer) != 0)
             g_string_append (problem, "two pops leave frames on the stack");
         }
     }
@@ -525,16 +505,16 @@ lw_gjs_decode_frames (const LwJsLayout *layout, const guint8 *raw, gsize raw_len
     {
       const guint8 *frame = raw + (gsize) i * layout->frame_size;
 
-      switch (lw_js_u32_at (frame, layout->flags) & LW_JS_FRAME_KIND_MASK)
+      switch (lw_load_u32 (frame, layout->flags) & LW_JS_FRAME_KIND_MASK)
         {
         case LW_JS_FRAME_IS_LABEL:
           entries[i] = (LwJsEntry) { LW_JS_ENTRY_LABEL, 0 };
           break;
         case LW_JS_FRAME_IS_SP_MARKER:
-          entries[i] = (LwJsEntry) { LW_JS_ENTRY_MARKER, lw_js_pointer_at (frame, layout->sp_or_script) };
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_MARKER, lw_load_uptr (frame, layout->sp_or_script) };
           break;
         case LW_JS_FRAME_IS_JS:
-          entries[i] = (LwJsEntry) { LW_JS_ENTRY_FUNCTION, lw_js_pointer_at (frame, layout->dynamic_string) };
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_FUNCTION, lw_load_uptr (frame, layout->dynamic_string) };
           break;
         default:
           return FALSE;

@@ -13,6 +13,7 @@
 #include "lw-capture.h"
 #include "lw-clock.h"
 #include "lw-dispatch.h"
+#include "lw-last-thread.h"
 #include "lw-private.h"
 #include "lw-stats.h"
 #include "lw-threadinfo.h"
@@ -53,7 +54,8 @@ G_STATIC_ASSERT (LW_MAX_SLOTS <= 32);
 /* Loop thread, normal context (GLib does not hold the context lock while it
  * polls). Records the thread that now runs the context: its TID for the
  * signal and /proc, and its stack bounds for the stack copy; and has the
- * thread forget the slot when it exits. */
+ * thread forget the slot when it exits, and look then whether it was the
+ * program's last (lw-last-thread.h). */
 static G_GNUC_NO_INLINE void
 lw_hooks_adopt_thread (LwSlot *slot)
 {
@@ -62,8 +64,11 @@ lw_hooks_adopt_thread (LwSlot *slot)
 
   lw_threadinfo_own_stack (&slot->loop_stack_lo, &slot->loop_stack_hi);
   lw_capture_prepare_thread ();
+  lw_last_thread_track_self ();
   atomic_store (&slot->loop_tid, gettid ());
   slot->loop_thread = __builtin_thread_pointer ();
+  if (!atomic_load (&slot->wrapper_off))
+    slot->wrapper_thread = slot->loop_thread;
   if (!(adopted & (1u << slot->index)))
     g_private_set (&lw_adopted_slots, GUINT_TO_POINTER (adopted | (1u << slot->index)));
 
@@ -238,6 +243,10 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
 {
   gint ret;
 
+  /* The program's poll function, set after attach, still calls this one:
+   * the trackers follow the loop now. */
+  if (G_UNLIKELY (atomic_load (&slot->wrapper_off)))
+    return slot->prev_poll (fds, nfds, timeout);
   lw_hooks_enter_slow (slot, fds, nfds, entered);
   ret = slot->prev_poll (fds, nfds, timeout);
   lw_hooks_leave_poll (slot);
@@ -257,7 +266,7 @@ lw_hooks_poll_slow (LwSlot *slot, GPollFD *fds, guint nfds, gint timeout, gboole
   { \
     LwSlot *slot = &lw_slots[i]; \
     gint ret; \
-    if (G_UNLIKELY (slot->loop_thread != __builtin_thread_pointer ()) || STATS_CHECK) \
+    if (G_UNLIKELY (slot->wrapper_thread != __builtin_thread_pointer ()) || STATS_CHECK) \
       return lw_hooks_poll_slow (slot, fds, nfds, timeout, FALSE); \
     lw_hooks_store_enter (slot); \
     if (G_UNLIKELY (atomic_load_explicit (&slot->wake_flags, memory_order_seq_cst) & LW_ENTRY_FLAGS)) \
@@ -419,6 +428,39 @@ lw_hooks_polls_precisely (GPollFunc poll_func)
   return poll_func == g_poll && glib_check_version (2, 81, 0) == NULL;
 }
 
+/* Any thread, the registry lock held. Attaches @slot's trackers. */
+static void
+lw_hooks_attach_trackers (LwSlot *slot)
+{
+  slot->tracker_entry = lw_hooks_tracker_new (slot, &lw_tracker_entry_funcs, G_PRIORITY_DEFAULT,
+                                              "lagwatch: poll entry");
+  slot->tracker_exit = lw_hooks_tracker_new (slot, &lw_tracker_exit_funcs, G_MININT,
+                                             "lagwatch: poll exit");
+}
+
+gboolean
+lw_hooks_follow_replaced_poll (LwSlot *slot)
+{
+  gboolean switched = FALSE;
+
+  g_mutex_lock (&lw_registry_lock);
+  if (slot->in_use && slot->wrapped && !atomic_load (&slot->wrapper_off)
+      && g_main_context_get_poll_func (slot->context) != slot->trampoline)
+    {
+      /* The wrapper first: from now on it stamps nothing, even when the
+       * program's function calls it. Attaching the trackers wakes the
+       * loop if it sits in poll: their first entry comes at once. */
+      atomic_store (&slot->wrapper_off, TRUE);
+      slot->wrapper_thread = NULL;
+      lw_hooks_attach_trackers (slot);
+      g_debug ("the poll function of context %p was replaced after lagwatch_attach(); "
+               "lagwatch follows the loop with two sources instead", (void *) slot->context);
+      switched = TRUE;
+    }
+  g_mutex_unlock (&lw_registry_lock);
+  return switched;
+}
+
 LwSlot *
 lw_hooks_get_slot (unsigned index)
 {
@@ -484,6 +526,8 @@ lw_hooks_attach_full (GMainContext *context,
   atomic_store (&slot->expected_seq, 0);
   /* Probe again for this context, whichever thread runs it. */
   slot->loop_thread = NULL;
+  slot->wrapper_thread = NULL;
+  atomic_store (&slot->wrapper_off, FALSE);
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
   atomic_store (&slot->entry_seq, 0);
@@ -502,15 +546,11 @@ lw_hooks_attach_full (GMainContext *context,
   slot->in_use = TRUE;
   slot->context = g_main_context_ref (context);
   slot->prev_poll = g_main_context_get_poll_func (context);
-  if (lw_hooks_polls_precisely (slot->prev_poll))
-    {
-      slot->tracker_entry = lw_hooks_tracker_new (slot, &lw_tracker_entry_funcs, G_PRIORITY_DEFAULT,
-                                                  "lagwatch: poll entry");
-      slot->tracker_exit = lw_hooks_tracker_new (slot, &lw_tracker_exit_funcs, G_MININT,
-                                                 "lagwatch: poll exit");
-    }
-  else
+  slot->wrapped = !lw_hooks_polls_precisely (slot->prev_poll);
+  if (slot->wrapped)
     g_main_context_set_poll_func (context, slot->trampoline);
+  else
+    lw_hooks_attach_trackers (slot);
   g_mutex_unlock (&lw_registry_lock);
   return slot;
 }
@@ -530,6 +570,8 @@ lw_hooks_detach (LwSlot *slot)
       g_clear_pointer (&slot->tracker_entry, g_source_unref);
       g_clear_pointer (&slot->tracker_exit, g_source_unref);
     }
+  if (!slot->wrapped)
+    ;
   else if (g_main_context_get_poll_func (context) == slot->trampoline)
     g_main_context_set_poll_func (context, slot->prev_poll);
   else

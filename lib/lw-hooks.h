@@ -46,6 +46,14 @@ LwSlot *lw_hooks_attach_full (GMainContext  *context,
  * releases the slot. */
 void    lw_hooks_detach   (LwSlot           *slot);
 
+/* Watcher thread, holding no lock of GLib's. When the program replaced the
+ * poll wrapper since attach (g_main_context_set_poll_func()), its polls no
+ * longer reach lagwatch (unless its function calls the wrapper): the
+ * trackers are attached, which see every poll whatever the poll function,
+ * and the wrapper, if still called, only passes calls through. TRUE when
+ * it switched now. */
+gboolean lw_hooks_follow_replaced_poll (LwSlot *slot);
+
 /* Async-signal-safe. The slot at @index, or NULL when out of range. */
 LwSlot *lw_hooks_get_slot (unsigned          index);
 

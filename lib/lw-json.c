@@ -1,4 +1,5 @@
-/* lw-json.c: JSON read back from a file anyone may have written */
+/* lw-json.c: JSON strings as lagwatch writes them, and JSON read back from
+ * a file anyone may have written */
 #include "lw-json.h"
 
 #include <string.h>
@@ -55,15 +56,45 @@ lw_json_hex4 (const char *p)
   return v;
 }
 
+/* Any thread. @c as the inside of a JSON string: the quote and the
+ * backslash escaped, newline and tab as \n and \t, every other C0
+ * control, DEL and the C1 controls U+0080..U+009F as \u00XX (a terminal
+ * acts on them: a record shown with cat or less must not). */
 static void
 lw_json_append_char (GString *out, gunichar c)
 {
   if (c == '"' || c == '\\')
-    g_string_append_printf (out, "\\%c", (char) c);
+    {
+      g_string_append_c (out, '\\');
+      g_string_append_c (out, (char) c);
+    }
+  else if (c == '\n')
+    g_string_append (out, "\\n");
+  else if (c == '\t')
+    g_string_append (out, "\\t");
   else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
     g_string_append_printf (out, "\\u%04x", c);
+  else if (c < 0x80)
+    g_string_append_c (out, (char) c);
   else
     g_string_append_unichar (out, c);
+}
+
+void
+lw_json_append_string (GString *out, const char *text)
+{
+  g_autofree char *valid = NULL;
+
+  if (text == NULL)
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  valid = g_utf8_make_valid (text, -1);
+  g_string_append_c (out, '"');
+  for (const char *p = valid; *p != '\0'; p = g_utf8_next_char (p))
+    lw_json_append_char (out, g_utf8_get_char (p));
+  g_string_append_c (out, '"');
 }
 
 static gboolean

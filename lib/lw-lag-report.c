@@ -7,6 +7,7 @@
 #include "lw-cgroup.h"
 #include "lw-clock.h"
 #include "lw-config.h"
+#include "lw-proc.h"
 #include "lw-stats-private.h"
 #include "lw-threadinfo.h"
 
@@ -260,7 +261,7 @@ lw_lag_input_pending (LagWatch *watch)
         char path[64], target[64];
         ssize_t len;
 
-        g_snprintf (path, sizeof path, "/proc/self/fd/%d", fds[i].fd);
+        g_snprintf (path, sizeof path, "%s/fd/%d", lw_proc_self (), fds[i].fd);
         len = readlink (path, target, sizeof target - 1);
         if (len >= 0)
           target[len] = '\0';

@@ -12,6 +12,7 @@
 #include "lw-modules.h"
 #include "lw-capture-core.h"
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -188,12 +189,13 @@ lw_modules_exe_path (void)
 
   if (g_once_init_enter (&exe_path))
     {
-      char *path = realpath ("/proc/self/exe", NULL);
+      g_autofree char *link = g_strconcat (lw_proc_self (), "/exe", NULL);
+      char *path = realpath (link, NULL);
 
       /* realpath fails when the executable was deleted; the link still
        * names it, followed by " (deleted)". */
       if (path == NULL)
-        path = g_file_read_link ("/proc/self/exe", NULL);
+        path = g_file_read_link (link, NULL);
       if (path == NULL)
         path = g_strdup ("/proc/self/exe");
       g_once_init_leave (&exe_path, path);

@@ -1,6 +1,7 @@
 /* lw-perfmap.c: frames in generated code, marked and named from perf maps */
 #include "lw-perfmap.h"
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -230,6 +231,7 @@ void
 lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
 {
   g_autofree char *maps = NULL;
+  g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
   g_autofree char *perfmap = NULL;
   g_autoptr(GArray) ranges = NULL;
   g_autoptr(GArray) addrs = g_array_new (FALSE, FALSE, sizeof (uintptr_t));
@@ -244,7 +246,7 @@ lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
   for (guint s = 0; s < n_stacks && !any; s++)
     for (guint i = 0; i < n_frames[s] && !any; i++)
       any = stacks[s][i].module == NULL;
-  if (!any || !g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+  if (!any || !g_file_get_contents (maps_path, &maps, NULL, NULL))
     return;
   ranges = lw_perfmap_exec_ranges (maps);
   for (guint s = 0; s < n_stacks; s++)

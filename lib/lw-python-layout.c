@@ -1,6 +1,7 @@
 /* lw-python-layout.c: CPython layouts, from tables or from _Py_DebugOffsets
  * (lw-python-layout.h says what and why) */
 #include "lw-python-layout.h"
+#include "lw-load.h"
 
 #include <string.h>
 
@@ -163,15 +164,6 @@ lw_python_layout_debug_offsets_size (void)
   return size;
 }
 
-static guint64
-lw_python_u64 (const guint8 *blob, gsize at)
-{
-  guint64 value;
-
-  memcpy (&value, blob + at, sizeof value);
-  return value;
-}
-
 /* Any thread. Reads the offset at @at of @blob into *@out when a field of
  * @width bytes there lies inside both its struct (@size_at holds the
  * struct's size) and the @room bytes lagwatch reads of it. */
@@ -179,7 +171,7 @@ static gboolean
 lw_python_debug_field (const guint8 *blob, gsize size_at, gsize at, gsize width, gsize room,
                        gsize *out)
 {
-  guint64 size = lw_python_u64 (blob, size_at), offset = lw_python_u64 (blob, at);
+  guint64 size = lw_load_u64 (blob, size_at), offset = lw_load_u64 (blob, at);
 
   if (size > G_MAXUINT32 || offset > size || size - offset < width || offset > room
       || room - offset < width)
@@ -204,7 +196,7 @@ lw_python_layout_from_debug_offsets (const guint8 *blob, gsize len, guint32 py_v
       g_snprintf (why, why_size, "no _Py_DebugOffsets");
       return LW_PY_LAYOUT_NOT_PUBLISHED;
     }
-  version = lw_python_u64 (blob, LW_PY_DEBUG_VERSION);
+  version = lw_load_u64 (blob, LW_PY_DEBUG_VERSION);
   for (gsize i = 0; i < G_N_ELEMENTS (lw_python_debug_forms); i++)
     if (lw_python_debug_forms[i].version == version >> 16)
       form = &lw_python_debug_forms[i];
@@ -214,7 +206,7 @@ lw_python_layout_from_debug_offsets (const guint8 *blob, gsize len, guint32 py_v
                   "form this lagwatch does not know", version);
       return LW_PY_LAYOUT_UNKNOWN_VERSION;
     }
-  if (lw_python_u64 (blob, LW_PY_DEBUG_FREE_THREADED) != 0)
+  if (lw_load_u64 (blob, LW_PY_DEBUG_FREE_THREADED) != 0)
     {
       g_snprintf (why, why_size, "a free-threaded build (Py_GIL_DISABLED), whose frames this "
                   "lagwatch does not read");
@@ -271,8 +263,8 @@ lw_python_layout_from_debug_offsets (const guint8 *blob, gsize len, guint32 py_v
                                  LW_PY_STRING_HEAD, &o.unicode_length);
   if (ok)
     {
-      guint64 ascii_size = lw_python_u64 (blob, form->unicode_ascii_size);
-      guint64 unicode_size = lw_python_u64 (blob, form->unicode_size);
+      guint64 ascii_size = lw_load_u64 (blob, form->unicode_ascii_size);
+      guint64 unicode_size = lw_load_u64 (blob, form->unicode_size);
 
       /* Not in the blob: a compact string's UTF-8 length and pointer
        * follow its PyASCIIObject (PyCompactUnicodeObject, unchanged since

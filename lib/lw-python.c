@@ -8,6 +8,7 @@
 
 #include "lw-capture-core.h"
 #include "lw-lang-frames.h"
+#include "lw-load.h"
 #include "lw-modules.h"
 #include "lw-python-private.h"
 
@@ -116,15 +117,6 @@ struct _LwPython
   guint         scratch_len;
 };
 
-static uintptr_t
-lw_python_field (const guint8 *block, gsize offset)
-{
-  uintptr_t value;
-
-  memcpy (&value, block + offset, sizeof value);
-  return value;
-}
-
 LwPython *
 lw_python_new (void)
 {
@@ -193,9 +185,9 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
 
   g_assert (o->compact_utf8 + sizeof (uintptr_t) <= sizeof head);
   if (!lw_python_read (object, head, o->ascii_size)
-      || lw_python_field (head, o->object_type) != interp->unicode_type)
+      || lw_load_uptr (head, o->object_type) != interp->unicode_type)
     return NULL;
-  length = lw_python_field (head, o->unicode_length);
+  length = lw_load_uptr (head, o->unicode_length);
   memcpy (&state, head + o->unicode_state, sizeof state);
   kind = LW_PY_STATE_KIND (state);
   if (!(state & LW_PY_STATE_COMPACT) || length == 0 || length > LW_PY_MAX_STRING)
@@ -207,11 +199,11 @@ lw_python_read_string (const LwPyInterpreter *interp, uintptr_t object)
       if (!lw_python_read (object + o->ascii_size, head + o->ascii_size,
                            o->compact_utf8 + sizeof (uintptr_t) - o->ascii_size))
         return NULL;
-      data = lw_python_field (head, o->compact_utf8);
+      data = lw_load_uptr (head, o->compact_utf8);
       if (data == 0)
         return kind == 1 || kind == 2 || kind == 4
                ? lw_python_read_units (object + o->compact_size, length, kind) : NULL;
-      length = lw_python_field (head, o->compact_utf8_length);
+      length = lw_load_uptr (head, o->compact_utf8_length);
       if (length == 0 || length > LW_PY_MAX_STRING * 4)
         return NULL;
     }
@@ -237,9 +229,9 @@ lw_python_read_bytes (const LwPyInterpreter *interp, uintptr_t object, gsize *le
   guint8 *data;
 
   if (!lw_python_read (object, head, o->bytes_data)
-      || lw_python_field (head, o->object_type) != interp->bytes_type)
+      || lw_load_uptr (head, o->object_type) != interp->bytes_type)
     return NULL;
-  size = lw_python_field (head, o->var_size);
+  size = lw_load_uptr (head, o->var_size);
   if (size == 0 || size > LW_PY_MAX_LINETABLE)
     return NULL;
   data = g_malloc (size);
@@ -265,7 +257,7 @@ lw_python_name_check (const LwPyInterpreter *interp, uintptr_t object, LwPyCode 
 
   if (o->ascii_size > LW_PY_NAME_CHECK || !lw_python_read (object, slot->name, o->ascii_size))
     return FALSE;
-  length = lw_python_field (slot->name, o->unicode_length);
+  length = lw_load_uptr (slot->name, o->unicode_length);
   memcpy (&state, slot->name + o->unicode_state, sizeof state);
   slot->name_len = o->ascii_size;
   if ((state & LW_PY_STATE_COMPACT) && (state & LW_PY_STATE_ASCII))
@@ -301,7 +293,7 @@ lw_python_name_iovec (LwPython *python, const LwPyInterpreter *interp, guint i, 
     return FALSE;
   python->name_lens[i] = slot->name_len;
   *local = (struct iovec) { python->names[i], slot->name_len };
-  *remote = (struct iovec) { (void *) lw_python_field (slot->head, interp->offsets->code_qualname),
+  *remote = (struct iovec) { (void *) lw_load_uptr (slot->head, interp->offsets->code_qualname),
                              slot->name_len };
   return TRUE;
 }
@@ -321,7 +313,7 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
   gssize n_units;
   int firstlineno;
 
-  if (lw_python_field (block, o->object_type) != interp->code_type)
+  if (lw_load_uptr (block, o->object_type) != interp->code_type)
     return NULL;
   /* A code object freed and another made at its address: the cached
    * entry stands only if every byte of the head but the reference count
@@ -348,11 +340,11 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
           slot = &set[w];
     }
   lw_python_code_clear (slot);
-  n_units = (gssize) lw_python_field (block, o->var_size);
+  n_units = (gssize) lw_load_uptr (block, o->var_size);
   memcpy (&firstlineno, block + o->code_firstlineno, sizeof firstlineno);
-  slot->qualname = lw_python_read_string (interp, lw_python_field (block, o->code_qualname));
-  slot->filename = lw_python_read_string (interp, lw_python_field (block, o->code_filename));
-  slot->linetable = lw_python_read_bytes (interp, lw_python_field (block, o->code_linetable),
+  slot->qualname = lw_python_read_string (interp, lw_load_uptr (block, o->code_qualname));
+  slot->filename = lw_python_read_string (interp, lw_load_uptr (block, o->code_filename));
+  slot->linetable = lw_python_read_bytes (interp, lw_load_uptr (block, o->code_linetable),
                                           &slot->linetable_len);
   if (slot->qualname == NULL || slot->filename == NULL || slot->linetable == NULL
       || n_units <= 0)
@@ -361,7 +353,7 @@ lw_python_code (LwPython *python, const LwPyInterpreter *interp, uintptr_t code_
       return NULL;
     }
   if (!LW_PY_HAS_CO_VERSION (o)
-      && !lw_python_name_check (interp, lw_python_field (block, o->code_qualname), slot))
+      && !lw_python_name_check (interp, lw_load_uptr (block, o->code_qualname), slot))
     {
       lw_python_code_clear (slot);
       return NULL;
@@ -420,9 +412,9 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
   if (prefetched != NULL)
     memcpy (block, prefetched, head);
   if (python->tstate_tid == tid && (prefetched != NULL || lw_python_read (python->tstate, block, head))
-      && lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+      && lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
-      *frame_at = lw_python_field (block, o->tstate_frame);
+      *frame_at = lw_load_uptr (block, o->tstate_frame);
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -436,14 +428,14 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
         {
           if (!lw_python_read (tstate, block, head))
             return 0;
-          if (lw_python_field (block, o->tstate_native_thread_id) == (uintptr_t) tid)
+          if (lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
             {
               python->tstate_tid = tid;
               python->tstate = tstate;
-              *frame_at = lw_python_field (block, o->tstate_frame);
+              *frame_at = lw_load_uptr (block, o->tstate_frame);
               return tstate;
             }
-          tstate = lw_python_field (block, o->tstate_next);
+          tstate = lw_load_uptr (block, o->tstate_next);
         }
       if (!lw_python_read_word (interp_state + o->interp_next, &interp_state))
         return 0;

@@ -1,13 +1,19 @@
-/* lw-report.h: one finished lag, and its two renderings (text and JSON)
+/* lw-report.h: one finished lag (LagWatchReport): its fields and its life
  *
- * Built on the watcher thread once the lag has ended, immutable afterwards,
- * handed to the sinks and the program's callback.
+ * Built on the watcher thread once the lag has ended, completed by the
+ * reporting thread, immutable afterwards, handed to the sinks and the
+ * program's callback. Which frames are the program's is decided in
+ * lw-report-program.h; the report is written as JSON by lw-report-json.c
+ * (lagwatch_report_to_json()) and as text by lw-report-text.h (both
+ * headers included here).
  */
 #pragma once
 
 #include "lagwatch.h"
 #include "lw-calls.h"
 #include "lw-symbols.h"
+#include "lw-report-program.h"
+#include "lw-report-text.h"
 
 G_BEGIN_DECLS
 
@@ -131,72 +137,23 @@ struct _LagWatchReport
   struct _LwTracing *tracing;
 };
 
+/* Any thread. TRUE when thread @i's stack is left out of @report's
+ * output (the hang record's size limit). */
+gboolean    lw_report_thread_left_out    (const LagWatchReport *report,
+                                          guint                 i);
+
+/* Any thread. Why thread @i of @report's hang snapshot shows no stack, or
+ * NULL when it shows one. */
+const char *lw_report_thread_stack_error (const LagWatchReport *report,
+                                          guint                 i);
+
 /* Watcher thread. Frees the frames of @stack. */
 void lw_report_stack_clear (LwReportStack *stack);
 
-/* Any thread. TRUE for a frame of libc, GLib, lagwatch or the vDSO: the
- * platform every lag passes through, not the program. */
-gboolean lw_report_frame_is_platform (const LwFrame *frame);
+/* Any thread. @time_us (µs since the epoch) as the reports write it, in
+ * UTC: "2026-11-21T15:40:12.345Z". */
+char *lw_report_format_time (gint64 time_us);
 
-/* Any thread. TRUE for a frame of the program's own code: not the
- * platform (lw_report_frame_is_platform()), not the C++ standard library
- * (a function in std::, __gnu_cxx:: or __cxxabiv1::, even inlined into
- * the program; libstdc++, libc++, libgcc_s), not an interpreter's or a
- * binding's machinery (libpython, the python3 executable, _Py and Py C-API
- * functions, libmozjs, libgjs, libffi, libgirepository, PyGObject's _gi). The one rule behind "the innermost
- * program frame" of the summary, the fingerprint, the text report and
- * lagwatch_report_get_frame_is_program(). */
-gboolean lw_report_frame_is_program (const LwFrame *frame);
-
-/* Any thread. TRUE when @frames hold a frame of an interpreted language
- * (Python, JavaScript): such a stack is that language's program, and its
- * native frames (the interpreter, its extension modules, the C libraries
- * they call) are not the program's. */
-gboolean lw_report_frames_interpreted (const LwFrame *frames,
-                                       guint          n_frames);
-
-/* Any thread. lw_report_frame_is_program() for a frame of a stack that is
- * @interpreted (lw_report_frames_interpreted()) or not: in an interpreted
- * stack, only the language's frames are the program's, as the fingerprint
- * counts them. */
-gboolean lw_report_frame_is_program_in (const LwFrame *frame,
-                                        gboolean       interpreted);
-
-/* Any thread. The innermost frame of @frames that has a name and is the
- * program's, or NULL: the frame the summary and the text report name, the
- * journal's CODE_FUNC. */
-const LwFrame *lw_report_program_frame (const LwFrame *frames,
-                                        guint          n_frames);
-
-/* Any thread. @name (a demangled C++ name) as the text report shows it:
- * whole up to 80 bytes; longer, with template arguments elided
- * ("std::__introsort_loop<...>(...)"), then the parameters too if still
- * longer, keeping the function's own name and its class. */
-char *lw_report_short_name (const char *name);
-
-/* Any thread. The label of a stack in the text report and the summary:
- * the innermost program frame's name (shortened), else the innermost
- * named frame's, else "module+0xoffset" of the innermost frame, else
- * "(no stack)" when there are no frames. */
-char *lw_report_stack_label (const LwFrame *frames,
-                             guint          n_frames);
-
-/* Watcher thread. Computes fingerprint and fingerprint2 from the frames. */
-void lw_report_compute_fingerprints (LagWatchReport *report);
-
-/* Reporting thread. The report as text; @skipped_since_shown: lags like it
- * the back-off kept off stderr since the last one shown (0: none). */
-char *lw_report_to_text_full (LagWatchReport *report,
-                              guint           skipped_since_shown);
-
-/* Any thread. @frames as the text report shows them, one line each. */
-char *lw_report_stack_to_text (const LwFrame *frames,
-                               guint          n_frames);
-
-/* Any thread. Appends @text to @out as a JSON string, as reports write
- * them (null for NULL, invalid UTF-8 repaired). */
-void lw_report_append_json_string (GString    *out,
-                                   const char *text);
 /* Reporting thread, before the report is handed to sinks or the callback.
  * Gives @report the call tree @root (taken over; NULL: none): a root
  * standing for the lag (no name, start 0, the lag's duration) whose

@@ -27,7 +27,7 @@ struct _LwReporter
   GCond        idle_cond;
   _Atomic guint64 dropped_behind; /* reports the watcher dropped: the queue was full */
   guint64      noted_behind;     /* reporting thread: drops said so far */
-  _Atomic gboolean finishing;    /* lw_reporter_finish_after_callback() */
+  _Atomic gboolean finishing;    /* lw_reporter_finish_soon(): no callback, then finish */
 
   LwSinkQueue *sinks;
   LwSummary   *summary;
@@ -41,11 +41,15 @@ struct _LwReporter
   GDestroyNotify     report_destroy;
 };
 
+/* The reporter whose thread this is; NULL on every other thread. */
+static __thread LwReporter *lw_reporter_self;
+
 typedef struct
 {
-  LagWatchReport *report;  /* NULL: stop, unless stats is set */
+  LagWatchReport *report;  /* NULL: stop, unless stats or finish is set */
   LwReportKind    kind;
   char           *stats;   /* a "stats" event, in its place after the reports before it */
+  gboolean        finish;  /* lw_reporter_finish_soon(): the last item */
 } LwReporterItem;
 
 /* Reporting thread. @frame named for @ip (a return address when
@@ -267,10 +271,8 @@ lw_reporter_note_drops (LwReporter *reporter)
 
   if (dropped == reporter->noted_behind)
     return;
-  json = g_strdup_printf ("{\"event\":\"dropped\",\"count\":%" G_GUINT64_FORMAT ","
-                          "\"reason\":\"reporting thread behind\"}", dropped - reporter->noted_behind);
-  text = g_strdup_printf ("lagwatch: %" G_GUINT64_FORMAT " reports dropped: the reporting thread "
-                          "fell behind (a slow report callback)\n", dropped - reporter->noted_behind);
+  lw_sink_dropped_record (dropped - reporter->noted_behind, "reporting thread behind",
+                          "the reporting thread fell behind (a slow report callback)", &json, &text);
   lw_sink_queue_raw (reporter->sinks, json, text);
   reporter->noted_behind = dropped;
 }
@@ -340,7 +342,7 @@ lw_reporter_handle (LwReporter *reporter, LagWatchReport *report, LwReportKind k
 
   show = lw_summary_record (reporter->summary, report, &skipped);
   g_rec_mutex_lock (&reporter->report_lock);
-  if (reporter->report_func != NULL)
+  if (reporter->report_func != NULL && !atomic_load (&reporter->finishing))
     reporter->report_func (report, reporter->report_data);
   g_rec_mutex_unlock (&reporter->report_lock);
   lw_sink_queue_report (reporter->sinks, report, show, skipped, FALSE);
@@ -374,10 +376,20 @@ lw_reporter_main (gpointer data)
   LwReporter *reporter = data;
 
   lw_threadinfo_own_enter ();
+  lw_reporter_self = reporter;
   for (;;)
     {
       LwReporterItem *item = g_async_queue_pop (reporter->queue);
 
+      /* Finishing: what was handed over before still reached the sinks
+       * (not the callback); nothing comes after, the watcher has stopped.
+       * Only this item ends the loop: the thread that pushed it is done
+       * with @reporter once it is in the queue. */
+      if (item->finish)
+        {
+          g_free (item);
+          break;
+        }
       if (item->report == NULL && item->stats == NULL)
         {
           g_free (item);
@@ -394,8 +406,6 @@ lw_reporter_main (gpointer data)
       atomic_fetch_sub (&reporter->pending, 1);
       g_cond_broadcast (&reporter->idle_cond);
       g_mutex_unlock (&reporter->idle_lock);
-      if (atomic_load (&reporter->finishing))
-        break;  /* detached from the callback just run */
     }
   reporter->finish (reporter->finish_data);  /* frees @reporter */
   return NULL;
@@ -526,15 +536,19 @@ lw_reporter_print_summary (LwReporter *reporter)
 }
 
 gboolean
-lw_reporter_is_current (LwReporter *reporter)
+lw_reporter_on_reporting_thread (void)
 {
-  return reporter != NULL && reporter->thread == g_thread_self ();
+  return lw_reporter_self != NULL;
 }
 
 void
-lw_reporter_finish_after_callback (LwReporter *reporter)
+lw_reporter_finish_soon (LwReporter *reporter)
 {
+  LwReporterItem *item = g_new0 (LwReporterItem, 1);
+
   atomic_store (&reporter->finishing, TRUE);
+  item->finish = TRUE;
+  g_async_queue_push (reporter->queue, item);
 }
 
 /* Any thread, the reporting thread gone or finishing: releases the

@@ -12,8 +12,8 @@
  * nothing lags.
  *
  * The reporter knows nothing of the watch: it gets the sinks, the summary,
- * the hang store and a function that finishes a watch detached from its
- * own callback.
+ * the hang store and a function that finishes a watch detached from a
+ * report callback.
  */
 #pragma once
 
@@ -31,9 +31,9 @@ typedef struct _LwReporter LwReporter;
  * program's callback is slow. */
 #define LW_REPORTER_QUEUE_MAX 64
 
-/* Reporting thread. Finishes the watch that was detached from one of its
- * callbacks, once the callback has returned (it calls
- * lw_reporter_abandon()). */
+/* Reporting thread. Finishes the watch that was detached from a report
+ * callback (lw_reporter_finish_soon()), once the callback running then
+ * has returned (it calls lw_reporter_abandon()). */
 typedef void (*LwReporterFinishFunc) (gpointer data);
 
 /* Any thread. Starts the reporting thread (all signals blocked) and its
@@ -87,17 +87,23 @@ void        lw_reporter_print_summary (LwReporter *reporter);
  * LW_SINK_QUEUE_STOP_MS at most. */
 void        lw_reporter_stop   (LwReporter      *reporter);
 
-/* Reporting thread (a callback). Once the callback returns, the thread
- * stops taking reports and calls the finish function. */
-void        lw_reporter_finish_after_callback (LwReporter *reporter);
+/* Any thread; never waits (a report callback, of this reporter or
+ * another, calls it: waiting there for a reporting thread could wait on
+ * itself, or on a thread whose callback waits on this one). From now on
+ * no callback starts (but one starting at this very moment); once the one
+ * running, if any, has returned, the thread hands what is still queued to
+ * the sinks and calls the finish function. The watcher must have stopped:
+ * nothing more is handed over. */
+void        lw_reporter_finish_soon (LwReporter *reporter);
 
 /* The reporting thread itself, from the finish function: drops what is
  * still queued, releases the callback, prints the summary, stops the sink
  * thread (bounded, as lw_reporter_stop()) and frees @reporter. */
 void        lw_reporter_abandon (LwReporter     *reporter);
 
-/* Any thread. TRUE on the reporting thread itself (a callback). */
-gboolean    lw_reporter_is_current (LwReporter  *reporter);
+/* Any thread. TRUE on a reporting thread, of any watch (in a report
+ * callback, or a callback's destroy notify). */
+gboolean    lw_reporter_on_reporting_thread (void);
 
 /* Any thread. Hands a "stats" event (@json, one line) to the JSON sinks,
  * after the reports handed over before it; never waits for them. */

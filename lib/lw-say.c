@@ -1,5 +1,6 @@
 /* lw-say.c: lagwatch's own messages, and text safe to show on a terminal */
 #include "lw-say.h"
+#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,32 +67,39 @@ lw_text_escape (const char *text)
   return g_string_free (out, FALSE);
 }
 
-int
-lw_stderr_open (gboolean *use_send, gboolean *private)
+gboolean
+lw_stderr_open (LwOutput *out)
 {
   struct stat st;
-  int fd;
 
-  *use_send = FALSE;
-  *private = FALSE;
+  *out = (LwOutput) { .fd = STDERR_FILENO };
   if (fstat (STDERR_FILENO, &st) != 0)
-    return -1;
+    return FALSE;
   if (S_ISSOCK (st.st_mode))
+    out->use_send = TRUE;
+  else if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
     {
-      *use_send = TRUE;
-      return STDERR_FILENO;
-    }
-  if (S_ISFIFO (st.st_mode) || (S_ISCHR (st.st_mode) && isatty (STDERR_FILENO)))
-    {
-      fd = open ("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      g_autofree char *path = g_strconcat (lw_proc_self (), "/fd/2", NULL);
+      int fd = open (path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
       if (fd >= 0)
         {
-          *private = TRUE;
-          return fd;
+          out->fd = fd;
+          out->private = TRUE;
         }
+      else
+        out->may_block = TRUE;  /* out of descriptors, or no /proc */
     }
-  /* A file, /dev/null, or a pipe /proc cannot reopen: fd 2 as it is. */
-  return STDERR_FILENO;
+  /* A file or /dev/null: fd 2 as it is. */
+  return TRUE;
+}
+
+void
+lw_stderr_close (LwOutput *out)
+{
+  if (out->private)
+    close (out->fd);
+  out->private = FALSE;
 }
 
 ssize_t
@@ -120,36 +128,31 @@ lw_stderr_write_once (int fd, gboolean use_send, const char *data, gsize len)
   return n;
 }
 
-/* Any thread, lw_say_lock held. Writes @line to stderr, waiting at most
- * LW_SAY_WAIT_MS for a slow reader, and not at all before the first byte
- * once a line has waited in vain (*@stalled), until one gets through. */
-static void
-lw_say_write (const char *line, gsize len, gboolean *stalled)
+gsize
+lw_output_write (const LwOutput *out, const char *data, gsize len, guint wait_ms, gboolean stalled,
+                 int *error)
 {
-  gint64 deadline = g_get_monotonic_time () + LW_SAY_WAIT_MS * 1000;
-  gboolean use_send, private;
-  int fd = lw_stderr_open (&use_send, &private);
+  gint64 deadline = g_get_monotonic_time () + (gint64) wait_ms * 1000;
   gsize done = 0;
 
-  if (fd < 0)
-    return;
+  *error = 0;
   while (done < len)
     {
-      struct pollfd pfd = { fd, POLLOUT, 0 };
+      struct pollfd pfd = { out->fd, POLLOUT, 0 };
       gint64 left_ms;
       ssize_t n;
 
-      /* fd 2 as it is (no private description: out of descriptors, or
-       * no /proc): it may block. A pipe that shows POLLOUT takes PIPE_BUF
-       * bytes at once, so a write of that size does not wait. */
-      if (!private && !use_send)
+      if (out->may_block)
         {
           left_ms = MAX ((deadline - g_get_monotonic_time ()) / 1000, 0);
-          if ((done == 0 && *stalled) || poll (&pfd, 1, (int) left_ms) != 1 || !(pfd.revents & POLLOUT))
-            break;
+          if ((done == 0 && stalled) || poll (&pfd, 1, (int) left_ms) != 1 || !(pfd.revents & POLLOUT))
+            {
+              *error = EAGAIN;
+              break;
+            }
         }
-      n = lw_stderr_write_once (fd, use_send, line + done,
-                                private || use_send ? len - done : MIN (len - done, (gsize) PIPE_BUF));
+      n = lw_stderr_write_once (out->fd, out->use_send, data + done,
+                                out->may_block ? MIN (len - done, (gsize) PIPE_BUF) : len - done);
       if (n > 0)
         {
           done += (gsize) n;
@@ -158,15 +161,34 @@ lw_say_write (const char *line, gsize len, gboolean *stalled)
       if (n < 0 && errno == EINTR)
         continue;
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-        break;
+        {
+          *error = n == 0 ? EIO : errno;
+          break;
+        }
       left_ms = (deadline - g_get_monotonic_time ()) / 1000;
-      if (left_ms <= 0 || (done == 0 && *stalled))
-        break;
+      if (left_ms <= 0 || (done == 0 && stalled))
+        {
+          *error = EAGAIN;
+          break;
+        }
       poll (&pfd, 1, (int) left_ms);
     }
-  *stalled = done < len;
-  if (private)
-    close (fd);
+  return done;
+}
+
+/* Any thread, lw_say_lock held. Writes @line to stderr, waiting at most
+ * LW_SAY_WAIT_MS for a slow reader, and not at all before the first byte
+ * once a line has waited in vain (*@stalled), until one gets through. */
+static void
+lw_say_write (const char *line, gsize len, gboolean *stalled)
+{
+  LwOutput out;
+  int error;
+
+  if (!lw_stderr_open (&out))
+    return;
+  *stalled = lw_output_write (&out, line, len, LW_SAY_WAIT_MS, *stalled, &error) < len;
+  lw_stderr_close (&out);
 }
 
 static GMutex lw_say_lock;

@@ -18,7 +18,8 @@
  * within LW_SAY_WAIT_MS is dropped. API misuse stays g_return_if_fail(), as
  * in GLib.
  *
- * The stderr sink (lw-sink.c) writes reports through the same primitives.
+ * The stderr and JSON Lines sinks (lw-sink-fd.c) write records through the
+ * same writer, lw_output_write().
  */
 #pragma once
 
@@ -47,13 +48,27 @@ void     lw_text_escape_append (GString    *out,
 /* Any thread. The same as a new string; NULL for NULL. */
 char    *lw_text_escape        (const char *text);
 
-/* Any thread. The descriptor to write to stderr on, for one write: a pipe,
- * FIFO or terminal on fd 2 gets a private non-blocking description
- * (*@private: the caller closes it after), so that lagwatch never holds the
- * program's pipe open once the program has closed or replaced fd 2;
- * *@use_send: a socket, to write with MSG_DONTWAIT. -1: fd 2 is closed. */
-int      lw_stderr_open        (gboolean   *use_send,
-                                gboolean   *private);
+/* Where one record or line is written, and how. */
+typedef struct
+{
+  int       fd;
+  gboolean  use_send;   /* a socket: send() with MSG_DONTWAIT */
+  gboolean  may_block;  /* fd 2 as it is while it is a pipe, FIFO or terminal
+                         * (no private description could be opened): a write
+                         * there can wait for the reader */
+  gboolean  private;    /* a description of lagwatch's own, closed after */
+} LwOutput;
+
+/* Any thread. stderr, for one record or line: a pipe, FIFO or terminal on
+ * fd 2 gets a private non-blocking description (closed by
+ * lw_stderr_close()), so that lagwatch never holds the program's pipe open
+ * once the program has closed or replaced fd 2; a socket is written with
+ * send(); a file or another device on fd 2 is written as it is. FALSE: fd 2
+ * is closed. */
+gboolean lw_stderr_open        (LwOutput   *out);
+
+/* Any thread. Closes what lw_stderr_open() opened. */
+void     lw_stderr_close       (LwOutput   *out);
 
 /* Any thread. One write() (send() when @use_send) of @data to @fd, with
  * SIGPIPE blocked in this thread: a reader that went away gives EPIPE and
@@ -62,5 +77,20 @@ ssize_t  lw_stderr_write_once  (int         fd,
                                 gboolean    use_send,
                                 const char *data,
                                 gsize       len);
+
+/* Any thread. The one bounded writer of lagwatch's lines and records:
+ * writes @data to @out, retrying on EINTR and partial writes, waiting for a
+ * slow reader @wait_ms at most in all, and not at all before the first
+ * byte when @stalled (the last write to this output waited in vain). Where
+ * @out may block, it waits for room before each write and writes PIPE_BUF
+ * bytes at most at once (what a pipe that shows room takes without
+ * waiting). Returns the bytes written; *@error is 0 when all were, else the
+ * errno (EAGAIN: the reader did not take them in time). */
+gsize    lw_output_write       (const LwOutput *out,
+                                const char     *data,
+                                gsize           len,
+                                guint           wait_ms,
+                                gboolean        stalled,
+                                int            *error);
 
 G_END_DECLS

@@ -26,13 +26,14 @@
 
 typedef __typeof__ (sd_journal_sendv) LwJournalSendv;
 
-struct _LwJournal
+typedef struct
 {
   LwJournalSendv *sendv;
   gint            warned;  /* atomic: the one warning about a refused entry was given */
-};
+} LwJournal;
 
-LwJournal *
+/* Any thread. The journal writer, or NULL with one warning saying why. */
+static LwJournal *
 lw_journal_open (void)
 {
   LwJournal *journal;
@@ -66,7 +67,8 @@ lw_journal_open (void)
   return journal;
 }
 
-void
+/* Any thread. */
+static void
 lw_journal_close (LwJournal *journal)
 {
   g_free (journal);
@@ -130,7 +132,8 @@ lw_journal_ms (const char *name, double ms)
   return g_strconcat (name, "=", g_ascii_formatd (buf, sizeof buf, "%.1f", ms), NULL);
 }
 
-gboolean
+/* Sinks' thread. One entry for @report; FALSE when the journal refused it. */
+static gboolean
 lw_journal_write (LwJournal *journal, LagWatchReport *report)
 {
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
@@ -207,7 +210,11 @@ lw_journal_killed_hang_id (const char *json)
   return len > 0 && id[len] == '"' ? g_strndup (id, len) : NULL;
 }
 
-gboolean
+/* Any thread. One entry for a ready-made record: @json its JSON line (no
+ * newline), @text its text block. It carries MESSAGE, MESSAGE_ID, PRIORITY,
+ * LAGWATCH_EVENT, LAGWATCH_RECORD and a hang-killed record's LAGWATCH_ID.
+ * FALSE when the journal refused it. */
+static gboolean
 lw_journal_write_raw (LwJournal *journal, const char *json, const char *text)
 {
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
@@ -222,4 +229,59 @@ lw_journal_write_raw (LwJournal *journal, const char *json, const char *text)
     g_ptr_array_add (fields, g_strconcat ("LAGWATCH_ID=", hang_id, NULL));
   g_ptr_array_add (fields, g_strconcat ("LAGWATCH_RECORD=", json, NULL));
   return lw_journal_send (journal, fields);
+}
+
+typedef struct
+{
+  LwSink     parent;
+  LwJournal *journal;
+} LwJournalSink;
+
+/* Sinks' thread. */
+static gboolean
+lw_sink_journal_write_report (LwSink *sink, LwSinkReport *report)
+{
+  return lw_journal_write (((LwJournalSink *) sink)->journal, report->report);
+}
+
+/* Sinks' thread. Records that come as JSON and text: not a stats event
+ * (JSON only), not the exit summary (text only). */
+static gboolean
+lw_sink_journal_write_raw (LwSink *sink, const char *json, const char *text)
+{
+  if (json == NULL || text == NULL)
+    return TRUE;
+  return lw_journal_write_raw (((LwJournalSink *) sink)->journal, json, text);
+}
+
+/* Sinks' thread. Every entry is sent whole: nothing is held. */
+static void
+lw_sink_journal_flush (LwSink *sink)
+{
+}
+
+/* Sinks' thread. */
+static void
+lw_sink_journal_close (LwSink *sink)
+{
+  lw_journal_close (((LwJournalSink *) sink)->journal);
+  g_free (sink);
+}
+
+static const LwSinkClass lw_sink_journal_class = {
+  lw_sink_journal_write_report, lw_sink_journal_write_raw, lw_sink_journal_flush, lw_sink_journal_close,
+};
+
+LwSink *
+lw_sink_journal_open (void)
+{
+  LwJournal *journal = lw_journal_open ();
+  LwJournalSink *sink;
+
+  if (journal == NULL)
+    return NULL;
+  sink = g_new0 (LwJournalSink, 1);
+  sink->parent.klass = &lw_sink_journal_class;
+  sink->journal = journal;
+  return &sink->parent;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-sink-private.h"
 
 G_BEGIN_DECLS
 
@@ -19,26 +20,10 @@ G_BEGIN_DECLS
 #define LW_JOURNAL_ID_HANG        "b70a2ceed6854326a92aae67153d7fe0"
 #define LW_JOURNAL_ID_HANG_KILLED "a969dfa4320e48a0bd6a632d473137a7"
 
-typedef struct _LwJournal LwJournal;
-
-/* Any thread. The journal writer, or NULL with one warning saying why
- * (no journald socket, no libsystemd): the caller then writes to stderr. */
-LwJournal *lw_journal_open       (void);
-
-/* Reporting thread. One entry for @report. FALSE when the journal refused
- * it: the caller writes the report elsewhere; the first failure is named in
- * one warning. */
-gboolean   lw_journal_write      (LwJournal      *journal,
-                                  LagWatchReport *report);
-
-/* Any thread. One entry for a ready-made record (a hang-killed record):
- * @json is its JSON line (no newline), @text its text block. It carries
- * MESSAGE, MESSAGE_ID, PRIORITY, LAGWATCH_EVENT, LAGWATCH_RECORD and the
- * hang's LAGWATCH_ID. FALSE as for lw_journal_write(). */
-gboolean   lw_journal_write_raw  (LwJournal      *journal,
-                                  const char     *json,
-                                  const char     *text);
-
-void       lw_journal_close      (LwJournal      *journal);
+/* Any thread. The journal sink (lw-sink-private.h): a report or a record
+ * the journal refuses goes to stderr instead, the first refusal named in
+ * one warning. NULL with one warning saying why (no journald socket, no
+ * libsystemd): the caller then writes to stderr. */
+LwSink *lw_sink_journal_open (void);
 
 G_END_DECLS

@@ -74,10 +74,8 @@ lw_sink_queue_note_drops (LwSinkQueue *queue, guint64 dropped, guint64 *noted)
 
   if (dropped == *noted)
     return;
-  json = g_strdup_printf ("{\"event\":\"dropped\",\"count\":%" G_GUINT64_FORMAT ","
-                          "\"reason\":\"sink stalled\"}", dropped - *noted);
-  text = g_strdup_printf ("lagwatch: %" G_GUINT64_FORMAT " reports dropped: sink stalled "
-                          "(a reader of the output stopped reading)\n", dropped - *noted);
+  lw_sink_dropped_record (dropped - *noted, "sink stalled",
+                          "sink stalled (a reader of the output stopped reading)", &json, &text);
   lw_sinks_write_raw (queue->sinks, json, text);
   *noted = dropped;
 }

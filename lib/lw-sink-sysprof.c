@@ -13,11 +13,14 @@
 #include "lw-report.h"
 #include "lw-fd.h"
 #include "lw-say.h"
+#include "lw-proc.h"
+#include "lw-sink-fd.h"
 
 #define LW_SYSCAP_BUFFER_SIZE (256 * 1024)
 #define LW_SYSPROF_GROUP "lagwatch"
 
-gboolean
+/* Any thread. TRUE when the process was started under Sysprof. */
+static gboolean
 lw_sysprof_collector_active (void)
 {
   /* Sysprof hands its control socket to the programs it starts in this
@@ -52,7 +55,8 @@ lw_sysprof_message (LagWatchReport *report)
   return g_strdup_printf ("%s%s (%.1f ms)", source, frame != NULL ? frame : "", report->duration_ms);
 }
 
-void
+/* Sinks' thread. Adds @report as a Sysprof mark. */
+static void
 lw_sysprof_mark (LagWatchReport *report)
 {
   g_autofree char *message = NULL;
@@ -64,7 +68,7 @@ lw_sysprof_mark (LagWatchReport *report)
                           LW_SYSPROF_GROUP, lw_sysprof_mark_name (report), message);
 }
 
-struct _LwSyscap
+typedef struct
 {
   SysprofCaptureWriter *writer;
   char                 *path;
@@ -72,16 +76,17 @@ struct _LwSyscap
   int                    fd;        /* the writer's: checked, never closed by lagwatch once lost */
   LwFdId                 fd_id;     /* what fd was when opened (lw-fd.h) */
   gboolean               fd_lost;   /* the program took fd over: the capture ends there */
-};
+} LwSyscap;
 
 /* Any thread. The process's command line, arguments separated by spaces. */
 static char *
 lw_syscap_cmdline (void)
 {
+  g_autofree char *path = g_strconcat (lw_proc_self (), "/cmdline", NULL);
   g_autofree char *raw = NULL;
   gsize len = 0;
 
-  if (!g_file_get_contents ("/proc/self/cmdline", &raw, &len, NULL) || len == 0)
+  if (!g_file_get_contents (path, &raw, &len, NULL) || len == 0)
     return g_strdup ("?");
   for (gsize i = 0; i + 1 < len; i++)
     if (raw[i] == '\0')
@@ -102,8 +107,9 @@ lw_syscap_add_maps (LwSyscap *capture, int64_t now, int pid)
   GString *metadata = g_string_new (NULL);
   GHashTableIter iter;
   gpointer path, build_id;
+  g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
 
-  if (!g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+  if (!g_file_get_contents (maps_path, &maps, NULL, NULL))
     {
       g_string_free (metadata, TRUE);
       return;
@@ -141,7 +147,10 @@ lw_syscap_add_maps (LwSyscap *capture, int64_t now, int pid)
   g_string_free (metadata, TRUE);
 }
 
-LwSyscap *
+/* Any thread. Starts a capture in the file @fd (taken over: closed by
+ * lw_syscap_close()), with this process and its memory maps. NULL with
+ * @error when Sysprof's writer refuses it. */
+static LwSyscap *
 lw_syscap_open (int fd, const char *path, GError **error)
 {
   LwSyscap *capture;
@@ -199,7 +208,9 @@ lw_syscap_still_ours (LwSyscap *capture)
   return !capture->fd_lost;
 }
 
-gboolean
+/* Sinks' thread. Adds @report: its mark and its samples. FALSE when the
+ * writer failed (the file is then said to be incomplete once). */
+static gboolean
 lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
 {
   g_autofree char *message = NULL;
@@ -238,7 +249,8 @@ lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
 static GMutex lw_syscap_abandoned_lock;
 static GSList *lw_syscap_abandoned;
 
-void
+/* Any thread. Flushes and closes the capture. */
+static void
 lw_syscap_close (LwSyscap *capture)
 {
   if (capture == NULL)
@@ -256,4 +268,93 @@ lw_syscap_close (LwSyscap *capture)
     }
   g_free (capture->path);
   g_free (capture);
+}
+
+/* ---- the two sinks (lw-sink-private.h) ---- */
+
+typedef struct
+{
+  LwSink    parent;
+  LwSyscap *capture;
+} LwSyscapSink;
+
+/* Sinks' thread. A capture holds this run's lags: a failed write is said
+ * once (the capture is incomplete), the report goes on to the other sinks. */
+static gboolean
+lw_sink_syscap_write_report (LwSink *sink, LwSinkReport *report)
+{
+  lw_syscap_write (((LwSyscapSink *) sink)->capture, report->report);
+  return TRUE;
+}
+
+/* Sinks' thread. A capture holds this run's lags only, not notes or
+ * earlier runs' records. */
+static gboolean
+lw_sink_sysprof_write_raw (LwSink *sink, const char *json, const char *text)
+{
+  return TRUE;
+}
+
+/* Sinks' thread. Every report is flushed as it is written: nothing is held. */
+static void
+lw_sink_sysprof_flush (LwSink *sink)
+{
+}
+
+/* Sinks' thread. */
+static void
+lw_sink_syscap_close (LwSink *sink)
+{
+  lw_syscap_close (((LwSyscapSink *) sink)->capture);
+  g_free (sink);
+}
+
+static const LwSinkClass lw_sink_syscap_class = {
+  lw_sink_syscap_write_report, lw_sink_sysprof_write_raw, lw_sink_sysprof_flush, lw_sink_syscap_close,
+};
+
+LwSink *
+lw_sink_syscap_open (const char *path, GError **error)
+{
+  int fd = lw_sink_open_file (path, "a Sysprof capture", TRUE, error);
+  LwSyscap *capture;
+  LwSyscapSink *sink;
+
+  if (fd < 0 || (capture = lw_syscap_open (fd, path, error)) == NULL)
+    return NULL;
+  sink = g_new0 (LwSyscapSink, 1);
+  sink->parent.klass = &lw_sink_syscap_class;
+  sink->capture = capture;
+  return &sink->parent;
+}
+
+/* Sinks' thread. */
+static gboolean
+lw_sink_marks_write_report (LwSink *sink, LwSinkReport *report)
+{
+  lw_sysprof_mark (report->report);
+  return TRUE;
+}
+
+/* Sinks' thread. */
+static void
+lw_sink_marks_close (LwSink *sink)
+{
+  g_free (sink);
+}
+
+static const LwSinkClass lw_sink_marks_class = {
+  lw_sink_marks_write_report, lw_sink_sysprof_write_raw, lw_sink_sysprof_flush, lw_sink_marks_close,
+};
+
+LwSink *
+lw_sink_sysprof_marks_open (void)
+{
+  LwSink *sink;
+
+  if (!lw_sysprof_collector_active ())
+    return NULL;
+  sink = g_new0 (LwSink, 1);
+  sink->klass = &lw_sink_marks_class;
+  return sink;
 }

@@ -14,30 +14,38 @@
 #pragma once
 
 #include "lagwatch.h"
+#include "lw-build-config.h"
+#include "lw-sink-private.h"
 
 G_BEGIN_DECLS
 
-/* Any thread. TRUE when the process was started under Sysprof. */
-gboolean lw_sysprof_collector_active (void);
+#if LW_HAVE_SYSPROF
 
-/* Reporting thread. Adds @report as a Sysprof mark (under Sysprof only). */
-void     lw_sysprof_mark             (LagWatchReport *report);
+/* Any thread. TRUE: this build writes Sysprof capture files. */
+static inline gboolean lw_sink_syscap_supported (void) { return TRUE; }
 
-typedef struct _LwSyscap LwSyscap;
+/* Any thread. The Sysprof marks sink when the program runs under Sysprof,
+ * else NULL. */
+LwSink *lw_sink_sysprof_marks_open (void);
 
-/* Any thread. Starts a capture in the file @fd (taken over: closed by
- * lw_syscap_close()), with this process and its memory maps. NULL with
- * @error when Sysprof's writer refuses it. */
-LwSyscap *lw_syscap_open  (int              fd,
-                           const char      *path,
-                           GError         **error);
+/* Any thread. A sink writing a new capture to @path (checked as
+ * lw_sink_open_file() checks it, truncated), with this process and its
+ * memory maps; NULL with @error when the file or Sysprof's writer refuses. */
+LwSink *lw_sink_syscap_open        (const char  *path,
+                                    GError     **error);
 
-/* Reporting thread. Adds @report: its mark and its samples. FALSE when the
- * writer failed (the file is then said to be incomplete once). */
-gboolean  lw_syscap_write (LwSyscap        *capture,
-                           LagWatchReport  *report);
+#else  /* built without Sysprof's capture library: neither sink exists */
 
-/* Any thread. Flushes and closes the capture. */
-void      lw_syscap_close (LwSyscap        *capture);
+static inline gboolean lw_sink_syscap_supported (void) { return FALSE; }
+
+static inline LwSink *lw_sink_sysprof_marks_open (void) { return NULL; }
+
+static inline LwSink *
+lw_sink_syscap_open (const char *path, GError **error)
+{
+  g_return_val_if_reached (NULL);
+}
+
+#endif
 
 G_END_DECLS

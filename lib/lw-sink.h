@@ -15,6 +15,9 @@
  * LW_SINK_WAIT_MS (at once once the sink has stalled) is dropped and
  * counted; the count is said on that sink before the next record that gets
  * through, and at close. A write error is said once per sink, on stderr.
+ *
+ * Each sink is one kind behind one small interface (lw-sink-private.h);
+ * LwSinks hands every record to each, in order.
  */
 #pragma once
 
@@ -36,6 +39,12 @@ gboolean  lw_sink_spec_validate (const char     *spec,
  * replaced by stderr. */
 LwSinks  *lw_sinks_open         (const char     *spec);
 
+/* Any thread. lw_sinks_open(), the lw_say() lines naming @origin (where
+ * @spec came from: "LAGWATCH_OUTPUT", or the program's configuration)
+ * instead of "LAGWATCH_OUTPUT". */
+LwSinks  *lw_sinks_open_from    (const char     *spec,
+                                 const char     *origin);
+
 /* Reporting thread. Writes @report to every JSON sink, and to stderr when
  * @show_human (the back-off decides; @skipped lags like it were not shown).
  * @durable: fsync the JSON files (a hang record must survive a kill). */
@@ -45,16 +54,26 @@ void      lw_sinks_write        (LwSinks        *sinks,
                                  guint           skipped,
                                  gboolean        durable);
 
-/* Any thread. Writes one ready-made record: @json to the JSON sinks (one
- * line, no newline), @text to stderr. */
-/* Any thread. A "stats" event (issue 15): @json to the JSON sinks only;
- * not to the journal (its entries are lags and hangs). */
+/* Any thread. A "stats" event: @json to the JSON sinks only; not to the
+ * journal (its entries are lags and hangs). */
 void      lw_sinks_write_stats  (LwSinks        *sinks,
                                  const char     *json);
 
+/* Any thread. Writes one ready-made record: @json to the JSON sinks (one
+ * line, no newline), @text to stderr, both to the journal. */
 void      lw_sinks_write_raw    (LwSinks        *sinks,
                                  const char     *json,
                                  const char     *text);
+
+/* Any thread. The one writer of the "dropped" record, which says that
+ * @count records were lost: *@json, {"event":"dropped","count":N,
+ * "reason":@reason} on one line without its newline; *@text, "lagwatch: N
+ * reports dropped: @text_reason" (NULL: @reason) and a newline. */
+void      lw_sink_dropped_record (guint64        count,
+                                  const char    *reason,
+                                  const char    *text_reason,
+                                  char         **json,
+                                  char         **text);
 
 /* Any thread. Records the sinks dropped (stalled or failing) since they
  * were opened, all sinks together. */
@@ -67,15 +86,22 @@ gboolean  lw_write_all          (int         fd,
                                  const char *data,
                                  gsize       len);
 
-/* Any thread. Writes @text to stderr as one write(), waiting at most
- * LW_SINK_WAIT_MS for a slow reader. */
-void      lw_sinks_write_raw_stderr (const char *text);
-
 /* Any thread. Writes @text (a summary, a note) to the stderr sink of
  * @sinks, after the count of the records that sink dropped; to stderr
  * directly, bounded alike, when @sinks has none. */
 void      lw_sinks_write_stderr_text (LwSinks    *sinks,
                                       const char *text);
+
+/* Any thread. The one writer of the "hang-killed" record, which says that
+ * the run @previous_pid was killed during a hang: *@json,
+ * {"event":"hang-killed","previous_pid":N,"hang":@hang_json} on one line
+ * without its newline (@hang_json: that hang's record, as read back and
+ * re-encoded); *@text, a line saying so followed by @hang_text. */
+void      lw_sink_hang_killed_record (int         previous_pid,
+                                      const char *hang_json,
+                                      const char *hang_text,
+                                      char      **json,
+                                      char      **text);
 
 /* Any thread. TRUE when reports go to stderr. */
 gboolean  lw_sinks_has_stderr   (LwSinks        *sinks);

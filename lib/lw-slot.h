@@ -68,6 +68,8 @@ struct _LwSlot
 
   /* Written by the loop thread when the thread running the context changes. */
   _Alignas (64) void *loop_thread; /* its thread pointer (%fs base: one instruction to read) */
+  void            *wrapper_thread; /* the same, as the poll wrapper checks it; NULL once the
+                                    * wrapper only passes calls through (wrapper_off) */
   _Atomic pid_t    loop_tid;       /* kernel TID; 0 before the first iteration */
   uintptr_t        loop_stack_lo;  /* [lo, hi) of that thread's stack, 0 if unknown */
   uintptr_t        loop_stack_hi;
@@ -79,6 +81,9 @@ struct _LwSlot
   GMainContext     *context;       /* a reference, held until detach */
   unsigned          index;
   GPollFunc         trampoline;    /* the poll function lw-hooks installed for this slot */
+  gboolean          wrapped;       /* the trampoline was installed at attach */
+  _Atomic gboolean  wrapper_off;   /* the program replaced it: it passes calls through,
+                                    * the trackers follow the loop */
   /* Or, where GLib polls g_poll's contexts with ppoll(), the sources that
    * stamp the poll's entry and exit instead (lw-hooks.c); NULL otherwise. */
   GSource          *tracker_entry;

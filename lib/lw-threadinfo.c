@@ -1,5 +1,6 @@
 /* lw-threadinfo.c: /proc/self/task/TID and per-thread CPU clocks */
 #include "lw-threadinfo.h"
+#include "lw-proc.h"
 #include "lw-say.h"
 
 #include <stdio.h>
@@ -49,6 +50,9 @@ lw_threadinfo_parse_state (const char *text, gsize len)
     case 'S': case 'I': return LW_THREAD_SLEEPING;
     case 'D': return LW_THREAD_DISK;
     case 'T': case 't': return LW_THREAD_STOPPED;
+    /* Exited: a process's first thread stays a zombie until the whole
+     * process ends. */
+    case 'Z': case 'X': return LW_THREAD_GONE;
     default: return LW_THREAD_UNKNOWN;
     }
 }
@@ -322,12 +326,13 @@ lw_threadinfo_signal_pending_anywhere (int signo)
 gboolean
 lw_threadinfo_signalfd_reads (int signo)
 {
-  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  g_autofree char *fd_dir = g_strconcat (lw_proc_self (), "/fd", NULL);
+  g_autoptr(GDir) dir = g_dir_open (fd_dir, 0, NULL);
   const char *entry;
 
   while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
     {
-      g_autofree char *link_path = g_strdup_printf ("/proc/self/fd/%s", entry);
+      g_autofree char *link_path = g_strdup_printf ("%s/%s", fd_dir, entry);
       g_autofree char *target = g_file_read_link (link_path, NULL);
       g_autofree char *info_path = NULL;
       g_autofree char *info = NULL;
@@ -336,7 +341,7 @@ lw_threadinfo_signalfd_reads (int signo)
       if (g_strcmp0 (target, "anon_inode:[signalfd]") != 0)
         continue;
       /* "sigmask:\t0000000000000200": the signals it reads, bit signo - 1. */
-      info_path = g_strdup_printf ("/proc/self/fdinfo/%s", entry);
+      info_path = g_strdup_printf ("%s/fdinfo/%s", lw_proc_self (), entry);
       if (g_file_get_contents (info_path, &info, &len, NULL)
           && lw_threadinfo_mask_has (info, len, "sigmask", signo))
         return TRUE;

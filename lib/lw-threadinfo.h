@@ -22,7 +22,7 @@ typedef enum
   LW_THREAD_SLEEPING,  /* S: interruptible wait */
   LW_THREAD_DISK,      /* D: uninterruptible wait (often I/O) */
   LW_THREAD_STOPPED,   /* T or t: SIGSTOP, or a debugger holds it */
-  LW_THREAD_GONE,
+  LW_THREAD_GONE,      /* no such thread, or exited (Z or X: a zombie) */
 } LwThreadState;
 
 /* The calling thread only. The bounds [*@lo, *@hi) of its stack, as

@@ -23,6 +23,7 @@
 #include "lw-clock.h"
 #include "lw-config.h"
 #include "lw-dispatch.h"
+#include "lw-hooks.h"
 #include "lw-lag.h"
 #include "lw-reporter.h"
 #include "lw-stats-private.h"
@@ -83,6 +84,8 @@ typedef struct
   uint64_t quiet_seq;    /* a poll seen at a look, to park on if it lasts */
   int64_t  since_ns;     /* ARMED, LAGGING: the busy period's start */
   int64_t  deadline_ns;  /* ARMED, LAGGING: when it becomes a lag */
+  int64_t  timed_from_ns; /* a busy period is timed from here at the earliest
+                           * (lw_watcher_lagging: the poll function replaced) */
   LwNap    nap;          /* the sleep that ended last */
 } LwWatcher;
 
@@ -484,7 +487,7 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
   int64_t expected_ns, late_ns, stopped_ns;
 
   lw_watcher_observe (watch, w->seq, now_ns);
-  w->since_ns = lw_clock_ticks_to_ns (atomic_load (&watch->slot->busy_since));
+  w->since_ns = MAX (lw_clock_ticks_to_ns (atomic_load (&watch->slot->busy_since)), w->timed_from_ns);
   expected_ns = w->nap.deadline_ns >= 0 ? w->nap.deadline_ns : MAX (w->since_ns, w->nap.from_ns);
   late_ns = now_ns - expected_ns;
   if (late_ns > LW_OVERSLEEP_NS)
@@ -576,6 +579,18 @@ lw_watcher_lagging (LagWatch *watch, LwWatcher *w)
 {
   LwSlot *slot = watch->slot;
 
+  /* A poll function the program set after attach, in place of the
+   * wrapper: the loop's polls no longer reach lagwatch, and this busy
+   * period may be the loop sleeping in the program's poll. The trackers
+   * take over (their attach wakes the loop: a loop in poll enters their
+   * prepare at once); the period is timed again from now, and is a lag
+   * only if the loop stays busy a whole threshold more. */
+  if (lw_hooks_follow_replaced_poll (slot))
+    {
+      w->timed_from_ns = lw_clock_now_ns ();
+      w->nap = lw_watcher_nap (watch, w->timed_from_ns, FALSE);
+      return;
+    }
   atomic_store (&slot->lag_end_ns, 0);
   atomic_fetch_or (&slot->wake_flags, LW_WAKE_ON_IDLE);
   if (atomic_load (&slot->seq) == w->seq)

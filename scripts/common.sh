@@ -24,11 +24,12 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # headless chromium, journal files
 # read with journalctl; the journal sink's test runs systemd-journald,
 # systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
-# GI bindings with python3-gi and gjs; Sysprof's capture library and reader.
+# GI bindings with python3-gi and gjs, their API reference with gi-docgen;
+# Sysprof's capture library and reader.
 # The names that differ between releases come from lw_release_packages.
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
-  python3 mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2
+  python3 python3-jsonschema mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2 gi-docgen
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
 
 # lw_codename: the Debian release this machine runs (sid calls itself by
