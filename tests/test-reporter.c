@@ -9,7 +9,9 @@
  * record names each distinct address once, whichever threads share it, and
  * reads /proc/self/maps once for all of them: the wrappers count the
  * reporting thread's lookups per address, and its reads of the maps (its
- * GLib file reads are wrapped too).
+ * GLib file reads are wrapped too). And the record is made into JSON once,
+ * for the hang's copy and the JSON sink: the JSON writer's strings are
+ * counted too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "lw-json.h"
 #include "lw-lines.h"
 #include "lw-report.h"
 #include "lw-reporter.h"
@@ -68,6 +71,21 @@ reporting_count_begin (void)
     return TRUE;
   g_mutex_unlock (&reporting_lock);
   return FALSE;
+}
+
+/* Thread names written into JSON, while counting (any thread). */
+#define POOL_NAME "pool"
+static gint pool_names_written;
+
+void __real_lw_json_append_string (GString *out, const char *text);
+void __wrap_lw_json_append_string (GString *out, const char *text);
+
+void
+__wrap_lw_json_append_string (GString *out, const char *text)
+{
+  if (g_strcmp0 (text, POOL_NAME) == 0)
+    g_atomic_int_inc (&pool_names_written);
+  __real_lw_json_append_string (out, text);
 }
 
 gboolean __real_g_file_get_contents (const gchar *filename, gchar **contents, gsize *length, GError **error);
@@ -473,7 +491,7 @@ test_hang_names_each_address_once (void)
   g_mutex_init (&pool.lock);
   g_cond_init (&pool.cond);
   for (guint i = 0; i < POOL_THREADS; i++)
-    threads[i] = g_thread_new ("pool", pool_thread, NULL);
+    threads[i] = g_thread_new (POOL_NAME, pool_thread, NULL);
   g_mutex_lock (&pool.lock);
   while (pool.asleep < POOL_THREADS)
     g_cond_wait (&pool.cond, &pool.lock);
@@ -488,6 +506,7 @@ test_hang_names_each_address_once (void)
   reporting_lookups = g_hash_table_new (NULL, NULL);
   reporting_maps_reads = 0;
   g_mutex_unlock (&reporting_lock);
+  g_atomic_int_set (&pool_names_written, 0);
   harness_run_lag (&h, spin_ms, GINT_TO_POINTER (20 * THRESHOLD_MS));
   /* The lag's own record comes after its hang's. */
   harness_wait_reports (&h, 1);
@@ -510,6 +529,9 @@ test_hang_names_each_address_once (void)
   g_assert_cmpuint (reporting_maps_reads, <=, records);
   g_clear_pointer (&reporting_lookups, g_hash_table_unref);
   g_mutex_unlock (&reporting_lock);
+  /* Every pool thread's name, once: one serialization of the record. */
+  g_test_message ("pool thread names written into JSON: %d", g_atomic_int_get (&pool_names_written));
+  g_assert_cmpint (g_atomic_int_get (&pool_names_written), ==, POOL_THREADS);
 
   g_mutex_lock (&pool.lock);
   pool.stop = TRUE;
