@@ -245,8 +245,15 @@ one_hang (guint n_threads, double *cpu_ms)
   for (guint i = 0; i < n_threads; i++)
     {
       pthread_t *thread = g_new (pthread_t, 1);
+      int error = pthread_create (thread, &attr, pool_thread, GUINT_TO_POINTER (i));
 
-      g_assert_cmpint (pthread_create (thread, &attr, pool_thread, GUINT_TO_POINTER (i)), ==, 0);
+      if (error != 0)
+        {
+          /* A limit on tasks (a container's pids.max): measured with fewer. */
+          printf ("  (only %u of %u threads: %s)\n", i, n_threads, g_strerror (error));
+          g_free (thread);
+          break;
+        }
       g_ptr_array_add (threads, thread);
     }
   pthread_attr_destroy (&attr);
