@@ -217,6 +217,7 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
   uint64_t armed = LW_REQUEST_WORD (serial, LW_CAPTURE_ARMED);
   int result = LW_CAPTURE_STALE;
   int by_timer;
+  sem_t *wake;
 
   if (info == NULL || (cookie >> 48) != LW_COOKIE_MAGIC
       || !((info->si_code == SI_QUEUE && info->si_pid == getpid ()) || info->si_code == SI_TIMER))
@@ -254,8 +255,11 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       snap->taken_ns = lw_clock_now_ns ();
       result = LW_CAPTURE_OK;
     }
+  /* The semaphore is read before DONE: from then on the watcher may fill
+   * the request in again. */
+  wake = by_timer ? req->wake : &req->done;
   atomic_store (&req->result, result);
   atomic_store (&req->word, LW_REQUEST_WORD (serial, LW_CAPTURE_DONE));
-  sem_post (by_timer ? req->wake : &req->done);
+  sem_post (wake);
   errno = saved_errno;
 }

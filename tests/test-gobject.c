@@ -180,6 +180,7 @@ test_report_on_the_creators_context (void)
   g_main_context_unref (f.reports_on);
 }
 
+#ifndef LW_TEST_NO_LIBDW
 /* The lag of /gobject/frame/fields: LAG_MS of CPU in a function the
  * compiler inlines into its caller, a logical frame from debug info. */
 static inline __attribute__ ((always_inline)) void
@@ -208,6 +209,7 @@ on_frame_report (LagWatchMonitor *monitor, LagWatchReport *report, gpointer data
   if (*found == NULL && harness_stack_has (report, "spin_with_inlined_call", NULL))
     *found = lagwatch_report_ref (report);
 }
+#endif
 
 /* A frame copied out for GObject Introspection carries what the C API
  * says of it: language, inlined, the program's; here on a real report
