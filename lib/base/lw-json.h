@@ -39,4 +39,8 @@ char *lw_json_reencode_object (const char        *json,
                                LwJsonMemberCheck  check,
                                gpointer           data);
 
+/* Any thread. @time_us (µs since the epoch) as every record writes a time,
+ * in UTC: "2026-11-21T15:40:12.345Z". */
+char *lw_json_format_time (gint64 time_us);
+
 G_END_DECLS

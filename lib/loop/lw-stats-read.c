@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lw-clock.h"
-#include "lw-report.h"
+#include "lw-json.h"
 
 /* Any thread. */
 LagWatchStats *
@@ -74,7 +74,7 @@ lw_stats_to_json (const LagWatchStats *stats)
   GString *out = g_string_new ("{\"event\":\"stats\"");
 
   gint64 now_us = g_get_real_time ();
-  g_autofree char *time = lw_report_format_time (now_us);
+  g_autofree char *time = lw_json_format_time (now_us);
 
   /* "time" as in every other record (ISO 8601, UTC, milliseconds);
    * "time_ms", the epoch milliseconds "time" held before, for one release. */

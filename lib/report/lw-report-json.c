@@ -127,7 +127,7 @@ lagwatch_report_to_json (LagWatchReport *report)
   if (report->json != NULL && report->threads_left_out == 0)
     return g_strdup (report->json);
   out = g_string_sized_new (512 + 200 * report->n_frames);
-  time = lw_report_format_time (report->start_time_us);
+  time = lw_json_format_time (report->start_time_us);
 
   g_string_append (out, "{\"event\":");
   lw_json_append_string (out, report->event);

@@ -1,6 +1,7 @@
 /* lw-report-text.c: a report as text, for stderr and the journal */
 #include "lw-report-text.h"
 #include "lw-report.h"
+#include "lw-json.h"
 #include "lw-report-program.h"
 #include "lw-say.h"
 
@@ -289,7 +290,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 {
   GString *out = g_string_sized_new (512 + 100 * report->n_frames);
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *time = lw_report_format_time (report->start_time_us);
+  g_autofree char *time = lw_json_format_time (report->start_time_us);
   const char *what;
 
   if (g_str_equal (report->event, "hang"))

@@ -228,18 +228,6 @@ lagwatch_report_get_fingerprint (LagWatchReport *report)
   return report->fingerprint;
 }
 
-char *
-lw_report_format_time (gint64 time_us)
-{
-  g_autoptr(GDateTime) utc = g_date_time_new_from_unix_utc (time_us / G_USEC_PER_SEC);
-  g_autofree char *seconds = NULL;
-
-  if (utc == NULL)
-    return g_strdup ("1970-01-01T00:00:00.000Z");
-  seconds = g_date_time_format (utc, "%Y-%m-%dT%H:%M:%S");
-  return g_strdup_printf ("%s.%03dZ", seconds, (int) (time_us % G_USEC_PER_SEC / 1000));
-}
-
 guint
 lagwatch_report_get_n_windows (LagWatchReport *report)
 {

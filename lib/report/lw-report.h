@@ -149,10 +149,6 @@ const char *lw_report_thread_stack_error (const LagWatchReport *report,
 /* Watcher thread. Frees the frames of @stack. */
 void lw_report_stack_clear (LwReportStack *stack);
 
-/* Any thread. @time_us (µs since the epoch) as the reports write it, in
- * UTC: "2026-11-21T15:40:12.345Z". */
-char *lw_report_format_time (gint64 time_us);
-
 /* Reporting thread, before the report is handed to sinks or the callback.
  * Gives @report the call tree @root (taken over; NULL: none): a root
  * standing for the lag (no name, start 0, the lag's duration) whose
