@@ -145,7 +145,7 @@ bench_run (const KpVariant *v, const char *self, gboolean with_perf)
   if (with_perf)
     perf_ok = bench_perf (v, self, perf, &why);
   printf ("%s: %u samples %.1f ms apart (median, wall), %u calls logged, lag %.0f ms, %.0f ms of CPU\n",
-          v->name, report->n_timeline, lw_call_tree_interval (report, 0) / 1e6, kp_n_log,
+          v->name, report->n_timeline, lw_report_sample_interval (report, 0) / 1e6, kp_n_log,
           lagwatch_report_get_duration_ms (report), lagwatch_report_get_cpu_ms (report));
   if (!known_profile_shares (report, v, truth, at_samples, tree, samples))
     printf ("  the tree or the samples hold none of the functions\n");

@@ -19,7 +19,7 @@
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-sink.h"
-#include "lw-stats-private.h"
+#include "lw-stats-read.h"
 #include "lw-unwind.h"
 #include "lw-watch-private.h"
 #include "lw-watcher.h"
@@ -422,8 +422,10 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
 
   watch->summary = lw_summary_new ();
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
-  watch->reporter = lw_reporter_start (lw_sinks_open (watch->config->output), watch->summary,
-                                       watch->hangs, lw_watch_finish_detached, watch, &error);
+  watch->reporter = lw_reporter_start (lw_sinks_open_from (watch->config->output,
+                                                           lw_config_output_origin (watch->config)),
+                                       watch->summary, watch->hangs, lw_watch_finish_detached, watch,
+                                       &error);
   if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
   watch->frames = lw_frames_start (context, watch->threshold_ms);

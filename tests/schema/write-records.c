@@ -22,8 +22,9 @@
 #include "lw-calls.h"
 #include "lw-json.h"
 #include "lw-report.h"
+#include "lw-report-program.h"
 #include "lw-sink.h"
-#include "lw-stats-private.h"
+#include "lw-stats-read.h"
 
 #define WAIT_US (60 * G_USEC_PER_SEC)
 
