@@ -462,11 +462,13 @@ calls_sequence (gpointer data)
 
 /* How far a boundary at @offset_ns may be from the samples' estimate: one
  * sampling interval, or the gap between the samples around it when the
- * loaded machine spaced them further. */
+ * loaded machine spaced them further. Past the last sample, the lag's end
+ * bounds it: a thread descheduled after its last sample is not sampled
+ * again before the lag ends. */
 static int64_t
 boundary_tolerance (LagWatchReport *report, int64_t offset_ns, int64_t interval_ns)
 {
-  int64_t before = G_MININT64, after = G_MAXINT64;
+  int64_t before = G_MININT64, after = (int64_t) (report->duration_ms * 1e6);
 
   for (guint i = 0; i < report->n_timeline; i++)
     {
@@ -477,7 +479,7 @@ boundary_tolerance (LagWatchReport *report, int64_t offset_ns, int64_t interval_
       else
         after = MIN (after, t);
     }
-  if (before == G_MININT64 || after == G_MAXINT64)
+  if (before == G_MININT64 || after <= before)
     return interval_ns;
   return MAX (interval_ns, after - before);
 }
