@@ -912,7 +912,9 @@ demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
       const char *name = lagwatch_report_get_call (report, i, &depth, &start_ms, &duration_ms);
       double x = width * start_ms / lag_ms, w = MAX (width * duration_ms / lag_ms, 1);
       double y = depth * DEMO_CALLS_ROW_HEIGHT;
-      guint hash = g_str_hash (name != NULL ? name : "??");
+      guint hash = g_str_hash (name != NULL ? name : "??"), n_short = 0;
+      double share = 0;
+      gboolean summary = lagwatch_report_get_call_summary (report, i, &n_short, &share);
 
       rows = MAX (rows, depth + 1);
       if (depth > deepest || (depth == deepest && duration_ms > deepest_ms))
@@ -921,12 +923,17 @@ demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
           deepest_ms = duration_ms;
           deepest_name = name;
         }
-      cairo_set_source_rgb (cr, 0.35 + (hash % 20) / 100.0, 0.55 + (hash / 20 % 20) / 100.0, 0.85);
+      /* A summary of calls too short to time: its duration is their total,
+       * not a span, so it is drawn faint, from its first call. */
+      cairo_set_source_rgba (cr, 0.35 + (hash % 20) / 100.0, 0.55 + (hash / 20 % 20) / 100.0, 0.85,
+                             summary ? 0.35 : 1.0);
       cairo_rectangle (cr, x + 0.5, y + 0.5, w - 1, DEMO_CALLS_ROW_HEIGHT - 1);
       cairo_fill (cr);
       if (w >= DEMO_FLAME_LABEL_MIN_WIDTH)
         {
-          g_autofree char *label = g_strdup_printf ("%s %.0f ms", name != NULL ? name : "??", duration_ms);
+          g_autofree char *label = summary
+            ? g_strdup_printf ("%s: %u short calls, ~%.0f%%", name != NULL ? name : "??", n_short, 100 * share)
+            : g_strdup_printf ("%s %.0f ms", name != NULL ? name : "??", duration_ms);
           g_autoptr(PangoLayout) layout = gtk_widget_create_pango_layout (GTK_WIDGET (area), label);
 
           pango_layout_set_width (layout, (int) ((w - 6) * PANGO_SCALE));

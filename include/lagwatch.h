@@ -1044,8 +1044,9 @@ LAGWATCH_API gboolean lagwatch_report_get_input_pending (LagWatchReport *report)
  * order, for how long. From the samples taken during the lag (a call is
  * seen within about one sampling interval), or exact when the program was
  * built for lagwatch's tracer (lagwatch_report_get_calls_exact()). Calls
- * shorter than LAGWATCH_CALLS_MIN_MS or deeper than LAGWATCH_CALLS_DEPTH
- * are left out. Any thread.
+ * too short to time are summarised per function
+ * (lagwatch_report_get_call_summary()); calls deeper than
+ * LAGWATCH_CALLS_DEPTH are left out. Any thread.
  *
  * Returns: how many calls lagwatch_report_get_call() walks, 0 when the
  *   lag has no call tree
@@ -1074,6 +1075,35 @@ LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
                                                    guint          *depth,
                                                    double         *start_ms,
                                                    double         *duration_ms);
+
+/**
+ * lagwatch_report_get_call_summary:
+ * @report: a report
+ * @index: 0 to n_calls - 1, as for lagwatch_report_get_call()
+ * @n_calls: (out) (optional): for a summary, how many calls it stands for;
+ *   1 for a timed call
+ * @share: (out) (optional): the share of the lag's samples that saw the
+ *   entry's call or calls, 0 to 1 (the share of the lag it took); 0 in an
+ *   exact tree
+ *
+ * A call tree built from samples keeps a call seen by fewer than two
+ * samples (shorter than about two sampling intervals, unless
+ * LAGWATCH_CALLS_MIN_MS sets the bound) as part of a summary: one entry
+ * per function at that place in the tree, standing for all its calls
+ * there too short to time one by one. A summary's start
+ * (lagwatch_report_get_call()) is its first call's, its duration the
+ * estimated total time of its calls (their samples times the sampling
+ * interval), not a span of time: its calls are spread among its
+ * siblings. Any thread.
+ *
+ * Returns: %TRUE when entry @index is such a summary, %FALSE for a timed
+ *   call or an @index out of range
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_report_get_call_summary (LagWatchReport *report,
+                                                        guint           index,
+                                                        guint          *n_calls,
+                                                        double         *share);
 
 /**
  * lagwatch_report_get_calls_exact:

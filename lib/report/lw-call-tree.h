@@ -17,6 +17,22 @@
  * call shorter than one interval may be missed or merged with a
  * neighbour of the same function.
  *
+ * A sample that holds no frame at a depth where a call is open (its
+ * program part stops short of it, or a truncated stack's inner part
+ * does not reach that far, or one stack of a script lacks the script's
+ * frames) does not end the call: when a later sample holds the call
+ * again, the call goes on through it; else the call ended at its last
+ * sample. A truncated stack (no dispatch frame, its outer frames lost)
+ * continues the open call of its outermost function.
+ *
+ * A call seen by too few samples to time (fewer than two) is kept, not
+ * dropped: it joins the summary of its function at that place (same
+ * parent call), an LwCall with short_calls > 0 standing for all those
+ * calls, its samples, and their estimated total time (samples times the
+ * interval), at the first one's start. So every sample counts for the
+ * functions it holds, and a function's share of the tree is its share
+ * of the samples.
+ *
  * The sampling interval is the median gap between consecutive samples
  * (the profile doubles it when it thins a long lag).
  */
@@ -35,9 +51,11 @@ gboolean lw_call_tree_frame_is_dispatch (const LwFrame *frame);
 
 /* Reporting thread, after the frames of @report->sampled are named. The
  * call tree of @report's timeline: a root standing for the lag (no name,
- * start 0, the lag's duration) whose children are the outermost calls.
- * Calls shorter than @min_ns (0: seen by fewer than two samples, which is
- * two sampling intervals by the rule) are left out with what they called; so are calls deeper than @max_depth (0: any depth).
+ * start 0, the lag's duration, the timeline's samples) whose children
+ * are the outermost calls. Calls shorter than @min_ns (0: seen by fewer
+ * than two samples, which is two sampling intervals by the rule) are
+ * summarised with what they called; calls deeper than @max_depth (0: any
+ * depth) are left out.
  * @fallback_interval_ns serves when the timeline has one sample. NULL when
  * the timeline is empty. */
 LwCall  *lw_call_tree_from_samples (const LagWatchReport *report,

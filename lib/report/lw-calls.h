@@ -23,6 +23,14 @@ struct _LwCall
   int64_t    start_ns;    /* from the lag's start */
   int64_t    duration_ns;
   GPtrArray *children;    /* of LwCall, in start order; NULL when none */
+  /* From samples only (0 in a tracer's tree). A timed call: the samples
+   * that saw it. A summary (short_calls > 0): calls of one function at one
+   * place in the tree, each too short to time (seen by fewer samples than
+   * a timed call needs); samples: all the samples that saw them, start_ns:
+   * the first one's start, duration_ns: their estimated total time, the
+   * samples times the sampling interval. */
+  guint      samples;
+  guint      short_calls;
 };
 
 /* Any thread. A new call with no children. */

@@ -98,6 +98,10 @@ lw_json_call_list (GString *out, const LwCall *parent)
       lw_json_ms (out, (double) call->start_ns / 1e6);
       g_string_append (out, ",\"duration_ms\":");
       lw_json_ms (out, (double) call->duration_ns / 1e6);
+      if (call->samples > 0)
+        g_string_append_printf (out, ",\"samples\":%u", call->samples);
+      if (call->short_calls > 0)
+        g_string_append_printf (out, ",\"short_calls\":%u", call->short_calls);
       g_string_append (out, ",\"children\":");
       lw_json_call_list (out, call);
       g_string_append_c (out, '}');
@@ -106,7 +110,9 @@ lw_json_call_list (GString *out, const LwCall *parent)
 }
 
 /* The call tree, when the lag has one: "calls" (the outermost calls, each
- * with its children) and "calls_exact". */
+ * with its children), "calls_exact" and, for a tree from samples,
+ * "calls_samples" (the samples it was built from: a call's or a summary's
+ * "samples" over it is its share of the lag). */
 static void
 lw_json_calls (GString *out, const LagWatchReport *report)
 {
@@ -115,6 +121,8 @@ lw_json_calls (GString *out, const LagWatchReport *report)
   g_string_append (out, ",\"calls\":");
   lw_json_call_list (out, report->calls);
   g_string_append_printf (out, ",\"calls_exact\":%s", report->calls_exact ? "true" : "false");
+  if (!report->calls_exact && report->calls->samples > 0)
+    g_string_append_printf (out, ",\"calls_samples\":%u", report->calls->samples);
 }
 
 char *

@@ -253,9 +253,15 @@ lw_text_calls (GString *out, LagWatchReport *report)
       const LwCall *call = report->call_list[i];
       g_autofree char *name = lw_text_escape (call->name);
 
-      g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
-                              name != NULL ? name : "??", (double) call->duration_ns / 1e6,
-                              (double) call->start_ns / 1e6);
+      if (call->short_calls > 0)
+        g_string_append_printf (out, "    %*s%s: %u call%s seen, ~%.0f%% of the lag (too short to time one by one)\n",
+                                2 * report->call_depth[i], "", name != NULL ? name : "??", call->short_calls,
+                                call->short_calls == 1 ? "" : "s",
+                                100.0 * call->samples / MAX (report->calls->samples, 1));
+      else
+        g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
+                                name != NULL ? name : "??", (double) call->duration_ns / 1e6,
+                                (double) call->start_ns / 1e6);
     }
   if (report->n_calls > LW_TEXT_CALLS)
     g_string_append_printf (out, "    ... (%u more calls)\n", report->n_calls - LW_TEXT_CALLS);

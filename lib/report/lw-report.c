@@ -359,6 +359,22 @@ lagwatch_report_get_call (LagWatchReport *report, guint index, guint *depth, dou
 }
 
 gboolean
+lagwatch_report_get_call_summary (LagWatchReport *report, guint index, guint *n_calls, double *share)
+{
+  const LwCall *call;
+
+  g_return_val_if_fail (report != NULL, FALSE);
+  if (index >= report->n_calls)
+    return FALSE;
+  call = report->call_list[index];
+  if (n_calls != NULL)
+    *n_calls = MAX (call->short_calls, 1);
+  if (share != NULL)
+    *share = report->calls->samples > 0 ? (double) call->samples / report->calls->samples : 0;
+  return call->short_calls > 0;
+}
+
+gboolean
 lagwatch_report_get_calls_exact (LagWatchReport *report)
 {
   g_return_val_if_fail (report != NULL, FALSE);

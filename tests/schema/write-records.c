@@ -124,7 +124,22 @@ make_report (const char *event, gboolean complete)
   report->source_callback_kind = "g_timeout_add";
   lw_call_add (outer, lw_call_new ("inner", 0x55d000001400, 2000000, 100000000));
   lw_call_add (root, outer);
-  lw_report_set_calls (report, root, TRUE);
+  if (g_str_equal (event, "lag"))
+    {
+      /* A tree from samples: each call's samples, and a summary of calls
+       * too short to time. */
+      LwCall *summary = lw_call_new ("short", 0x55d000001500, 105000000, 30000000);
+
+      summary->samples = 3;
+      summary->short_calls = 3;
+      lw_call_add (outer, summary);
+      root->samples = 25;
+      outer->samples = 20;
+      ((LwCall *) outer->children->pdata[0])->samples = 10;
+      lw_report_set_calls (report, root, FALSE);
+    }
+  else
+    lw_report_set_calls (report, root, TRUE);
   if (g_str_equal (event, "hang"))
     {
       report->threads = g_new0 (LwReportStack, 2);

@@ -178,7 +178,14 @@ def read_calls(found: Any) -> list[Call]:
             if budget == 0 or depth >= MAX_CALL_DEPTH:
                 continue
             budget -= 1
-            result.append(Call(name or "??", start, duration,
+            label = name or "??"
+            # A summary of calls too short to time one by one (a tree from
+            # samples): its duration is their estimated total, not a span.
+            short_calls = call.get("short_calls")
+            if isinstance(short_calls, int) and not isinstance(short_calls, bool) and short_calls > 0:
+                label = "%s: %d call%s too short to time, in all" % (label, short_calls,
+                                                                      "" if short_calls == 1 else "s")
+            result.append(Call(label, start, duration,
                                convert(call.get("children") or [], depth + 1)))
         return result
 

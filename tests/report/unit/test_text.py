@@ -59,6 +59,18 @@ class TextTest(unittest.TestCase):
                       "    handler  300.0 ms  (at 0.0 ms)\n"
                       "      inner  200.0 ms  (at 10.0 ms)\n", out.getvalue())
 
+    def test_calls_too_short_to_time(self) -> None:
+        # A tree from samples: a summary of calls too short to time says so.
+        calls = [{"name": "handler", "start_ms": 0.0, "duration_ms": 300.0, "samples": 25,
+                  "children": [{"name": "light", "start_ms": 10.0, "duration_ms": 36.0, "samples": 3,
+                                "short_calls": 3, "children": []}]}]
+        grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z", [frame(PROGRAM, "handler")],
+                                   lag_id="7-1", calls=calls, calls_exact=False)])
+        out = output()
+        write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
+        self.assertIn("    handler  300.0 ms  (at 0.0 ms)\n"
+                      "      light: 3 calls too short to time, in all  36.0 ms  (at 10.0 ms)\n", out.getvalue())
+
     def test_control_characters_are_escaped(self) -> None:
         self.assertEqual(terminal_safe("a\x1b[2J\nb\x9bc\x7f"), "a\\x1b[2J\\x0ab\\x9bc\\x7f")
         grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z",
