@@ -51,8 +51,8 @@ typedef struct
  * address in [pc_begin, pc_end) is computed from them without reading
  * module memory again (lw_cfi_fde_row). Kept by the unwinder for the
  * innermost frame, whose pc moves from one sample to the next within one
- * function: an interpreter's loop has an FDE of a few KiB (CPython 3.14's
- * _PyEval_EvalFrameDefault: 3.7 KiB of instructions), which a lookup
+ * function: an interpreter's loop has an FDE of a few KiB (Debian's CPython
+ * 3.14: 3.7 KiB of instructions for the 84 KB of its loop), which a lookup
  * otherwise reads a window of 128 bytes at a time, each a system call.
  * Addresses of the instructions are kept so that position-relative
  * operands read the same as in place. */

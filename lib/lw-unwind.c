@@ -60,9 +60,9 @@ static atomic_bool lw_unw_forgone;  /* never load nor use libunwind (lw_unwind_f
  * per address; these answer a new address in a function already seen
  * without reading its CFI again: the innermost frame of a thread stuck
  * in a loop is at a different pc in each sample, and an interpreter's
- * loop is one function with a large FDE (CPython 3.14's: 40 system calls
- * to read, about 50 us, at every sample). The other frames' return
- * addresses stay put and are served by the row cache. */
+ * loop is one function with a large FDE (Debian's CPython 3.14: 40
+ * system calls to read, about 50 us, at every sample). The other frames'
+ * return addresses stay put and are served by the row cache. */
 #define LW_FDE_CACHE_SIZE 4
 
 /* A cached lw_cfi_find_row() answer for one lookup address. */
