@@ -226,7 +226,7 @@ run_loop (const char *mode, guint64 n)
     {
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
 
-      /* no-profile: lagwatch without the latency profile (issue 15). */
+      /* no-profile: lagwatch without the latency profile. */
       if (g_str_equal (mode, "no-profile"))
         g_setenv ("LAGWATCH_STATS", "0", TRUE);
 

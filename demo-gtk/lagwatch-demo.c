@@ -1323,7 +1323,7 @@ demo_flame_view_new (void)
   return scrolled;
 }
 
-/* ---- The latency chart: every iteration of the last minute (issue 15) ---- */
+/* ---- The latency chart: every iteration of the last minute ---- */
 
 /* Seconds of history the chart shows, one column each. */
 #define DEMO_CHART_SECONDS 60

@@ -23,6 +23,14 @@ function slowHandler() {
 const config = LagWatch.Config.new();
 config.set_threshold_ms(100);
 config.set_output('none');
+config.set_signal('SIGRTMIN+7');  // as LAGWATCH_SIGNAL names it
+try {
+    config.set_threshold_ms(0);  // every bad value throws, in LagWatch's error domain
+} catch (error) {
+    print(`a threshold of 0 is refused: ${error.message}`);
+}
+// new LagWatch.Monitor() would throw: a monitor is only made attached, or
+// not at all (a GLib.Error says why).
 const monitor = LagWatch.Monitor.new(null, config);
 const loop = new GLib.MainLoop(null, false);
 let reports = 0;
@@ -45,6 +53,13 @@ monitor.connect('report', (m, report) => {
             where = frame.symbol;
     }
     print(`innermost program frame: ${where}`);
+    // Where the loop was: the callback of an unnamed source (the function
+    // given to GLib.timeout_add), the source's priority.
+    const [hasPriority, priority] = report.get_priority();
+    const kind = report.get_kind() === LagWatch.ReportKind.HANG ? 'hang' : 'lag';
+    print(`${kind} in ${report.get_source_callback_kind()} callback ${report.get_source_callback()}, ` +
+          `priority ${hasPriority ? priority : 'unknown'}, caught after ${report.get_caught_ms().toFixed(0)} ms, ` +
+          `occurrence ${report.get_occurrence()}`);
     loop.quit();
 });
 

@@ -31,6 +31,13 @@ def main():
     config = LagWatch.Config.new()
     config.set_threshold_ms(100)
     config.set_output("none")
+    config.set_signal("SIGRTMIN+7")  # as LAGWATCH_SIGNAL names it
+    try:
+        config.set_threshold_ms(0)  # every bad value raises, in LagWatch's error domain
+    except GLib.Error as error:
+        print("a threshold of 0 is refused: %s" % error.message)
+    # LagWatch.Monitor() would raise a TypeError: a monitor is only made
+    # attached, or not at all (a GLib.Error says why).
     monitor = LagWatch.Monitor.new(None, config)
     loop = GLib.MainLoop()
     got = []
@@ -52,6 +59,14 @@ def main():
                      ", inlined" if frame.inlined else "", ", program" if frame.is_program else ""))
         where = next((f.symbol for f in frames if f.is_program and f.symbol), None)
         print("innermost program frame: %s" % where)
+        # Where the loop was: the callback of an unnamed source (the
+        # function given to GLib.timeout_add), the source's priority.
+        has_priority, priority = report.get_priority()
+        print("%s in %s callback %s, priority %s, caught after %.0f ms, occurrence %u"
+              % ("hang" if report.get_kind() == LagWatch.ReportKind.HANG else "lag",
+                 report.get_source_callback_kind(),
+                 report.get_source_callback(), priority if has_priority else "unknown",
+                 report.get_caught_ms(), report.get_occurrence()))
         loop.quit()
 
     try:

@@ -6,9 +6,25 @@
  *  - #LagWatchMonitor: a GObject that attaches lagwatch to a main context
  *    and emits #LagWatchMonitor::report for every lag, on the main context
  *    the monitor was created in (never on lagwatch's own threads, where
- *    Python would need the GIL and GJS cannot run JavaScript at all);
+ *    Python would need the GIL and GJS cannot run JavaScript at all). It
+ *    is an abstract type made only by lagwatch_monitor_new(), which
+ *    attaches first and fails with a #GError: `LagWatch.Monitor()` raises a
+ *    TypeError in Python and `new LagWatch.Monitor()` throws in GJS
+ *    (measured with PyGObject 3.42 to 3.58 and GJS 1.74 to 1.90), where a
+ *    constructor that cannot fail would give a monitor that watches
+ *    nothing. (Neither binding calls GInitable's init() from a
+ *    constructor, so GInitable would not have prevented that.);
  *  - #LagWatchReport and #LagWatchConfig as boxed types;
  *  - #LagWatchFrame: one frame of a report's stack, a boxed struct.
+ *
+ * Errors: every failure is a #GError of %LAGWATCH_ERROR, a `GLib.Error` in
+ * Python and GJS. The #LagWatchConfig setters that answer %FALSE in C are
+ * replaced for bindings by their lagwatch_config_try_set_*() twins, which
+ * take the same names there (`config.set_threshold_ms(0)` raises), and
+ * the monitor's threshold changes through a method that can fail, its
+ * property being read-only. Getters that take an index (a frame, a
+ * window, a call) answer an empty value (%NULL, 0, %FALSE) out of range,
+ * without a critical warning.
  *
  * From Python:
  *
@@ -160,6 +176,9 @@ LAGWATCH_API gboolean         lagwatch_monitor_get_attached       (LagWatchMonit
 LAGWATCH_API guint            lagwatch_monitor_get_threshold_ms   (LagWatchMonitor      *self);
 LAGWATCH_API gboolean         lagwatch_monitor_set_threshold_ms   (LagWatchMonitor      *self,
                                                                    guint                 threshold_ms);
+LAGWATCH_API gboolean         lagwatch_monitor_try_set_threshold_ms (LagWatchMonitor    *self,
+                                                                     guint               threshold_ms,
+                                                                     GError            **error);
 LAGWATCH_API GMainContext    *lagwatch_monitor_get_report_context (LagWatchMonitor      *self);
 
 /**

@@ -59,6 +59,8 @@ G_BEGIN_DECLS
  * @LAGWATCH_ERROR_THREAD: lagwatch's threads could not be started
  * @LAGWATCH_ERROR_FORKED: a child of fork() whose parent was watched cannot
  *   attach (until it calls exec())
+ * @LAGWATCH_ERROR_DETACHED: the monitor is detached: there is no watch left
+ *   to change (since 0.2)
  *
  * Why lagwatch could not do what was asked.
  *
@@ -74,6 +76,7 @@ typedef enum
   LAGWATCH_ERROR_DISABLED,
   LAGWATCH_ERROR_THREAD,
   LAGWATCH_ERROR_FORKED,
+  LAGWATCH_ERROR_DETACHED,
 } LagWatchError;
 
 /**
@@ -155,23 +158,25 @@ LAGWATCH_API LagWatchConfig *lagwatch_config_new (void);
 LAGWATCH_API void lagwatch_config_free (LagWatchConfig *config);
 
 /**
- * lagwatch_config_set_threshold_ms:
+ * lagwatch_config_set_threshold_ms: (skip)
  * @config: a configuration
  * @threshold_ms: how long the loop's thread may stay out of poll before it
  *   is a lag, 1 to 3600000
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_threshold_ms()
+ *   says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_threshold_ms (LagWatchConfig *config,
                                                         guint           threshold_ms);
 
 /**
- * lagwatch_config_set_hang_ms:
+ * lagwatch_config_set_hang_ms: (skip)
  * @config: a configuration
  * @hang_ms: the duration from which a lag is also a hang, 1 to 3600000
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_hang_ms()
+ *   says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_hang_ms (LagWatchConfig *config,
@@ -192,7 +197,7 @@ LAGWATCH_API gboolean lagwatch_config_set_output (LagWatchConfig *config,
                                                   GError        **error);
 
 /**
- * lagwatch_config_set_signal:
+ * lagwatch_config_set_signal: (skip)
  * @config: a configuration
  * @signo: a real-time signal, SIGRTMIN to SIGRTMAX
  *
@@ -201,44 +206,48 @@ LAGWATCH_API gboolean lagwatch_config_set_output (LagWatchConfig *config,
  * with no signal). When the program already handles @signo, lagwatch chains
  * to that handler and says so.
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_signal()
+ *   takes the signal by name and says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_signal (LagWatchConfig *config,
                                                   int             signo);
 
 /**
- * lagwatch_config_set_sample_ms:
+ * lagwatch_config_set_sample_ms: (skip)
  * @config: a configuration
  * @sample_ms: interval between two stacks taken during a lag, 1 to 1000
  *   (default 10): of the thread's CPU time while it runs (no finer than
  *   the kernel's tick), of wall time while it sleeps; a long lag keeps at
  *   most 256 samples, thinned out evenly
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_sample_ms()
+ *   says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_sample_ms (LagWatchConfig *config,
                                                      guint           sample_ms);
 
 /**
- * lagwatch_config_set_state_dir:
+ * lagwatch_config_set_state_dir: (skip)
  * @config: a configuration
  * @dir: (nullable): absolute directory for hang records that must survive
  *   a kill, or %NULL for `$XDG_STATE_HOME/lagwatch`
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_state_dir()
+ *   says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_state_dir (LagWatchConfig *config,
                                                      const char     *dir);
 
 /**
- * lagwatch_config_set_max_frames:
+ * lagwatch_config_set_max_frames: (skip)
  * @config: a configuration
  * @max_frames: most frames kept per stack, 1 to 1024
  *
- * Returns: %TRUE if the value was accepted
+ * Returns: %TRUE if the value was accepted; lagwatch_config_try_set_max_frames()
+ *   says why not
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
@@ -262,6 +271,112 @@ LAGWATCH_API gboolean lagwatch_config_set_max_frames (LagWatchConfig *config,
  */
 LAGWATCH_API void lagwatch_config_set_replaceable (LagWatchConfig *config,
                                                    gboolean        replaceable);
+
+/*
+ * The setters above answer %FALSE to a value out of range, and keep their
+ * signatures for C callers. The lagwatch_config_try_set_*() functions below
+ * do the same and say why in a #GError of %LAGWATCH_ERROR
+ * (%LAGWATCH_ERROR_INVALID), the configuration unchanged: GObject
+ * Introspection gives them the plain setters' names, so that
+ * `config.set_threshold_ms(0)` raises a `GLib.Error` in Python and throws
+ * in GJS instead of answering False.
+ */
+
+/**
+ * lagwatch_config_try_set_threshold_ms: (rename-to lagwatch_config_set_threshold_ms)
+ * @config: a configuration
+ * @threshold_ms: how long the loop's thread may stay out of poll before it
+ *   is a lag, 1 to 3600000
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_threshold_ms(), failing with %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_threshold_ms (LagWatchConfig *config,
+                                                            guint           threshold_ms,
+                                                            GError        **error);
+
+/**
+ * lagwatch_config_try_set_hang_ms: (rename-to lagwatch_config_set_hang_ms)
+ * @config: a configuration
+ * @hang_ms: the duration from which a lag is also a hang, 1 to 3600000
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_hang_ms(), failing with %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_hang_ms (LagWatchConfig *config,
+                                                       guint           hang_ms,
+                                                       GError        **error);
+
+/**
+ * lagwatch_config_try_set_signal: (rename-to lagwatch_config_set_signal)
+ * @config: a configuration
+ * @signal: a real-time signal named as the `LAGWATCH_SIGNAL` variable
+ *   names it: "SIGRTMIN+N", "SIGRTMAX-N", "SIGRTMIN", "SIGRTMAX" (the "SIG"
+ *   prefix optional) or its number, within SIGRTMIN to SIGRTMAX
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_signal(), with the signal by name (a number's value
+ * differs between C libraries, a name does not), failing with
+ * %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_signal (LagWatchConfig *config,
+                                                      const char     *signal,
+                                                      GError        **error);
+
+/**
+ * lagwatch_config_try_set_sample_ms: (rename-to lagwatch_config_set_sample_ms)
+ * @config: a configuration
+ * @sample_ms: interval between two stacks taken during a lag, 1 to 1000
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_sample_ms(), failing with %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_sample_ms (LagWatchConfig *config,
+                                                         guint           sample_ms,
+                                                         GError        **error);
+
+/**
+ * lagwatch_config_try_set_state_dir: (rename-to lagwatch_config_set_state_dir)
+ * @config: a configuration
+ * @dir: (nullable): absolute directory for hang records that must survive
+ *   a kill, or %NULL for `$XDG_STATE_HOME/lagwatch`
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_state_dir(), failing with %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_state_dir (LagWatchConfig *config,
+                                                         const char     *dir,
+                                                         GError        **error);
+
+/**
+ * lagwatch_config_try_set_max_frames: (rename-to lagwatch_config_set_max_frames)
+ * @config: a configuration
+ * @max_frames: most frames kept per stack, 1 to 1024
+ * @error: return location for a #GError, or %NULL
+ *
+ * lagwatch_config_set_max_frames(), failing with %LAGWATCH_ERROR_INVALID.
+ *
+ * Returns: %TRUE if the value was accepted
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_config_try_set_max_frames (LagWatchConfig *config,
+                                                          guint           max_frames,
+                                                          GError        **error);
 
 /**
  * lagwatch_attach: (skip)
@@ -344,6 +459,15 @@ LAGWATCH_API gboolean lagwatch_is_attached (GMainContext *context);
  * stuck in a write() to a sink nobody reads is left to finish on its own
  * (it frees what it holds if it ever returns). In a child of fork(), a watch
  * of the parent is ignored.
+ *
+ * From a report callback (or its destroy notify), of @watch or of any other
+ * watch, lagwatch_detach() never waits for a reporting thread: that thread
+ * may be the caller's own, or one whose callback is detaching the caller's
+ * watch at the same moment. The context is given back before it returns;
+ * no callback of @watch starts afterwards, one already running (or starting
+ * at that moment) finishes, and @watch's reporting thread then hands the
+ * reports still queued to the sinks only, and ends the watch: the
+ * callback's destroy notify, called then, says it is done.
  *
  * Since: 0.1
  */
@@ -657,7 +781,10 @@ LAGWATCH_API guint lagwatch_report_get_n_windows (LagWatchReport *report);
  *
  * Returns: how many frames the window missed during the lag: the whole
  *   refresh intervals the lag lasted, since no frame can be drawn while the
- *   loop is stuck ("the window 'Text Editor' missed 24 frames")
+ *   loop is stuck ("the window 'Text Editor' missed 24 frames"); 0, with
+ *   @title %NULL and @refresh_interval_ms 0, when @index is out of range
+ *   (as the frame getters, quietly: a binding may ask for window 0 of a
+ *   report with none)
  * Since: 0.2
  */
 LAGWATCH_API guint lagwatch_report_get_frames_missed (LagWatchReport *report,
@@ -960,6 +1087,122 @@ LAGWATCH_API const char *lagwatch_report_get_call (LagWatchReport *report,
  * Since: 0.1
  */
 LAGWATCH_API gboolean lagwatch_report_get_calls_exact (LagWatchReport *report);
+
+/**
+ * LagWatchReportKind:
+ * @LAGWATCH_REPORT_KIND_LAG: a lag, reported once it ended (or, marked
+ *   incomplete, when the watch was detached or the program exited in it)
+ * @LAGWATCH_REPORT_KIND_HANG: a lag that reached the hang threshold
+ *   (lagwatch_config_set_hang_ms()), reported while it still goes on, with
+ *   every thread's stack; its end is reported later as a lag of the same id
+ * @LAGWATCH_REPORT_KIND_HANG_KILLED: the hang of an earlier run of the
+ *   program, which was killed before the hang ended
+ *
+ * What a report stands for: the "event" member of its JSON record.
+ *
+ * Since: 0.2
+ */
+typedef enum
+{
+  LAGWATCH_REPORT_KIND_LAG,
+  LAGWATCH_REPORT_KIND_HANG,
+  LAGWATCH_REPORT_KIND_HANG_KILLED,
+} LagWatchReportKind;
+
+/**
+ * lagwatch_report_get_kind:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: whether @report is a lag or a hang
+ * Since: 0.2
+ */
+LAGWATCH_API LagWatchReportKind lagwatch_report_get_kind (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_source_callback:
+ * @report: a report
+ *
+ * The function a GSource the program did not name was dispatching when the
+ * lag was caught: the callback given to g_timeout_add(), g_idle_add() and
+ * the like, named from the program's symbols (or by the interpreter, for a
+ * Python callback). Any thread.
+ *
+ * Returns: (nullable): the callback's name ("freeze_busy"), or %NULL when
+ *   the source had a name, none was being dispatched, or the callback
+ *   could not be named
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_source_callback (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_source_callback_kind:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: (nullable): how the source of
+ *   lagwatch_report_get_source_callback() was made: "g_timeout_add" or
+ *   "g_idle_add" (from its source type), or %NULL for another kind
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_source_callback_kind (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_priority:
+ * @report: a report
+ * @priority: (out) (optional): the priority of the GSource being
+ *   dispatched when the lag was caught (%G_PRIORITY_DEFAULT is 0, lower
+ *   is more urgent); 0 when there is none
+ *
+ * Any thread.
+ *
+ * Returns: %TRUE when the lag was caught in a source's dispatch whose
+ *   source lagwatch knows (the "priority" of the JSON record is then a
+ *   number, null otherwise)
+ * Since: 0.2
+ */
+LAGWATCH_API gboolean lagwatch_report_get_priority (LagWatchReport *report,
+                                                    int            *priority);
+
+/**
+ * lagwatch_report_get_caught_ms:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: the time from the lag's start to its first stack in hand, in
+ *   milliseconds, or -1 when no stack was taken
+ * Since: 0.2
+ */
+LAGWATCH_API double lagwatch_report_get_caught_ms (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_occurrence:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: how many lags of this process had @report's fingerprint
+ *   (lagwatch_report_get_fingerprint()) so far, this one included: 1 the
+ *   first time a cause is seen
+ * Since: 0.2
+ */
+LAGWATCH_API guint lagwatch_report_get_occurrence (LagWatchReport *report);
+
+/**
+ * lagwatch_report_get_wchan:
+ * @report: a report
+ *
+ * Any thread.
+ *
+ * Returns: (nullable): the kernel function the thread slept in when the
+ *   lag was caught (/proc/self/task/TID/wchan), or %NULL when it ran or
+ *   the kernel does not say
+ * Since: 0.2
+ */
+LAGWATCH_API const char *lagwatch_report_get_wchan (LagWatchReport *report);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchConfig, lagwatch_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LagWatchReport, lagwatch_report_unref)

@@ -1,5 +1,12 @@
 /* lagwatch-gobject.c: the GObject face of lagwatch (lagwatch-gobject.h)
  *
+ * LagWatchMonitor is an abstract type: g_object_new() of it fails, and so
+ * do `LagWatch.Monitor()` in Python (TypeError) and `new LagWatch.Monitor()`
+ * in GJS (an exception), where a monitor made so would watch nothing. Its
+ * instances are LwAttachedMonitor, a final subclass no header names, made
+ * by lagwatch_monitor_new() only, after the attach succeeded. A subclass a
+ * program registers itself (from a binding) is refused when constructed.
+ *
  * A LagWatchMonitor owns one LagWatch. lagwatch hands each report to
  * lw_monitor_on_report() on its reporting thread; that function only queues
  * an idle source on the monitor's report context, and the source emits
@@ -100,7 +107,32 @@ enum
 static GParamSpec *lw_monitor_props[N_PROPS];
 static guint lw_monitor_signals[N_SIGNALS];
 
-G_DEFINE_FINAL_TYPE (LagWatchMonitor, lagwatch_monitor, G_TYPE_OBJECT)
+G_DEFINE_ABSTRACT_TYPE (LagWatchMonitor, lagwatch_monitor, G_TYPE_OBJECT)
+
+/* The one instantiable monitor type, made by lagwatch_monitor_new(). */
+typedef struct
+{
+  LagWatchMonitor parent_instance;
+} LwAttachedMonitor;
+
+typedef struct
+{
+  LagWatchMonitorClass parent_class;
+} LwAttachedMonitorClass;
+
+static GType lw_attached_monitor_get_type (void);
+
+G_DEFINE_FINAL_TYPE (LwAttachedMonitor, lw_attached_monitor, LAGWATCH_TYPE_MONITOR)
+
+static void
+lw_attached_monitor_class_init (LwAttachedMonitorClass *klass)
+{
+}
+
+static void
+lw_attached_monitor_init (LwAttachedMonitor *self)
+{
+}
 
 /* Any thread. */
 static LwMonitorLink *
@@ -198,7 +230,7 @@ lagwatch_monitor_new (GMainContext *context, const LagWatchConfig *config, GErro
 
   if (watch == NULL)
     return NULL;
-  self = g_object_new (LAGWATCH_TYPE_MONITOR, NULL);
+  self = g_object_new (lw_attached_monitor_get_type (), NULL);
   self->watch = watch;
   lagwatch_set_report_func (watch, lw_monitor_on_report, lw_monitor_link_ref (self->link),
                             lw_monitor_link_unref);
@@ -259,19 +291,54 @@ lagwatch_monitor_get_threshold_ms (LagWatchMonitor *self)
 }
 
 /**
- * lagwatch_monitor_set_threshold_ms:
+ * lagwatch_monitor_set_threshold_ms: (skip)
  * @self: a monitor
  * @threshold_ms: the new threshold, 1 to 3600000
  *
- * Returns: %TRUE if the value was accepted (and the monitor is attached)
+ * Returns: %TRUE if the value was accepted (and the monitor is attached);
+ *   lagwatch_monitor_try_set_threshold_ms() says why not
  * Since: 0.1
  */
 gboolean
 lagwatch_monitor_set_threshold_ms (LagWatchMonitor *self, guint threshold_ms)
 {
+  return lagwatch_monitor_try_set_threshold_ms (self, threshold_ms, NULL);
+}
+
+/**
+ * lagwatch_monitor_try_set_threshold_ms: (rename-to lagwatch_monitor_set_threshold_ms)
+ * @self: a monitor
+ * @threshold_ms: the new threshold, 1 to 3600000
+ * @error: return location for a #GError, or %NULL
+ *
+ * Changes the threshold of the running watch, as lagwatch_set_threshold_ms()
+ * does, and notifies #LagWatchMonitor:threshold-ms. Bindings know this
+ * function as `set_threshold_ms()`; the property is read-only, since
+ * setting a property cannot fail.
+ *
+ * Returns: %TRUE if the value was accepted; %FALSE with
+ *   %LAGWATCH_ERROR_INVALID for a value out of range, or
+ *   %LAGWATCH_ERROR_DETACHED once detached
+ * Since: 0.2
+ */
+gboolean
+lagwatch_monitor_try_set_threshold_ms (LagWatchMonitor *self, guint threshold_ms, GError **error)
+{
   g_return_val_if_fail (LAGWATCH_IS_MONITOR (self), FALSE);
-  if (self->watch == NULL || !lagwatch_set_threshold_ms (self->watch, threshold_ms))
-    return FALSE;
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (self->watch == NULL)
+    {
+      g_set_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DETACHED,
+                   "the monitor is detached: it has no threshold to change");
+      return FALSE;
+    }
+  if (!lagwatch_set_threshold_ms (self->watch, threshold_ms))
+    {
+      g_set_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID,
+                   "threshold %u is out of range: expected 1 to %u milliseconds", threshold_ms,
+                   (guint) LW_MAX_DURATION_MS);
+      return FALSE;
+    }
   g_object_notify_by_pspec (G_OBJECT (self), lw_monitor_props[PROP_THRESHOLD_MS]);
   return TRUE;
 }
@@ -330,19 +397,15 @@ lagwatch_monitor_get_property (GObject *object, guint prop_id, GValue *value, GP
     }
 }
 
+/* The monitor's thread: a monitor exists only attached, made by
+ * lagwatch_monitor_new(); a binding's subclass of it would watch nothing. */
 static void
-lagwatch_monitor_set_property (GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+lagwatch_monitor_constructed (GObject *object)
 {
-  LagWatchMonitor *self = LAGWATCH_MONITOR (object);
-
-  switch (prop_id)
-    {
-    case PROP_THRESHOLD_MS:
-      lagwatch_monitor_set_threshold_ms (self, g_value_get_uint (value));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
+  G_OBJECT_CLASS (lagwatch_monitor_parent_class)->constructed (object);
+  if (G_OBJECT_TYPE (object) != lw_attached_monitor_get_type ())
+    g_critical ("%s: a LagWatchMonitor is made by lagwatch_monitor_new() only (LagWatch.Monitor.new() "
+                "in Python and JavaScript); a subclass of it watches nothing", G_OBJECT_TYPE_NAME (object));
 }
 
 static void
@@ -367,20 +430,24 @@ lagwatch_monitor_class_init (LagWatchMonitorClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
 
   object_class->get_property = lagwatch_monitor_get_property;
-  object_class->set_property = lagwatch_monitor_set_property;
+  object_class->constructed = lagwatch_monitor_constructed;
   object_class->dispose = lagwatch_monitor_dispose;
   object_class->finalize = lagwatch_monitor_finalize;
 
   /**
-   * LagWatchMonitor:threshold-ms:
+   * LagWatchMonitor:threshold-ms: (getter get_threshold_ms)
    *
-   * How long the loop's thread may stay out of poll before it is a lag.
+   * How long the loop's thread may stay out of poll before it is a lag; 0
+   * once detached. Read-only: a property set to a value out of range would
+   * only print a warning, so the threshold changes through
+   * lagwatch_monitor_try_set_threshold_ms() (`set_threshold_ms()` in
+   * Python and GJS), which fails with a #GError.
    *
    * Since: 0.1
    */
   lw_monitor_props[PROP_THRESHOLD_MS] =
-    g_param_spec_uint ("threshold-ms", NULL, NULL, 0, 3600000, 0,
-                       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+    g_param_spec_uint ("threshold-ms", NULL, NULL, 0, LW_MAX_DURATION_MS, 0,
+                       G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   /**
    * LagWatchMonitor:report-context:
    *
@@ -414,9 +481,13 @@ lagwatch_monitor_class_init (LagWatchMonitorClass *klass)
    *
    * Since: 0.1
    */
+  /* Not G_SIGNAL_TYPE_STATIC_SCOPE: GJS then wraps the report without a
+   * reference of its own, and a handler that keeps it (in an array, for
+   * later) reads freed memory once the emission is over. Copying a report
+   * only takes a reference. */
   lw_monitor_signals[SIGNAL_REPORT] =
     g_signal_new ("report", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                  G_TYPE_NONE, 1, LAGWATCH_TYPE_REPORT | G_SIGNAL_TYPE_STATIC_SCOPE);
+                  G_TYPE_NONE, 1, LAGWATCH_TYPE_REPORT);
 }
 
 static void

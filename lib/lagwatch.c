@@ -15,10 +15,11 @@
 #include "lw-hang.h"
 #include "lw-lines.h"
 #include "lw-hooks.h"
+#include "lw-last-thread.h"
 #include "lw-modules.h"
 #include "lw-private.h"
 #include "lw-sink.h"
-#include "lw-stats-private.h"
+#include "lw-stats-read.h"
 #include "lw-unwind.h"
 #include "lw-watch-private.h"
 #include "lw-watcher.h"
@@ -151,11 +152,10 @@ lw_report_previous_hangs (LagWatch *watch)
   for (guint i = 0; i < previous->len; i++)
     {
       const LwPreviousHang *hang = previous->pdata[i];
-      g_autofree char *json = g_strdup_printf ("{\"event\":\"hang-killed\",\"previous_pid\":%d,"
-                                               "\"hang\":%s}", hang->pid, hang->json);
-      g_autofree char *text = g_strdup_printf ("lagwatch: the previous run (pid %d) was killed during "
-                                               "a hang; its last record:\n%s", hang->pid, hang->text);
+      g_autofree char *json = NULL;
+      g_autofree char *text = NULL;
 
+      lw_sink_hang_killed_record (hang->pid, hang->json, hang->text, &json, &text);
       lw_reporter_write_raw (watch->reporter, json, text);
     }
 }
@@ -194,8 +194,8 @@ lw_watch_release (LagWatch *watch)
   lw_watch_free (watch);
 }
 
-/* Reporting thread, once the callback that detached @data (and unhooked
- * it) has returned. */
+/* Reporting thread of @data, once the callback running when @data was
+ * detached from a report callback has returned (the detach unhooked it). */
 static void
 lw_watch_finish_detached (gpointer data)
 {
@@ -219,18 +219,21 @@ lw_attach_abort (LagWatch *watch)
 }
 
 /* Any thread, @watch just taken out of lw_watches: stops its watcher,
- * unhooks and frees it. From its own report callback, the context is
- * given back at once (the callback may attach to it again) and the
- * reporting thread frees the rest once the callback has returned. */
+ * unhooks and frees it. From a report callback, of this watch or another,
+ * the context is given back at once (the callback may attach to it again)
+ * and the watch's reporting thread frees the rest once its callback, if
+ * one runs, has returned: waiting for that thread here could be waiting
+ * on this very thread, or on one whose callback is detaching this
+ * thread's watch at the same moment. */
 static void
 lw_watch_stop (LagWatch *watch)
 {
   lw_watcher_stop (watch);
   lw_note_stats (watch, FALSE);
-  if (lw_reporter_is_current (watch->reporter))
+  if (lw_reporter_on_reporting_thread ())
     {
       lw_watch_unhook (watch);
-      lw_reporter_finish_after_callback (watch->reporter);
+      lw_reporter_finish_soon (watch->reporter);
       return;
     }
   lw_reporter_stop (g_steal_pointer (&watch->reporter));
@@ -361,6 +364,9 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
   lw_avoid_forbidden_calls ();
   if (context == NULL)
     context = g_main_context_default ();
+  /* The program's thread: if it is its last, the process ends when it
+   * exits, lagwatch's threads or not. */
+  lw_last_thread_track_self ();
 
   watch = g_new0 (LagWatch, 1);
   watch->config = lw_config_copy (config);
@@ -416,8 +422,10 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
 
   watch->summary = lw_summary_new ();
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
-  watch->reporter = lw_reporter_start (lw_sinks_open (watch->config->output), watch->summary,
-                                       watch->hangs, lw_watch_finish_detached, watch, &error);
+  watch->reporter = lw_reporter_start (lw_sinks_open_from (watch->config->output,
+                                                           lw_config_output_origin (watch->config)),
+                                       watch->summary, watch->hangs, lw_watch_finish_detached, watch,
+                                       &error);
   if (watch->reporter != NULL && watch->hangs != NULL)
     lw_report_previous_hangs (watch);
   watch->frames = lw_frames_start (context, watch->threshold_ms);

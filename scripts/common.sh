@@ -24,12 +24,20 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # headless chromium, journal files
 # read with journalctl; the journal sink's test runs systemd-journald,
 # systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
-# GI bindings with python3-gi and gjs; Sysprof's capture library and reader.
+# GI bindings with python3-gi and gjs, their API reference with gi-docgen;
+# Sysprof's capture library and reader.
 # The names that differ between releases come from lw_release_packages.
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
-  python3 mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2
+  python3 python3-jsonschema mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2 gi-docgen
   gobject-introspection libgirepository1.0-dev python3-gi gjs"
+
+# ThreadSanitizer's run (scripts/run-tsan) builds GLib from its Debian
+# source package: dpkg-dev unpacks it (apt-get source), and GLib's build
+# needs libffi, PCRE2, zlib and, from GLib 2.80 (Debian 13) on, Python's
+# packaging module; gcc's ThreadSanitizer runtime is libtsan2 on Debian 12,
+# 13 and unstable.
+LW_TSAN_PACKAGES="dpkg-dev libtsan2 libffi-dev libpcre2-dev zlib1g-dev python3-packaging"
 
 # lw_codename: the Debian release this machine runs (sid calls itself by
 # the name of the next release, as its os-release does).
@@ -80,16 +88,18 @@ lw_missing() {
   done
 }
 
-# lw_ensure_packages [--demo]: installs the missing packages (the demo's
-# only, with --demo) when root; otherwise prints the commands that install
-# them and stops.
+# lw_ensure_packages [--demo | --tsan]: installs the missing packages (the
+# demo's only, with --demo; the suite's and ThreadSanitizer's, with --tsan)
+# when root; otherwise prints the commands that install them and stops.
 lw_ensure_packages() {
   scope=${1:-all}
+  extra=""
+  [ "$scope" = --tsan ] && extra=$LW_TSAN_PACKAGES
   # shellcheck disable=SC2086
   if [ "$scope" = --demo ]; then
     missing=$(lw_missing $LW_DEMO_PACKAGES)
   else
-    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $(lw_release_packages))
+    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $extra $(lw_release_packages))
   fi
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
@@ -103,7 +113,7 @@ lw_ensure_packages() {
   if [ "$scope" != --demo ]; then
     # Now that apt's lists are fresh, the release's own names.
     # shellcheck disable=SC2086
-    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $(lw_release_packages))
+    missing=$(lw_missing $LW_DEMO_PACKAGES $LW_TEST_PACKAGES $extra $(lw_release_packages))
   fi
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing

@@ -310,6 +310,99 @@ test_thread_exits_while_attached (void)
   g_main_context_unref (tl.context);
 }
 
+/* -- a poll function set by the program after attach --------------------- */
+
+typedef enum
+{
+  REPLACED_DEFAULT,    /* the context polled with g_poll at attach */
+  REPLACED_OWN,        /* the program's own poll function at attach, another later */
+  REPLACED_CHAINED,    /* as OWN, and the later one calls the one before it */
+} ReplacedCase;
+
+/* Loop thread: the program's poll functions. */
+static GPollFunc replaced_prev_poll;
+
+static gint
+program_poll (GPollFD *fds, guint nfds, gint timeout)
+{
+  return g_poll (fds, nfds, timeout);
+}
+
+static gint
+program_poll_chained (GPollFD *fds, guint nfds, gint timeout)
+{
+  return replaced_prev_poll (fds, nfds, timeout);
+}
+
+static gboolean
+set_program_poll (gpointer data)
+{
+  GMainContext *context = g_main_context_get_thread_default ();
+
+  replaced_prev_poll = g_main_context_get_poll_func (context);
+  g_main_context_set_poll_func (context, data);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+note_quiet_over (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static LAGGY void
+lag_after_poll_replaced (gpointer data)
+{
+  spin_cpu_ms (GINT_TO_POINTER (300));
+  __asm__ volatile ("" ::: "memory");  /* not a tail call: this frame stays */
+}
+
+/* The program sets its own poll function from a dispatch, after attach;
+ * the loop then sleeps in poll five thresholds long, and lags once. The
+ * quiet time is no lag: the one report is the real lag, with its stack. */
+static void
+test_poll_replaced_after_attach (gconstpointer data)
+{
+  ReplacedCase which = GPOINTER_TO_INT (data);
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  gboolean quiet_over = FALSE;
+  GSource *source;
+  Harness h;
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, 100));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  g_mutex_init (&h.lock);
+  h.reports = g_ptr_array_new_with_free_func ((GDestroyNotify) lagwatch_report_unref);
+  h.context = g_main_context_new ();
+  g_main_context_push_thread_default (h.context);
+  if (which != REPLACED_DEFAULT)
+    g_main_context_set_poll_func (h.context, program_poll);
+  h.watch = lagwatch_attach_with_config (h.context, config);
+  g_assert_nonnull (h.watch);
+  lagwatch_set_report_func (h.watch, harness_on_report, &h, NULL);
+
+  source = g_idle_source_new ();
+  g_source_set_callback (source, set_program_poll,
+                         which == REPLACED_CHAINED ? program_poll_chained : program_poll, NULL);
+  g_source_attach (source, h.context);
+  g_source_unref (source);
+  source = g_timeout_source_new (500);
+  g_source_set_callback (source, note_quiet_over, &quiet_over, NULL);
+  g_source_attach (source, h.context);
+  g_source_unref (source);
+  while (!quiet_over)
+    g_main_context_iteration (h.context, TRUE);
+
+  harness_run_lag (&h, lag_after_poll_replaced, NULL);
+  harness_wait_reports (&h, 1);
+  lagwatch_detach (g_steal_pointer (&h.watch));
+  /* A lag still followed at detach is reported then, before it returns. */
+  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
+  g_assert_true (harness_stack_has (harness_report (&h, 0), "lag_after_poll_replaced", NULL));
+  harness_clear (&h);
+}
+
 static _Atomic gint64 forever_entered_us;
 
 /* The lag's timeline of waiting for a CPU: every millisecond or so, how
@@ -592,6 +685,12 @@ main (int argc, char **argv)
   g_test_add_func ("/signal/in-use-explicit-chains", test_signal_in_use_explicit);
   g_test_add_func ("/context/dropped-while-attached", test_context_dropped_while_attached);
   g_test_add_func ("/context/thread-exits-while-attached", test_thread_exits_while_attached);
+  g_test_add_data_func ("/context/poll-replaced-after-attach/default", GINT_TO_POINTER (REPLACED_DEFAULT),
+                        test_poll_replaced_after_attach);
+  g_test_add_data_func ("/context/poll-replaced-after-attach/own", GINT_TO_POINTER (REPLACED_OWN),
+                        test_poll_replaced_after_attach);
+  g_test_add_data_func ("/context/poll-replaced-after-attach/chained", GINT_TO_POINTER (REPLACED_CHAINED),
+                        test_poll_replaced_after_attach);
   g_test_add_func ("/lag/never-returns-caught-at-threshold", test_never_returns);
   g_test_add_func ("/json/contract", test_json_contract);
   g_test_add_func ("/json/lag-ids-unique-across-watches", test_lag_ids_unique_across_watches);

@@ -126,7 +126,7 @@ test_tree_rule (void)
   LwCall *root, *cb;
 
   synthetic_init (&s, stacks, G_N_ELEMENTS (stacks), times, which, G_N_ELEMENTS (times), 195 * MS);
-  g_assert_cmpint (lw_call_tree_interval (s.report, 99 * MS), ==, 10 * MS);
+  g_assert_cmpint (lw_report_sample_interval (s.report, 99 * MS), ==, 10 * MS);
 
   root = lw_call_tree_from_samples (s.report, 0, 0, 99 * MS);
   assert_call (root, NULL, 0, 195, 1);
@@ -379,7 +379,7 @@ assert_span (LagWatchReport *report, guint index, const Span *span, guint depth,
   g_assert_cmpfloat (fabs (duration_ms * 1e6 - (double) (end - begin)), <=, (double) (tol_begin + tol_end));
 }
 
-/* The issue's known sequence: a() 40 ms, b() 120 ms calling c() 100 ms,
+/* A known sequence: a() 40 ms, b() 120 ms calling c() 100 ms,
  * a() 30 ms. The tree has them in order, c inside b, each within two
  * sampling intervals (wider only where the samples themselves were
  * further apart). */
@@ -407,7 +407,7 @@ test_lag_known_sequence (void)
   g_assert_cmpuint (report->n_sampled, >=, 2);
   for (guint i = 1; i < report->n_timeline; i++)
     g_assert_cmpint (report->timeline[i].offset_ns, >=, report->timeline[i - 1].offset_ns);
-  interval_ns = lw_call_tree_interval (report, 10 * MS);
+  interval_ns = lw_report_sample_interval (report, 10 * MS);
   g_test_message ("%u samples, %.1f ms apart (median)", report->n_timeline, interval_ns / 1e6);
   for (guint i = 0; i < report->n_timeline; i++)
     g_test_message ("sample at %.1f ms", report->timeline[i].offset_ns / 1e6);

@@ -5,6 +5,7 @@
  * come back as GErrors of LAGWATCH_ERROR; frames copy out as boxed structs.
  */
 #include <glib.h>
+#include <string.h>
 
 #include "lagwatch-gobject.h"
 #include "lag-harness.h"
@@ -133,6 +134,35 @@ test_report_on_the_creators_context (void)
   frame = lagwatch_report_get_frame_info (f.spin_report, lagwatch_report_get_n_frames (f.spin_report));
   g_assert_null (frame);
 
+  /* The record's fields, each with its getter: a lag caught in the
+   * dispatch of the named spin source, of the default priority. */
+  {
+    int priority = -1;
+    const char *title = "unset";
+    double interval_ms = -1;
+
+    g_assert_cmpint (lagwatch_report_get_kind (f.spin_report), ==, LAGWATCH_REPORT_KIND_LAG);
+    g_assert_true (lagwatch_report_get_priority (f.spin_report, &priority));
+    g_assert_cmpint (priority, ==, G_PRIORITY_DEFAULT);
+    g_assert_cmpfloat (lagwatch_report_get_caught_ms (f.spin_report), >=, 0);
+    g_assert_cmpfloat (lagwatch_report_get_caught_ms (f.spin_report), <=,
+                       lagwatch_report_get_duration_ms (f.spin_report));
+    g_assert_cmpuint (lagwatch_report_get_occurrence (f.spin_report), >=, 1);
+    /* A named source is described by its name, not its callback. */
+    g_assert_cmpstr (lagwatch_report_get_source (f.spin_report), ==, "test-gobject: spin");
+    g_assert_null (lagwatch_report_get_source_callback (f.spin_report));
+    g_assert_null (lagwatch_report_get_source_callback_kind (f.spin_report));
+    /* It computed: no kernel wait point. */
+    if (g_strcmp0 (lagwatch_report_get_thread_state (f.spin_report), "running") == 0)
+      g_assert_null (lagwatch_report_get_wchan (f.spin_report));
+    /* No GTK window: window 0 is out of range, an empty answer and no
+     * critical warning (which GTest makes fatal). */
+    g_assert_cmpuint (lagwatch_report_get_n_windows (f.spin_report), ==, 0);
+    g_assert_cmpuint (lagwatch_report_get_frames_missed (f.spin_report, 0, &title, &interval_ms), ==, 0);
+    g_assert_null (title);
+    g_assert_cmpfloat (interval_ms, ==, 0);
+  }
+
   /* The boxed types copy as documented: a report by reference. */
   {
     LagWatchReport *copy = g_boxed_copy (LAGWATCH_TYPE_REPORT, f.spin_report);
@@ -150,6 +180,7 @@ test_report_on_the_creators_context (void)
   g_main_context_unref (f.reports_on);
 }
 
+#ifndef LW_TEST_NO_LIBDW
 /* The lag of /gobject/frame/fields: LAG_MS of CPU in a function the
  * compiler inlines into its caller, a logical frame from debug info. */
 static inline __attribute__ ((always_inline)) void
@@ -178,6 +209,7 @@ on_frame_report (LagWatchMonitor *monitor, LagWatchReport *report, gpointer data
   if (*found == NULL && harness_stack_has (report, "spin_with_inlined_call", NULL))
     *found = lagwatch_report_ref (report);
 }
+#endif
 
 /* A frame copied out for GObject Introspection carries what the C API
  * says of it: language, inlined, the program's; here on a real report
@@ -272,6 +304,152 @@ test_errors (void)
   g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_ALREADY_WATCHED);
 }
 
+/* A LagWatchMonitor exists only attached: its type is abstract (so that
+ * `LagWatch.Monitor()` fails in Python and GJS), lagwatch_monitor_new()
+ * makes an instance of it, and its threshold is a read-only property. */
+static void
+test_monitor_abstract (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(LagWatchMonitor) monitor = NULL;
+  GParamSpec *pspec;
+
+  g_assert_true (G_TYPE_IS_ABSTRACT (LAGWATCH_TYPE_MONITOR));
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  monitor = lagwatch_monitor_new (context, config, &error);
+  g_assert_no_error (error);
+  g_assert_true (LAGWATCH_IS_MONITOR (monitor));
+  g_assert_true (G_TYPE_CHECK_INSTANCE_TYPE (monitor, LAGWATCH_TYPE_MONITOR));
+  pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (monitor), "threshold-ms");
+  g_assert_nonnull (pspec);
+  g_assert_false (pspec->flags & G_PARAM_WRITABLE);
+}
+
+/* ::notify: counts the threshold's notifications. */
+static void
+on_notify (GObject *object, GParamSpec *pspec, gpointer data)
+{
+  guint *count = data;
+
+  (*count)++;
+}
+
+/* The threshold changes through a setter that fails with a GError; the
+ * C setter of before still answers TRUE or FALSE. */
+static void
+test_monitor_threshold_errors (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(LagWatchMonitor) monitor = NULL;
+  guint notified = 0;
+
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  monitor = lagwatch_monitor_new (context, config, &error);
+  g_assert_no_error (error);
+  g_signal_connect (monitor, "notify::threshold-ms", G_CALLBACK (on_notify), &notified);
+  g_assert_false (lagwatch_monitor_try_set_threshold_ms (monitor, 0, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID);
+  g_clear_error (&error);
+  g_assert_false (lagwatch_monitor_try_set_threshold_ms (monitor, 3600001, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID);
+  g_clear_error (&error);
+  g_assert_cmpuint (lagwatch_monitor_get_threshold_ms (monitor), ==, 100);
+  g_assert_cmpuint (notified, ==, 0);
+  g_assert_true (lagwatch_monitor_try_set_threshold_ms (monitor, 150, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (lagwatch_monitor_get_threshold_ms (monitor), ==, 150);
+  g_assert_cmpuint (notified, ==, 1);
+  g_assert_false (lagwatch_monitor_set_threshold_ms (monitor, 0));
+  g_assert_true (lagwatch_monitor_set_threshold_ms (monitor, 200));
+  g_assert_cmpuint (notified, ==, 2);
+  lagwatch_monitor_detach (monitor);
+  g_assert_false (lagwatch_monitor_try_set_threshold_ms (monitor, 150, &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_DETACHED);
+}
+
+/* The try setters: a value out of range is a GError of LAGWATCH_ERROR,
+ * an accepted one TRUE; the signal by name as LAGWATCH_SIGNAL names it. */
+static void
+test_config_try_setters (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autoptr(GError) error = NULL;
+  struct { gboolean (*set) (LagWatchConfig *, guint, GError **); guint bad, good; } uints[] = {
+    { lagwatch_config_try_set_threshold_ms, 0, 50 },
+    { lagwatch_config_try_set_threshold_ms, 3600001, 3600000 },
+    { lagwatch_config_try_set_hang_ms, 0, 1000 },
+    { lagwatch_config_try_set_sample_ms, 1001, 5 },
+    { lagwatch_config_try_set_max_frames, 1025, 64 },
+  };
+  const char *bad_signals[] = { "SIGRTMIN+99", "SIGRTMAX-99", "SIGUSR1", "SIGRTMIN-1", "", "9", "RTMIN+x" };
+  const char *good_signals[] = { "SIGRTMIN+3", "SIGRTMAX-2", "RTMIN", "SIGRTMAX" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (uints); i++)
+    {
+      g_assert_false (uints[i].set (config, uints[i].bad, &error));
+      g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID);
+      g_assert_nonnull (strstr (error->message, "out of range"));
+      g_clear_error (&error);
+      g_assert_true (uints[i].set (config, uints[i].good, &error));
+      g_assert_no_error (error);
+    }
+  g_assert_false (lagwatch_config_try_set_state_dir (config, "relative/dir", &error));
+  g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID);
+  g_clear_error (&error);
+  g_assert_true (lagwatch_config_try_set_state_dir (config, "/tmp", &error));
+  g_assert_true (lagwatch_config_try_set_state_dir (config, NULL, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (bad_signals); i++)
+    {
+      g_assert_false (lagwatch_config_try_set_signal (config, bad_signals[i], &error));
+      g_assert_error (error, LAGWATCH_ERROR, LAGWATCH_ERROR_INVALID);
+      g_clear_error (&error);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (good_signals); i++)
+    {
+      g_assert_true (lagwatch_config_try_set_signal (config, good_signals[i], &error));
+      g_assert_no_error (error);
+    }
+}
+
+/* A JSON path given in code that cannot be opened is named as the
+ * program's, not as LAGWATCH_OUTPUT's; one given in the environment is
+ * named as LAGWATCH_OUTPUT's. */
+static void
+test_output_origin (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GMainContext) context = g_main_context_new ();
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autoptr(GError) error = NULL;
+      g_autoptr(LagWatchMonitor) monitor = NULL;
+
+      g_assert_true (lagwatch_config_set_output (config, "json:/nonexistent/lagwatch-test.jsonl", NULL));
+      monitor = lagwatch_monitor_new (context, config, &error);
+      g_assert_no_error (error);
+      lagwatch_monitor_detach (monitor);
+      return;
+    }
+  g_unsetenv ("LAGWATCH_OUTPUT");
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the output set in code (lagwatch_config_set_output): cannot open "
+                             "\"/nonexistent/lagwatch-test.jsonl\"*");
+  g_test_trap_assert_stderr_unmatched ("*LAGWATCH_OUTPUT*");
+
+  g_setenv ("LAGWATCH_OUTPUT", "json:/nonexistent/lagwatch-test-env.jsonl", TRUE);
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv ("LAGWATCH_OUTPUT");
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: LAGWATCH_OUTPUT: cannot open \"/nonexistent/lagwatch-test-env.jsonl\"*");
+  g_test_trap_assert_stderr_unmatched ("*set in code*");
+}
+
 /* Under LAGWATCH_DISABLE=1 attaching fails with DISABLED, quietly. */
 static void
 test_disabled (void)
@@ -302,5 +480,9 @@ main (int argc, char **argv)
   g_test_add_func ("/gobject/frame/fields", test_frame_fields);
   g_test_add_func ("/gobject/monitor/errors", test_errors);
   g_test_add_func ("/gobject/monitor/disabled", test_disabled);
+  g_test_add_func ("/gobject/monitor/abstract", test_monitor_abstract);
+  g_test_add_func ("/gobject/monitor/threshold-errors", test_monitor_threshold_errors);
+  g_test_add_func ("/gobject/config/try-setters", test_config_try_setters);
+  g_test_add_func ("/gobject/config/output-origin", test_output_origin);
   return g_test_run ();
 }

@@ -62,8 +62,8 @@ test_json_unopenable (void)
     }
   g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed ();
-  g_test_trap_assert_stderr ("lagwatch: LAGWATCH_OUTPUT: cannot open \"/nonexistent-lagwatch-dir/x.jsonl\""
-                             "*writing reports to stderr instead\n*");
+  g_test_trap_assert_stderr ("lagwatch: the output set in code (lagwatch_config_set_output): cannot open "
+                             "\"/nonexistent-lagwatch-dir/x.jsonl\"*writing reports to stderr instead\n*");
   g_test_trap_assert_stderr_unmatched ("*WARNING*");
 }
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "lagwatch.h"
-#include "lw-config.h"
+#include "lw-private.h"
 
 #define NOBODY 65534
 
@@ -29,7 +29,7 @@ int __lsan_is_turned_off (void);
 int
 __lsan_is_turned_off (void)
 {
-  return lw_config_secure ();
+  return lw_process_secure ();
 }
 
 /* Child: the setgid copy, run by nobody. */
@@ -38,7 +38,7 @@ child_secure (void)
 {
   LagWatch *watch;
 
-  printf ("secure=%d\n", lw_config_secure ());
+  printf ("secure=%d\n", lw_process_secure ());
   fflush (stdout);
   watch = lagwatch_attach (NULL);
   if (watch != NULL)

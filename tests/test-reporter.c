@@ -190,7 +190,7 @@ lags_counted (LagWatch *watch)
 
 /* stderr is a pipe nobody reads, full before the first report: the stderr
  * sink drops what the pipe cannot take (it waits for a stalled reader once,
- * lw-sink.c), and the sink thread's queue bounds what waits for it.
+ * lw-sink-fd.c), and the sink thread's queue bounds what waits for it.
  *
  * While stderr is stalled, no assertion may fail: its message would block
  * on the pipe, or later go to the drain thread, and the subprocess would

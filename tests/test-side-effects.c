@@ -160,7 +160,10 @@ run_then_block (gpointer data)
   int epoll_fd = epoll_create1 (EPOLL_CLOEXEC);
 
   spin_ms (GINT_TO_POINTER (100));
-  while (g_get_monotonic_time () < end)
+  /* At least 1.1 s and 600 calls: a loaded machine stretches each call
+   * (its 300 µs of work, its sleep), and the check is on what the calls
+   * saw, however long they took. */
+  while (g_get_monotonic_time () < end || r->calls < 600)
     {
       guint kind = r->calls++;
       gint64 before, after;
@@ -272,22 +275,32 @@ test_lag_in_malloc (void)
   harness_clear (&h);
 }
 
+/* The loop thread's signal mask before spin_with_signal_blocked(). */
+static sigset_t mask_before_block;
+
+/* Blocks signal @data and spins 300 ms; the signal stays blocked after it
+ * returns, until the test restores mask_before_block. */
 static LAGGY void
 spin_with_signal_blocked (gpointer data)
 {
-  sigset_t set, old;
+  sigset_t set;
   gint64 end = g_get_monotonic_time () + 300 * 1000;
 
   sigemptyset (&set);
   sigaddset (&set, GPOINTER_TO_INT (data));
-  pthread_sigmask (SIG_BLOCK, &set, &old);
+  pthread_sigmask (SIG_BLOCK, &set, &mask_before_block);
   while (g_get_monotonic_time () < end)
     ;
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
 }
 
 /* The signal blocked while the thread runs: no stack can be taken by
- * signal, a warning says why, the lag is still reported, nothing hangs. */
+ * signal, a warning says why, the lag is still reported, nothing hangs.
+ * The signal stays blocked until the lag's report has arrived: unblocked
+ * at the end of the lag, the signal queued for it would run its handler
+ * there, and a sample the watcher asked for at that moment (a loaded
+ * machine delays the watcher's end of the lag) would take a stack after
+ * all. Unblocked after the report, it is taken outside any lag, and
+ * lagwatch absorbs it. */
 static void
 test_signal_blocked (void)
 {
@@ -302,7 +315,9 @@ test_signal_blocked (void)
       harness_run_lag (&h, spin_with_signal_blocked, GINT_TO_POINTER (SIGRTMIN + 9));
       harness_wait_reports (&h, 1);
       g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, 0)), ==, 0);
-      /* The queued signal arrives once unblocked; lagwatch absorbs it. */
+      /* The queued signal arrives now, its handler run before this
+       * returns; lagwatch absorbs it, and the next lag is caught. */
+      pthread_sigmask (SIG_SETMASK, &mask_before_block, NULL);
       harness_run_lag (&h, (HarnessLagFunc) (void (*) (void)) g_usleep, GINT_TO_POINTER (150 * 1000));
       harness_wait_reports (&h, 2);
       harness_clear (&h);

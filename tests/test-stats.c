@@ -1,5 +1,5 @@
 /* test-stats: the latency profile of every iteration, and whose fault a lag
- * was (issue 15)
+ * was
  *
  * Busy periods are wall time, and a loaded machine stretches a spin of
  * known CPU time by any amount: the profile test measures each busy period

@@ -4,9 +4,9 @@
  * A new thread does not run the moment it is created: on a loaded machine
  * its first CPU can come hundreds of milliseconds later (up to 440 ms seen
  * in test-stress). A lag that begins after lagwatch_attach() returned and
- * ends before the watcher's first look was never seen and never said: the
- * stress test's second watch, which lags right after each attach, lost one
- * that way. lagwatch_attach() now returns once the watcher watches.
+ * ends before the watcher's first look would be neither seen nor said (the
+ * stress test's second watch lags right after each attach).
+ * lagwatch_attach() returns once the watcher watches.
  *
  * The late first CPU is made on purpose: the watcher thread's first call,
  * lw_threadinfo_own_enter(), is wrapped (-Wl,--wrap, tests/meson.build)

@@ -34,7 +34,7 @@
 # Then a screenshot of the window goes to OUTDIR/demo-test.png, and Ctrl+Q
 # must end the demo with status 0 and no lagwatch warning.
 #
-# The latency chart (issue 15) must show the freezes: a "chart:" line (printed
+# The latency chart must show the freezes: a "chart:" line (printed
 # when the chart, refreshed each second from lagwatch_get_stats(), shows new
 # counts) with lags and a busy period in the bucket from 250 ms; and the
 # "stats" event written at exit must count the three lags.

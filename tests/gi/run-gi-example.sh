@@ -6,14 +6,16 @@
 # running the loop, and exited 0; and that each frame carries its language,
 # inlined flag and program flag (LagWatch.Frame's language, inlined,
 # is_program): the Python example's handler is a Python frame of the
-# program, and the innermost program frame.
+# program, and the innermost program frame; that the report names the
+# handler as the g_timeout_add callback of the lag, of priority 0; and that
+# a threshold of 0 was refused with a GLib.Error.
 set -u
 interpreter=$1 example=$2 typelib_dir=$3 lib_dir=$4
 
-echo "1..4"
+echo "1..6"
 if ! command -v "$interpreter" > /dev/null; then
   echo "ok 1 # SKIP $interpreter is not installed (scripts/setup-and-test installs it)"
-  echo "ok 2 # SKIP"; echo "ok 3 # SKIP"; echo "ok 4 # SKIP"
+  for n in 2 3 4 5 6; do echo "ok $n # SKIP"; done
   exit 0
 fi
 out=$(mktemp "${TMPDIR:-/tmp}/lagwatch-gi.XXXXXX")
@@ -55,4 +57,19 @@ if [ -n "$frames" ] && [ "$untagged" -eq 0 ] && printf '%s\n' "$frames" | grep -
   echo "ok 4 - each frame has its language, inlined and program flags; $(grep '^innermost program frame' "$out")"
 else
   echo "not ok 4 - each frame has its language, inlined and program flags (want a frame matching '$want' and '$where'; $untagged frames without them)"
+fi
+case "$example" in
+  *.py) handler=slow_handler ;;
+  *) handler=slowHandler ;;
+esac
+cause=$(grep -E '^lag in ' "$out")
+if printf '%s\n' "$cause" | grep -Eq "^lag in g_timeout_add callback $handler, priority 0, caught after [0-9]+ ms, occurrence 1\$"; then
+  echo "ok 5 - the report names its kind, the source's callback and priority: $cause"
+else
+  echo "not ok 5 - the report names its kind, the source's callback ($handler) and priority (got: $cause)"
+fi
+if grep -q '^a threshold of 0 is refused: threshold 0 is out of range' "$out"; then
+  echo "ok 6 - a threshold of 0 is refused with a GLib.Error"
+else
+  echo "not ok 6 - a threshold of 0 is refused with a GLib.Error"
 fi

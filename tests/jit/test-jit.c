@@ -9,7 +9,9 @@
  * to be trusted are not read.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -322,9 +324,80 @@ test_perfmap_parse (void)
   g_assert_null (names[0]);
 }
 
+/* The generated code the child names, kept here: once main() has exited,
+ * a leak checker reads no stack of it. */
+static guint8 *child_code;
+
+/* The child's thread, once main() has exited: names a frame of generated
+ * code from the perf map, and ends the process, 0 when it was named. */
+static gpointer
+perfmap_child_thread (gpointer data)
+{
+  g_autofree char *main_stat = g_strdup_printf ("/proc/%d/task/%d/stat", (int) getpid (), (int) getpid ());
+  g_autofree char *path = perfmap_path ();
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  LwFrame frame = { .ip = (uintptr_t) child_code + 4 };
+  gboolean named;
+
+  for (;;)
+    {
+      g_autofree char *stat = NULL;
+      const char *end;
+
+      if (g_file_get_contents (main_stat, &stat, NULL, NULL) && (end = strrchr (stat, ')')) != NULL
+          && end[1] == ' ' && end[2] == 'Z')
+        break;
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+  lw_perfmap_name_frames (&frame, 1);
+  named = g_strcmp0 (frame.symbol, "jsSpinFor") == 0;
+  lw_frame_clear (&frame);
+  unlink (path);
+  exit (named ? 0 : 3);
+}
+
+/* The child (this program run with --perfmap-child): generated code and
+ * its perf map, then main() ends with pthread_exit(). */
+static G_GNUC_NORETURN void
+perfmap_child (void)
+{
+  g_autofree char *path = perfmap_path ();
+  char *map;
+
+  child_code = generate (code_with_frame_pointer, sizeof code_with_frame_pointer);
+  map = g_strdup_printf ("%" G_GINTPTR_MODIFIER "x 10 jsSpinFor\n", (guintptr) child_code);
+  g_assert_true (g_file_set_contents (path, map, -1, NULL));
+  g_free (map);
+  g_thread_unref (g_thread_new ("namer", perfmap_child_thread, NULL));
+  g_free (g_steal_pointer (&path));
+  pthread_exit (NULL);
+}
+
+/* Frames of generated code are still named once main() has ended with
+ * pthread_exit(): /proc/self then shows the exited first thread, whose
+ * maps are empty; the calling thread's (/proc/thread-self) are not. */
+static void
+test_perfmap_after_main_exit (void)
+{
+  char *argv[] = { (char *) "/proc/self/exe", (char *) "--perfmap-child", NULL };
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  g_assert_true (g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);  /* 3: not named */
+}
+
 int
 main (int argc, char **argv)
 {
+  if (argc == 2 && g_str_equal (argv[1], "--perfmap-child"))
+    {
+      lw_modules_init ();
+      perfmap_child ();
+    }
   g_test_init (&argc, &argv, NULL);
   lw_modules_init ();
   g_test_add_func ("/jit/walk/frame-pointer", test_walk_frame_pointer);
@@ -332,5 +405,6 @@ main (int argc, char **argv)
   g_test_add_func ("/jit/perfmap/names", test_perfmap_names);
   g_test_add_func ("/jit/perfmap/untrusted", test_perfmap_untrusted);
   g_test_add_func ("/jit/perfmap/parse", test_perfmap_parse);
+  g_test_add_func ("/jit/perfmap/after-main-exit", test_perfmap_after_main_exit);
   return g_test_run ();
 }

@@ -1,4 +1,4 @@
-/* test-names.c: names as a program's developers read them (issue 13):
+/* test-names.c: names as a program's developers read them:
  * inlined calls expanded from DWARF, the innermost program frame, Rust
  * names, long C++ names in the text report, and a text report that says
  * why a stack ends where it does.
@@ -14,6 +14,8 @@
 #include "lw-demangle.h"
 #include "lw-lines.h"
 #include "lw-report.h"
+#include "lw-report-program.h"
+#include "lw-report-text.h"
 #include "lw-summary.h"
 #include "lw-symbols.h"
 

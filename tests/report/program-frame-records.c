@@ -16,6 +16,8 @@
 #include <stdio.h>
 
 #include "lw-report.h"
+#include "lw-report-program.h"
+#include "lw-report-text.h"
 
 #define PROGRAM "/opt/app/bin/editor"
 #define LIBC    "/lib/x86_64-linux-gnu/libc.so.6"

@@ -61,7 +61,7 @@ def cause_stack(name, program=PROGRAM):
 
 
 def record(fingerprint, duration, when, frames, pid=100, event="lag", lag_id=None, stacks=None, tid=None):
-    """A record with the library's fields (lib/lw-report.c)."""
+    """A record with the library's fields (lib/report/lw-report-json.c)."""
     if stacks is None:
         stacks = [{"samples": 10, "truncated": False, "stack": frames}]
     return {"event": event, "id": lag_id or "%d-1" % pid, "time": when, "duration_ms": duration,

@@ -139,7 +139,7 @@ def frame_is_program(frame: Json) -> bool:
     The rule (the platform's modules, the C++ runtime, an interpreter's
     machinery are not the program; in a stack with frames of an
     interpreted language only those are) lives in the library alone
-    (lw_report_frame_is_program_in() in lib/lw-report.c), whose JSON writer
+    (lw_report_frame_is_program_in() in lib/report/lw-report.c), whose JSON writer
     gives its verdict in every frame ("is_program"): this tool keeps no copy
     of it, so the two cannot drift apart. A frame that does not say (a
     record from another writer) counts as the program's: its cause is

@@ -1,4 +1,4 @@
-"""Records as the library writes them (lib/lw-report.c), grouped the way
+"""Records as the library writes them (lib/report/lw-report.c), grouped the way
 lagwatch-report groups them, for the unit tests of each module."""
 
 import io

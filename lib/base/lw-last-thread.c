@@ -1,0 +1,317 @@
+/* lw-last-thread.c: the process ends when the program's last thread does */
+#include "lw-last-thread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lw-threadinfo.h"
+
+#ifndef PIDFD_THREAD
+/* Linux 6.9 and later: pidfd_open() of any thread, not only a process's
+ * first, readable once that thread has exited. */
+# define PIDFD_THREAD O_EXCL
+#endif
+
+/* Where a live thread of the program cannot be given a pidfd (a kernel
+ * before 6.9, no descriptor left), how often the reaper looks instead:
+ * only once a thread known to be the program's has exited while others go
+ * on, never while the program's known threads all live. */
+#define LW_LAST_THREAD_LOOK_MS 1000
+
+/* What a thread's lw_last_known holds. */
+enum
+{
+  LW_LAST_UNKNOWN = 0,
+  LW_LAST_PROGRAM,  /* the program's: its exit makes the reaper look */
+  LW_LAST_OWN,      /* lagwatch's own (a report callback attaching): ignored */
+};
+
+static GMutex lw_last_lock;
+/* HOLDS: lw_last_lock. The reaper's eventfd, -1 until it starts. */
+static int    lw_last_wake_fd = -1;
+
+/* The word the kernel clears, and wakes as a futex, when the process's
+ * first thread exits (its clear_child_tid: glibc's own thread id field),
+ * NULL while unknown. A pidfd cannot say it: the kernel wakes no poller
+ * when a process's first thread exits while others go on (it stays a
+ * zombie, and its pidfd turns readable without a wake-up). */
+static int *_Atomic lw_last_main_tid_word;
+
+static void lw_last_thread_exits (gpointer data);
+
+static GPrivate lw_last_known = G_PRIVATE_INIT (lw_last_thread_exits);
+
+/* Reaper thread. Looks at the threads of the process that are the
+ * program's (not lagwatch's own) and alive (a zombie is not: a process's
+ * first thread stays one, once exited, until the process ends). Each gets
+ * a pidfd in @watched (tid -> descriptor), opened before its state is read,
+ * so that an exit after the look wakes the reaper; those of threads gone
+ * are closed. The first thread has none: @main_awaited says whether
+ * lw_last_thread_main_waiter() waits for it. *@all_watched says whether every live one has its pidfd.
+ * Returns how many are alive, -1 when /proc cannot tell: the process is
+ * never ended on a guess. */
+static int
+lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_watched)
+{
+  g_autoptr(GHashTable) alive = g_hash_table_new (NULL, NULL);
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  GHashTableIter iter;
+  gpointer tid_key, fd_value;
+  const char *entry;
+
+  *all_watched = TRUE;
+  if (dir == NULL)
+    return -1;
+  while ((entry = g_dir_read_name (dir)) != NULL)
+    {
+      pid_t tid = (pid_t) g_ascii_strtoll (entry, NULL, 10);
+      gboolean watching;
+
+      if (tid <= 0 || lw_threadinfo_is_own (tid))
+        continue;
+      watching = g_hash_table_contains (watched, GINT_TO_POINTER (tid));
+      if (tid == getpid ())
+        watching = main_awaited;
+      else if (!watching)
+        {
+          int fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+
+          if (fd >= 0)
+            g_hash_table_insert (watched, GINT_TO_POINTER (tid), GINT_TO_POINTER (fd));
+          else if (errno == ESRCH)
+            continue;  /* gone since the directory was read */
+          watching = fd >= 0;
+        }
+      /* A state that cannot be read counts as alive. */
+      if (lw_threadinfo_state (tid) == LW_THREAD_GONE)
+        continue;
+      g_hash_table_add (alive, GINT_TO_POINTER (tid));
+      *all_watched = *all_watched && watching;
+    }
+  g_hash_table_iter_init (&iter, watched);
+  while (g_hash_table_iter_next (&iter, &tid_key, &fd_value))
+    if (!g_hash_table_contains (alive, tid_key))
+      {
+        close (GPOINTER_TO_INT (fd_value));
+        g_hash_table_iter_remove (&iter);
+      }
+  return (int) g_hash_table_size (alive);
+}
+
+/* The thread that waits for the process's first thread to exit (on its
+ * clear_child_tid word, with no timeout), then wakes the reaper (@data,
+ * its eventfd) and ends. */
+static gpointer
+lw_last_thread_main_waiter (gpointer data)
+{
+  static const uint64_t one = 1;
+  int *word = atomic_load (&lw_last_main_tid_word);
+  pid_t main_tid = getpid ();
+
+  lw_threadinfo_own_enter ();
+  /* Returns 0 when woken (maybe spuriously: wait again), -1 EAGAIN once
+   * the word no longer holds the thread's id: it has exited. */
+  while (syscall (SYS_futex, word, FUTEX_WAIT, main_tid, NULL, NULL, 0) == 0 || errno == EINTR)
+    ;
+  /* The kernel wakes one waiter: a pthread_join() of the first thread may
+   * have waited beside this one. */
+  syscall (SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  (void) !write (GPOINTER_TO_INT (data), &one, sizeof one);
+  return NULL;
+}
+
+/* Reaper thread. Starts lw_last_thread_main_waiter() (every signal
+ * blocked); FALSE when it could not. */
+static gboolean
+lw_last_thread_await_main (int wake_fd)
+{
+  g_autoptr(GError) error = NULL;
+  sigset_t all, saved;
+  GThread *waiter;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &saved);
+  waiter = g_thread_try_new ("lagwatch-last", lw_last_thread_main_waiter, GINT_TO_POINTER (wake_fd), &error);
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  if (waiter == NULL)
+    {
+      g_debug ("cannot start the thread that waits for the first thread's exit: %s", error->message);
+      return FALSE;
+    }
+  g_thread_unref (waiter);
+  return TRUE;
+}
+
+/* The reaper thread: started when a thread known to be the program's
+ * exits; ends the process once none of the program's threads is left, as
+ * glibc does when a program's last thread exits: exit (0), atexit handlers
+ * and all (lagwatch's own stops the watchers, which never wait on this
+ * thread, and lets the reports reach the sinks). Sleeps with no timeout
+ * on the program's live threads (their pidfds) and @data, an eventfd
+ * written when another known thread exits. */
+static gpointer
+lw_last_thread_reaper (gpointer data)
+{
+  int wake_fd = GPOINTER_TO_INT (data);
+  g_autoptr(GHashTable) watched = g_hash_table_new (NULL, NULL);
+  gboolean main_awaited = FALSE;
+
+  lw_threadinfo_own_enter ();
+  for (;;)
+    {
+      g_autofree struct pollfd *fds = NULL;
+      gboolean all_watched;
+      GHashTableIter iter;
+      gpointer fd_value;
+      guint n = 1;
+      int left;
+
+      /* Whether the first thread has exited or not: a waiter that finds
+       * it gone returns at once. */
+      if (!main_awaited && atomic_load (&lw_last_main_tid_word) != NULL)
+        main_awaited = lw_last_thread_await_main (wake_fd);
+      left = lw_last_thread_look (watched, main_awaited, &all_watched);
+      if (left == 0)
+        {
+          g_debug ("no thread of the program is left: ending the process, as its last thread would");
+          exit (0);
+        }
+      fds = g_new0 (struct pollfd, 1 + g_hash_table_size (watched));
+      fds[0] = (struct pollfd) { .fd = wake_fd, .events = POLLIN };
+      g_hash_table_iter_init (&iter, watched);
+      while (g_hash_table_iter_next (&iter, NULL, &fd_value))
+        fds[n++] = (struct pollfd) { .fd = GPOINTER_TO_INT (fd_value), .events = POLLIN };
+      while (poll (fds, n, left > 0 && !all_watched ? LW_LAST_THREAD_LOOK_MS : -1) < 0 && errno == EINTR)
+        ;
+      if (fds[0].revents & POLLIN)
+        {
+          uint64_t count;
+
+          (void) !read (wake_fd, &count, sizeof count);
+        }
+    }
+  return NULL;
+}
+
+/* Any thread, lw_last_lock held. Starts the reaper (every signal blocked,
+ * as lagwatch's other threads). */
+static void
+lw_last_thread_start_unlocked (void)
+{
+  g_autoptr(GError) error = NULL;
+  sigset_t all, saved;
+  GThread *reaper;
+  int fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+  if (fd < 0)
+    {
+      g_debug ("no eventfd for the thread that ends the process with the program's last: %s",
+               g_strerror (errno));
+      return;
+    }
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &saved);
+  reaper = g_thread_try_new ("lagwatch-last", lw_last_thread_reaper, GINT_TO_POINTER (fd), &error);
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  if (reaper == NULL)
+    {
+      g_debug ("cannot start the thread that ends the process with the program's last: %s",
+               error->message);
+      close (fd);
+      return;
+    }
+  g_thread_unref (reaper);
+  lw_last_wake_fd = fd;
+}
+
+/* A thread known to be the program's, exiting (its GPrivate destructor):
+ * the reaper looks whether it was the last. */
+static void
+lw_last_thread_exits (gpointer data)
+{
+  static const uint64_t one = 1;
+  int saved_errno = errno;
+
+  if (GPOINTER_TO_INT (data) != LW_LAST_PROGRAM)
+    return;
+  g_mutex_lock (&lw_last_lock);
+  if (lw_last_wake_fd < 0)
+    lw_last_thread_start_unlocked ();
+  else
+    (void) !write (lw_last_wake_fd, &one, sizeof one);
+  g_mutex_unlock (&lw_last_lock);
+  errno = saved_errno;
+}
+
+/* The forking thread, before fork(): the reaper's state is whole in the
+ * child. */
+static void
+lw_last_thread_atfork_prepare (void)
+{
+  g_mutex_lock (&lw_last_lock);
+}
+
+/* The forking thread, in the parent after fork(). */
+static void
+lw_last_thread_atfork_parent (void)
+{
+  g_mutex_unlock (&lw_last_lock);
+}
+
+/* The only thread of the child, after fork(): the reaper stayed in the
+ * parent; a later exit starts the child's own. */
+static void
+lw_last_thread_atfork_child (void)
+{
+  if (lw_last_wake_fd >= 0)
+    close (lw_last_wake_fd);
+  lw_last_wake_fd = -1;
+  g_mutex_unlock (&lw_last_lock);
+}
+
+/* Any thread, normal context. On the process's first thread, notes the
+ * word the kernel clears when it exits. Also run as the library is loaded
+ * (on the first thread, unless the library is opened later by another). */
+__attribute__ ((constructor)) static void
+lw_last_thread_note_main (void)
+{
+  int *word = NULL;
+
+  if (gettid () != getpid () || atomic_load (&lw_last_main_tid_word) != NULL)
+    return;
+  /* PR_GET_TID_ADDRESS needs a kernel with checkpoint/restore support (as
+   * Debian's); without it, the reaper looks at the first thread now and
+   * then instead. */
+  if (prctl (PR_GET_TID_ADDRESS, &word, 0, 0, 0) == 0 && word != NULL)
+    atomic_store (&lw_last_main_tid_word, word);
+}
+
+void
+lw_last_thread_track_self (void)
+{
+  static gsize atfork_registered;
+
+  if (g_private_get (&lw_last_known) != NULL)
+    return;
+  lw_last_thread_note_main ();
+  if (g_once_init_enter (&atfork_registered))
+    {
+      pthread_atfork (lw_last_thread_atfork_prepare, lw_last_thread_atfork_parent,
+                      lw_last_thread_atfork_child);
+      g_once_init_leave (&atfork_registered, 1);
+    }
+  g_private_set (&lw_last_known,
+                 GINT_TO_POINTER (lw_threadinfo_is_own (gettid ()) ? LW_LAST_OWN : LW_LAST_PROGRAM));
+}
