@@ -21,6 +21,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   lw_threadinfo_parse_syscall (text, size, &call);
   (void) lw_threadinfo_parse_state (text, size);
+  g_free (lw_threadinfo_parse_name (text, size));
   (void) lw_threadinfo_parse_mask (text, size, "SigBlk", &mask);
   (void) lw_threadinfo_parse_mask (text, size, "ShdPnd", &mask);
   (void) lw_threadinfo_parse_mask (text, size, "sigmask", &mask);

@@ -33,6 +33,7 @@
 #include "lag-harness.h"
 #include "lw-capture.h"
 #include "lw-clock.h"
+#include "lw-threadinfo.h"
 #include "lw-watcher.h"
 
 #define CHILD_TIMEOUT_US (90 * G_USEC_PER_SEC)
@@ -364,6 +365,31 @@ test_loop_status (void)
   g_test_trap_assert_passed ();
 }
 
+/* A thread's name and state from one read of its stat file (a hang's
+ * snapshot asks both of every thread): the same name as its comm file,
+ * parentheses and all; text without a name gives none. */
+static void
+test_stat_name (void)
+{
+  static const char *const odd_name = "a) (b) S c";
+  g_autofree char *from_stat = NULL;
+  g_autofree char *from_comm = NULL;
+  char *parsed;
+
+  g_assert_cmpint (pthread_setname_np (pthread_self (), odd_name), ==, 0);
+  g_assert_cmpint (lw_threadinfo_state_and_name (gettid (), &from_stat), ==, LW_THREAD_RUNNING);
+  from_comm = lw_threadinfo_name (gettid ());
+  g_assert_cmpstr (from_stat, ==, odd_name);
+  g_assert_cmpstr (from_comm, ==, odd_name);
+
+  parsed = lw_threadinfo_parse_name ("42 (pool-7) S 1 2", 17);
+  g_assert_cmpstr (parsed, ==, "pool-7");
+  g_free (parsed);
+  g_assert_null (lw_threadinfo_parse_name ("42 pool S", 9));
+  g_assert_null (lw_threadinfo_parse_name ("42 ) (x S", 9));
+  g_assert_null (lw_threadinfo_parse_name ("", 0));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -372,6 +398,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);
+  g_test_add_func ("/capture/stat-name", test_stat_name);
 
   return g_test_run ();
 }

@@ -5,7 +5,13 @@
  * callback still gets every report, memory stays bounded, and detach
  * returns. And the watcher never enters the symbolizer: this program is
  * linked with --wrap for the symbolizer's entry points, and the wrappers
- * count the calls made on the watcher thread (named "lagwatch").
+ * count the calls made on the watcher thread (named "lagwatch"). A hang's
+ * record names each distinct address once, whichever threads share it, and
+ * reads /proc/self/maps once for all of them: the wrappers count the
+ * reporting thread's lookups per address, and its reads of the maps (its
+ * GLib file reads are wrapped too). And the record is made into JSON once,
+ * for the hang's copy and the JSON sink: the JSON writer's strings are
+ * counted too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +20,11 @@
 #include <glib/gstdio.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "lw-json.h"
 #include "lw-lines.h"
 #include "lw-report.h"
 #include "lw-reporter.h"
@@ -42,6 +50,58 @@ count_symbolizer_entry (void)
     g_atomic_int_inc (&watcher_symbolizer_calls);
 }
 
+/* The reporting thread's symbol lookups by address (key: ip << 1 | is a
+ * return address) and its reads of /proc/self/maps, while counting. */
+static GMutex reporting_lock;
+static GHashTable *reporting_lookups;
+static guint reporting_maps_reads;
+
+/* Any thread. TRUE on the reporting thread while counting; then with
+ * reporting_lock held. */
+static gboolean
+reporting_count_begin (void)
+{
+  char name[16] = "";
+
+  pthread_getname_np (pthread_self (), name, sizeof name);
+  if (strcmp (name, "lagwatch-report") != 0)
+    return FALSE;
+  g_mutex_lock (&reporting_lock);
+  if (reporting_lookups != NULL)
+    return TRUE;
+  g_mutex_unlock (&reporting_lock);
+  return FALSE;
+}
+
+/* Thread names written into JSON, while counting (any thread). */
+#define POOL_NAME "pool"
+static gint pool_names_written;
+
+void __real_lw_json_append_string (GString *out, const char *text);
+void __wrap_lw_json_append_string (GString *out, const char *text);
+
+void
+__wrap_lw_json_append_string (GString *out, const char *text)
+{
+  if (g_strcmp0 (text, POOL_NAME) == 0)
+    g_atomic_int_inc (&pool_names_written);
+  __real_lw_json_append_string (out, text);
+}
+
+gboolean __real_g_file_get_contents (const gchar *filename, gchar **contents, gsize *length, GError **error);
+gboolean __wrap_g_file_get_contents (const gchar *filename, gchar **contents, gsize *length, GError **error);
+
+gboolean
+__wrap_g_file_get_contents (const gchar *filename, gchar **contents, gsize *length, GError **error)
+{
+  if (filename != NULL && g_str_has_suffix (filename, "/maps") && reporting_count_begin ())
+    {
+      reporting_maps_reads++;
+      g_mutex_unlock (&reporting_lock);
+    }
+  return __real_g_file_get_contents (filename, contents, length, error);
+}
+
 void     __real_lw_symbols_resolve        (uintptr_t ip, gboolean is_return_address, LwFrame *frame);
 gboolean __real_lw_symbols_function_start (uintptr_t ip, gboolean is_return_address, uintptr_t *start);
 void     __real_lw_lines_resolve          (LwFrame *frame, gboolean is_return_address);
@@ -53,6 +113,14 @@ void
 __wrap_lw_symbols_resolve (uintptr_t ip, gboolean is_return_address, LwFrame *frame)
 {
   count_symbolizer_entry ();
+  if (reporting_count_begin ())
+    {
+      gpointer key = GSIZE_TO_POINTER ((gsize) ip << 1 | (is_return_address ? 1 : 0));
+
+      g_hash_table_insert (reporting_lookups, key,
+                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (reporting_lookups, key)) + 1));
+      g_mutex_unlock (&reporting_lock);
+    }
   __real_lw_symbols_resolve (ip, is_return_address, frame);
 }
 
@@ -361,6 +429,120 @@ test_slow_callback_bounded (void)
   g_cond_clear (&gate.cond);
 }
 
+/* Threads of a pool that sleep in the same function, called from
+ * generated code (as a JIT's frames are: in no module). */
+#define POOL_THREADS 8
+
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  gboolean stop;
+  guint    asleep;
+  void   (*generated) (void (*func) (void));
+} Pool;
+
+static Pool pool;
+
+static __attribute__ ((noinline)) void
+pool_sleep (void)
+{
+  g_mutex_lock (&pool.lock);
+  pool.asleep++;
+  g_cond_broadcast (&pool.cond);
+  while (!pool.stop)
+    g_cond_wait (&pool.cond, &pool.lock);
+  g_mutex_unlock (&pool.lock);
+}
+
+static gpointer
+pool_thread (gpointer data)
+{
+  pool.generated (pool_sleep);
+  return NULL;
+}
+
+/* A hang beside POOL_THREADS threads with the same stack through
+ * generated code: its record looks each distinct address up once, and
+ * reads the mappings once (for the generated code's frames) however many
+ * stacks hold such frames. */
+static void
+test_hang_names_each_address_once (void)
+{
+  /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
+  static const guint8 code[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3 };
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  g_autofree char *dir = g_dir_make_tmp ("lagwatch-reporter-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "lags.jsonl", NULL);
+  g_autofree char *output = g_strconcat ("json:", path, NULL);
+  g_autofree char *json = NULL;
+  GThread *threads[POOL_THREADS];
+  GHashTableIter iter;
+  gpointer key, value;
+  guint most = 0, records;
+  void *page;
+  Harness h;
+
+  page = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  g_assert_true (page != MAP_FAILED);
+  memcpy (page, code, sizeof code);
+  g_assert_cmpint (mprotect (page, 4096, PROT_READ | PROT_EXEC), ==, 0);
+  pool.generated = page;
+  g_mutex_init (&pool.lock);
+  g_cond_init (&pool.cond);
+  for (guint i = 0; i < POOL_THREADS; i++)
+    threads[i] = g_thread_new (POOL_NAME, pool_thread, NULL);
+  g_mutex_lock (&pool.lock);
+  while (pool.asleep < POOL_THREADS)
+    g_cond_wait (&pool.cond, &pool.lock);
+  g_mutex_unlock (&pool.lock);
+
+  g_assert_true (lagwatch_config_set_threshold_ms (config, THRESHOLD_MS));
+  g_assert_true (lagwatch_config_set_hang_ms (config, 5 * THRESHOLD_MS));
+  g_assert_true (lagwatch_config_set_output (config, output, NULL));
+  g_assert_true (lagwatch_config_set_state_dir (config, dir));
+  harness_init_with_config (&h, config);
+  g_mutex_lock (&reporting_lock);
+  reporting_lookups = g_hash_table_new (NULL, NULL);
+  reporting_maps_reads = 0;
+  g_mutex_unlock (&reporting_lock);
+  g_atomic_int_set (&pool_names_written, 0);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (20 * THRESHOLD_MS));
+  /* The lag's own record comes after its hang's. */
+  harness_wait_reports (&h, 1);
+  harness_clear (&h);
+
+  g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"event\":\"hang\""));
+  g_assert_nonnull (strstr (json, "\"module\":\"[jit]\""));
+  records = 2;  /* the hang's, then the lag's */
+  g_mutex_lock (&reporting_lock);
+  g_hash_table_iter_init (&iter, reporting_lookups);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    most = MAX (most, GPOINTER_TO_UINT (value));
+  g_test_message ("%u distinct addresses looked up, %u times at most; /proc/self/maps read %u times",
+                  g_hash_table_size (reporting_lookups), most, reporting_maps_reads);
+  /* Once per record; every pool thread's frames are the same addresses. */
+  g_assert_cmpuint (g_hash_table_size (reporting_lookups), >, 0);
+  g_assert_cmpuint (most, <=, records);
+  g_assert_cmpuint (reporting_maps_reads, >=, 1);
+  g_assert_cmpuint (reporting_maps_reads, <=, records);
+  g_clear_pointer (&reporting_lookups, g_hash_table_unref);
+  g_mutex_unlock (&reporting_lock);
+  /* Every pool thread's name, once: one serialization of the record. */
+  g_test_message ("pool thread names written into JSON: %d", g_atomic_int_get (&pool_names_written));
+  g_assert_cmpint (g_atomic_int_get (&pool_names_written), ==, POOL_THREADS);
+
+  g_mutex_lock (&pool.lock);
+  pool.stop = TRUE;
+  g_cond_broadcast (&pool.cond);
+  g_mutex_unlock (&pool.lock);
+  for (guint i = 0; i < POOL_THREADS; i++)
+    g_thread_join (threads[i]);
+  munmap (page, 4096);
+  harness_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -369,5 +551,6 @@ main (int argc, char **argv)
   g_test_add_func ("/reporter/watcher-never-symbolizes", test_watcher_never_symbolizes);
   g_test_add_func ("/reporter/stalled-stderr", test_stalled_stderr);
   g_test_add_func ("/reporter/slow-callback-bounded", test_slow_callback_bounded);
+  g_test_add_func ("/reporter/hang-names-each-address-once", test_hang_names_each_address_once);
   return g_test_run ();
 }

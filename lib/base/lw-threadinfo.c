@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,22 @@ lw_threadinfo_parse_state (const char *text, gsize len)
     }
 }
 
+char *
+lw_threadinfo_parse_name (const char *text, gsize len)
+{
+  const char *open_paren = memchr (text, '(', len);
+  const char *close_paren = NULL;
+
+  /* The name is between the first '(' and the last ')': it may hold
+   * parentheses itself. */
+  for (gsize i = 0; i < len; i++)
+    if (text[i] == ')')
+      close_paren = text + i;
+  if (open_paren == NULL || close_paren == NULL || close_paren < open_paren)
+    return NULL;
+  return g_strndup (open_paren + 1, (gsize) (close_paren - open_paren - 1));
+}
+
 /* Any thread. Says once per process that /proc could not be read, and
  * why: a process out of descriptors (EMFILE), no /proc mounted, a sandbox
  * that refuses the open. */
@@ -88,6 +105,33 @@ lw_threadinfo_state (pid_t tid)
       return LW_THREAD_UNKNOWN;
     }
   return lw_threadinfo_parse_state (stat, len);
+}
+
+LwThreadState
+lw_threadinfo_state_and_name (pid_t tid, char **name)
+{
+  char path[64], text[1024];
+  ssize_t n = -1;
+  int fd;
+
+  *name = NULL;
+  g_snprintf (path, sizeof path, "/proc/self/task/%d/stat", (int) tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      while ((n = read (fd, text, sizeof text)) < 0 && errno == EINTR)
+        ;
+      close (fd);
+    }
+  if (n <= 0)
+    {
+      if (!lw_threadinfo_exists (tid))
+        return LW_THREAD_GONE;
+      lw_threadinfo_say_unreadable (path, g_strerror (errno));
+      return LW_THREAD_UNKNOWN;
+    }
+  *name = lw_threadinfo_parse_name (text, (gsize) n);
+  return lw_threadinfo_parse_state (text, (gsize) n);
 }
 
 const char *

@@ -109,6 +109,17 @@ void          lw_threadinfo_parse_syscall (const char    *text,
 LwThreadState lw_threadinfo_parse_state  (const char *text,
                                           gsize       len);
 
+/* The name (comm) in the text of a stat file, newly allocated; NULL when
+ * the text holds none. */
+char         *lw_threadinfo_parse_name   (const char *text,
+                                          gsize       len);
+
+/* The thread's scheduler state, and in *@name its name (or NULL), from
+ * one read of its stat file: a hang's snapshot asks both of every thread,
+ * and a read of /proc costs a path walk and an open. */
+LwThreadState lw_threadinfo_state_and_name (pid_t   tid,
+                                            char  **name);
+
 /* The hexadecimal mask of line "@field:" in the text of a status file;
  * FALSE when the line is missing or malformed. */
 gboolean      lw_threadinfo_parse_mask   (const char *text,

@@ -85,13 +85,29 @@ lw_perfmap_parse (const char *data, gsize len, const uintptr_t *addrs, guint n, 
   return any;
 }
 
-/* Reporting thread. The start of the anonymous executable mapping of this
- * process that holds @addr, from the text of /proc/self/maps; 0 if none.
- * Anonymous: no inode and no path, or a path the kernel brackets that is
- * no special mapping ("[anon:NAME]" from PR_SET_VMA_ANON_NAME). */
-static uintptr_t
-lw_perfmap_anon_exec_start (const char *maps, uintptr_t addr)
+typedef struct
 {
+  uintptr_t lo, hi;
+} LwExecRange;
+
+/* Any thread. Orders ranges by their start. */
+static int
+lw_perfmap_range_cmp (const void *a, const void *b)
+{
+  const LwExecRange *x = a, *y = b;
+
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Reporting thread. The anonymous executable mappings of this process,
+ * from the text of /proc/self/maps, sorted by start (the kernel lists
+ * them in order already). Anonymous: no inode and no path, or a path the
+ * kernel brackets that is no special mapping ("[anon:NAME]" from
+ * PR_SET_VMA_ANON_NAME). */
+static GArray *
+lw_perfmap_exec_ranges (const char *maps)
+{
+  GArray *ranges = g_array_new (FALSE, FALSE, sizeof (LwExecRange));
   const char *line = maps;
 
   while (line != NULL && *line != '\0')
@@ -102,20 +118,39 @@ lw_perfmap_anon_exec_start (const char *maps, uintptr_t addr)
       int path_at = 0;
 
       if (sscanf (line, "%llx-%llx %4s %*x %*x:%*x %llu%n", &lo, &hi, perms, &inode, &path_at) == 4
-          && addr >= lo && addr < hi)
+          && perms[2] == 'x' && inode == 0 && lo < hi)
         {
           const char *path = line + path_at;
-          gboolean no_path;
 
           while (*path == ' ' || *path == '\t')
             path++;
-          no_path = *path == '\n' || *path == '\0';
-
-          if (perms[2] == 'x' && inode == 0 && (no_path || g_str_has_prefix (path, "[anon:")))
-            return (uintptr_t) lo;
-          return 0;
+          if (*path == '\n' || *path == '\0' || g_str_has_prefix (path, "[anon:"))
+            g_array_append_val (ranges, ((LwExecRange) { (uintptr_t) lo, (uintptr_t) hi }));
         }
       line = next != NULL ? next + 1 : NULL;
+    }
+  g_array_sort (ranges, lw_perfmap_range_cmp);
+  return ranges;
+}
+
+/* Reporting thread. The start of the range of @ranges that holds @addr,
+ * or 0. */
+static uintptr_t
+lw_perfmap_exec_start (GArray *ranges, uintptr_t addr)
+{
+  guint lo = 0, hi = ranges->len;
+
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      const LwExecRange *r = &g_array_index (ranges, LwExecRange, mid);
+
+      if (addr < r->lo)
+        hi = mid;
+      else if (addr >= r->hi)
+        lo = mid + 1;
+      else
+        return r->lo;
     }
   return 0;
 }
@@ -175,50 +210,84 @@ lw_perfmap_read (gsize *len)
   return data;
 }
 
+/* Any thread. Orders addresses. */
+static int
+lw_perfmap_addr_cmp (const void *a, const void *b)
+{
+  uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
+
+  return (x > y) - (x < y);
+}
+
 /* Reporting thread. */
 void
 lw_perfmap_name_frames (LwFrame *frames, guint n_frames)
 {
+  lw_perfmap_name_stacks (&frames, &n_frames, 1);
+}
+
+/* Reporting thread. */
+void
+lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
+{
   g_autofree char *maps = NULL;
   g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
   g_autofree char *perfmap = NULL;
-  g_autofree uintptr_t *addrs = NULL;
-  g_autofree guint *which = NULL;
+  g_autoptr(GArray) ranges = NULL;
+  g_autoptr(GArray) addrs = g_array_new (FALSE, FALSE, sizeof (uintptr_t));
+  g_autoptr(GArray) marked = g_array_new (FALSE, FALSE, sizeof (LwFrame *));
+  g_autoptr(GArray) lookups = NULL;  /* of the marked frames */
   g_autofree char **names = NULL;
   g_autofree uintptr_t *starts = NULL;
   gsize perfmap_len = 0;
+  gboolean any = FALSE;
   guint n = 0;
 
-  for (guint i = 0; i < n_frames; i++)
-    if (frames[i].module == NULL)
-      n++;
-  if (n == 0 || !g_file_get_contents (maps_path, &maps, NULL, NULL))
+  for (guint s = 0; s < n_stacks && !any; s++)
+    for (guint i = 0; i < n_frames[s] && !any; i++)
+      any = stacks[s][i].module == NULL;
+  if (!any || !g_file_get_contents (maps_path, &maps, NULL, NULL))
     return;
-  addrs = g_new (uintptr_t, n);
-  which = g_new (guint, n);
-  n = 0;
-  for (guint i = 0; i < n_frames; i++)
-    {
-      uintptr_t lookup = i > 0 ? frames[i].ip - 1 : frames[i].ip;
-      uintptr_t start;
+  ranges = lw_perfmap_exec_ranges (maps);
+  for (guint s = 0; s < n_stacks; s++)
+    for (guint i = 0; i < n_frames[s]; i++)
+      {
+        LwFrame *frame = &stacks[s][i];
+        uintptr_t lookup = i > 0 ? frame->ip - 1 : frame->ip;
+        uintptr_t start;
 
-      if (frames[i].module != NULL || (start = lw_perfmap_anon_exec_start (maps, lookup)) == 0)
-        continue;
-      frames[i].module = LW_JIT_MODULE;
-      frames[i].module_offset = frames[i].ip - start;
-      addrs[n] = lookup;
-      which[n++] = i;
-    }
-  if (n == 0 || (perfmap = lw_perfmap_read (&perfmap_len)) == NULL)
+        if (frame->module != NULL || (start = lw_perfmap_exec_start (ranges, lookup)) == 0)
+          continue;
+        frame->module = LW_JIT_MODULE;
+        frame->module_offset = frame->ip - start;
+        g_array_append_val (addrs, lookup);
+        g_array_append_val (marked, frame);
+      }
+  if (addrs->len == 0 || (perfmap = lw_perfmap_read (&perfmap_len)) == NULL)
     return;
+  /* Each distinct address once: a hang's threads share their frames. */
+  lookups = g_array_copy (addrs);
+  g_array_sort (addrs, lw_perfmap_addr_cmp);
+  for (guint k = 0; k < addrs->len; k++)
+    if (n == 0 || g_array_index (addrs, uintptr_t, k) != g_array_index (addrs, uintptr_t, n - 1))
+      g_array_index (addrs, uintptr_t, n++) = g_array_index (addrs, uintptr_t, k);
   names = g_new0 (char *, n);
   starts = g_new0 (uintptr_t, n);
-  lw_perfmap_parse (perfmap, perfmap_len, addrs, n, names, starts);
+  lw_perfmap_parse (perfmap, perfmap_len, (const uintptr_t *) addrs->data, n, names, starts);
+  for (guint m = 0; m < marked->len; m++)
+    {
+      LwFrame *frame = g_array_index (marked, LwFrame *, m);
+      uintptr_t *at;
+      guint k;
+
+      at = bsearch (&g_array_index (lookups, uintptr_t, m), addrs->data, n, sizeof (uintptr_t),
+                    lw_perfmap_addr_cmp);
+      if (at == NULL || names[k = (guint) (at - (uintptr_t *) addrs->data)] == NULL)
+        continue;
+      g_free (frame->symbol);
+      frame->symbol = g_strdup (names[k]);
+      frame->symbol_offset = frame->ip - starts[k];
+    }
   for (guint k = 0; k < n; k++)
-    if (names[k] != NULL)
-      {
-        g_free (frames[which[k]].symbol);
-        frames[which[k]].symbol = names[k];
-        frames[which[k]].symbol_offset = frames[which[k]].ip - starts[k];
-      }
+    g_free (names[k]);
 }

@@ -31,6 +31,15 @@ G_BEGIN_DECLS
 void     lw_perfmap_name_frames (LwFrame *frames,
                                  guint    n_frames);
 
+/* Reporting thread (normal context). lw_perfmap_name_frames() for the
+ * @n_stacks stacks @stacks[i] of @n_frames[i] frames at once, as for the
+ * stacks of one report (a hang's holds every thread's): /proc/self/maps
+ * and the perf map are each read once, and the perf map is searched once
+ * per distinct address. */
+void     lw_perfmap_name_stacks (LwFrame     **stacks,
+                                 const guint  *n_frames,
+                                 guint         n_stacks);
+
 /* Any thread, normal context. Reads the perf map text @data (@len bytes):
  * for each of @n addresses in @addrs, the name of the last line whose range
  * holds it, into @names[i] (newly allocated; NULL when none), and that

@@ -345,9 +345,11 @@ lw_hang_record_contents (LwHangStore *store, const char *json, const char *text)
 gboolean
 lw_hang_store_fits (LwHangStore *store, const char *json, const char *text)
 {
-  g_autofree char *contents = lw_hang_record_contents (store, json, text);
+  /* The copy's size without making it (megabytes for a hang of thousands
+   * of threads): lw_hang_record_contents() with empty parts, plus theirs. */
+  g_autofree char *frame = lw_hang_record_contents (store, "", "");
 
-  return strlen (contents) <= LW_HANG_MAX_RECORD;
+  return (guint64) strlen (frame) + strlen (json) + strlen (text) <= LW_HANG_MAX_RECORD;
 }
 
 gboolean

@@ -53,27 +53,75 @@ typedef struct
   gboolean        finish;  /* lw_reporter_finish_soon(): the last item */
 } LwReporterItem;
 
-/* Reporting thread. Names *@frames (addresses filled in by the watcher);
- * @lines adds file:line and the inlined calls' logical frames, for the
- * stacks a report shows in full. */
+/* Reporting thread. @frame named for @ip (a return address when
+ * @is_return_address), from @named: each distinct address of a report is
+ * looked up once, whichever of its stacks hold it (a hang's threads share
+ * most of their frames). */
 static void
-lw_reporter_name_frames (LwFrame **frames, guint *n_frames, gboolean lines)
+lw_reporter_name_frame (GHashTable *named, uintptr_t ip, gboolean is_return_address, LwFrame *frame)
 {
-  for (guint i = 0; i < *n_frames; i++)
+  gpointer key = GSIZE_TO_POINTER ((gsize) ip << 1 | (is_return_address ? 1 : 0));
+  LwFrame *known = g_hash_table_lookup (named, key);
+
+  if (known == NULL)
     {
-      if (lw_lang_frame_resolve ((*frames)[i].ip, &(*frames)[i]))
-        continue;
-      lw_symbols_resolve ((*frames)[i].ip, i > 0, &(*frames)[i]);
-      /* GLib's dispatch, in a static function no dynamic symbol names
-       * (every release; since 2.77 nothing exported is on the stack
-       * around it either): known by its address without GLib's debug
-       * file. */
-      if ((*frames)[i].symbol == NULL && i > 0 && lw_call_tree_frame_is_dispatch (&(*frames)[i]))
-        (*frames)[i].symbol = g_strdup ("g_main_dispatch");
+      known = g_new0 (LwFrame, 1);
+      if (!lw_lang_frame_resolve (ip, known))
+        {
+          lw_symbols_resolve (ip, is_return_address, known);
+          /* GLib's dispatch, in a static function no dynamic symbol names
+           * (every release; since 2.77 nothing exported is on the stack
+           * around it either): known by its address without GLib's debug
+           * file. */
+          if (known->symbol == NULL && is_return_address && lw_call_tree_frame_is_dispatch (known))
+            known->symbol = g_strdup ("g_main_dispatch");
+        }
+      g_hash_table_insert (named, key, known);
     }
-  lw_perfmap_name_frames (*frames, *n_frames);
-  if (lines)
-    lw_lines_resolve_stack (frames, n_frames);
+  *frame = *known;
+  frame->symbol = g_strdup (known->symbol);
+  frame->file = g_strdup (known->file);
+}
+
+/* Any thread. Frees a frame of lw_reporter_name_frame()'s table. */
+static void
+lw_reporter_frame_free (gpointer data)
+{
+  lw_frame_clear (data);
+  g_free (data);
+}
+
+typedef struct
+{
+  LwFrame **frames;
+  guint    *n_frames;
+  gboolean  lines;  /* shown in full: file:line and the inlined calls too */
+} LwReporterStack;
+
+/* Reporting thread. Names every frame of @stacks (addresses filled in by
+ * the watcher), each distinct address once; generated code's frames from
+ * one look at the mappings and the perf map; file:line and the inlined
+ * calls' logical frames for the stacks the record shows in full. */
+static void
+lw_reporter_name_stacks (const LwReporterStack *stacks, guint n_stacks)
+{
+  g_autoptr(GHashTable) named = g_hash_table_new_full (NULL, NULL, NULL, lw_reporter_frame_free);
+  g_autofree LwFrame **all = g_new (LwFrame *, MAX (n_stacks, 1));
+  g_autofree guint *all_n = g_new (guint, MAX (n_stacks, 1));
+
+  for (guint s = 0; s < n_stacks; s++)
+    {
+      LwFrame *frames = *stacks[s].frames;
+
+      for (guint i = 0; i < *stacks[s].n_frames; i++)
+        lw_reporter_name_frame (named, frames[i].ip, i > 0, &frames[i]);
+      all[s] = frames;
+      all_n[s] = *stacks[s].n_frames;
+    }
+  lw_perfmap_name_stacks (all, all_n, n_stacks);
+  for (guint s = 0; s < n_stacks; s++)
+    if (stacks[s].lines)
+      lw_lines_resolve_stack (stacks[s].frames, stacks[s].n_frames);
 }
 
 /* A frame of @frames named @symbol, or -1. */
@@ -176,11 +224,23 @@ lw_reporter_complete (LagWatchReport *report)
       report->stack_truncated = heaviest->truncated;
       report->stack_at_limit = heaviest->at_limit;
     }
-  lw_reporter_name_frames (&report->frames, &report->n_frames, TRUE);
-  for (guint i = 0; i < report->n_stacks; i++)
-    lw_reporter_name_frames (&report->stacks[i].frames, &report->stacks[i].n_frames, FALSE);
-  for (guint i = 0; i < report->n_threads; i++)
-    lw_reporter_name_frames (&report->threads[i].frames, &report->threads[i].n_frames, TRUE);
+  {
+    g_autoptr(GArray) stacks = g_array_new (FALSE, FALSE, sizeof (LwReporterStack));
+
+    /* All of the report's stacks at once; the sampled ones for the call
+     * tree (lw_reporter_add_calls()) too. */
+    g_array_append_val (stacks, ((LwReporterStack) { &report->frames, &report->n_frames, TRUE }));
+    for (guint i = 0; i < report->n_stacks; i++)
+      g_array_append_val (stacks, ((LwReporterStack) { &report->stacks[i].frames,
+                                                        &report->stacks[i].n_frames, FALSE }));
+    for (guint i = 0; i < report->n_threads; i++)
+      g_array_append_val (stacks, ((LwReporterStack) { &report->threads[i].frames,
+                                                        &report->threads[i].n_frames, TRUE }));
+    for (guint i = 0; i < report->n_sampled; i++)
+      g_array_append_val (stacks, ((LwReporterStack) { &report->sampled[i].frames,
+                                                        &report->sampled[i].n_frames, FALSE }));
+    lw_reporter_name_stacks ((const LwReporterStack *) stacks->data, stacks->len);
+  }
   report->phase = lw_reporter_phase (report);
   lw_reporter_name_source_callback (report);
   lw_reporter_name_source_by_language (report);
@@ -189,14 +249,12 @@ lw_reporter_complete (LagWatchReport *report)
     lw_report_set_calls (report, lw_tracing_tree (report->tracing), TRUE);
 }
 
-/* Reporting thread. Names the lag's sampled stacks and builds its call
- * tree from them, with the settings the watcher put in the report (an
+/* Reporting thread. Builds the lag's call tree from its sampled stacks
+ * (named by lw_reporter_complete()), with the settings the watcher put in the report (an
  * exact tree from the tracer, if any, is kept). */
 static void
 lw_reporter_add_calls (LagWatchReport *report)
 {
-  for (guint i = 0; i < report->n_sampled; i++)
-    lw_reporter_name_frames (&report->sampled[i].frames, &report->sampled[i].n_frames, FALSE);
   lw_report_set_calls (report,
                        lw_call_tree_from_samples (report, report->calls_min_ns, report->calls_depth,
                                                   report->sample_interval_ns),
@@ -230,8 +288,9 @@ lw_reporter_save_hang (LwReporter *reporter, LagWatchReport *report)
 {
   g_autofree char *json = lagwatch_report_to_json (report);
   g_autofree char *text = lagwatch_report_to_text (report);
-
   guint64 per_thread = 0;
+
+  report->json = g_strdup (json);
 
   while (!lw_hang_store_fits (reporter->hangs, json, text) && report->threads_left_out < report->n_threads)
     {

@@ -124,6 +124,8 @@ lagwatch_report_to_json (LagWatchReport *report)
   g_autofree char *time = NULL;
 
   g_return_val_if_fail (report != NULL, NULL);
+  if (report->json != NULL && report->threads_left_out == 0)
+    return g_strdup (report->json);
   out = g_string_sized_new (512 + 200 * report->n_frames);
   time = lw_report_format_time (report->start_time_us);
 

@@ -78,6 +78,7 @@ lagwatch_report_unref (LagWatchReport *report)
   g_free (report->thread_name);
   g_free (report->stack_method);
   g_free (report->stack_error);
+  g_free (report->json);
   for (guint i = 0; i < report->n_windows; i++)
     g_free (report->windows[i].title);
   g_free (report->windows);

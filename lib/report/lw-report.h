@@ -84,6 +84,11 @@ struct _LagWatchReport
    * of the last threads_left_out threads are left out of the output, to
    * keep the record within LW_HANG_MAX_RECORD. */
   guint     threads_left_out;
+  /* lagwatch_report_to_json() of the whole report (no stack left out),
+   * kept by the reporting thread once it made it for a hang's copy, before
+   * the sinks get the report: a hang's record holds every thread and is
+   * not serialized twice. NULL until then. */
+  char     *json;
   char     *previous_exe;    /* "hang-killed" records: the program of the killed run */
 
   /* Set by the watcher for the reporting thread, which derives phase. */

@@ -339,8 +339,14 @@ lw_capture_check_kept (LwSlot *slot)
             "reopened by path", lost);
 }
 
+/* Watcher thread of @slot (lw_capture_read_syscall(), described above).
+ * Another thread's file is read through *@other_fd when it is open, else
+ * opened into it for the caller to close (NULL: opened and closed here):
+ * one look at a sleeping thread reads the file twice (before and after the
+ * copy of its stack), and a hang's snapshot looks at every thread; one
+ * open instead of two saves a path walk through /proc each. */
 static LwSyscallRead
-lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
+lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out, int *other_fd)
 {
   gboolean cached = tid == atomic_load (&slot->loop_tid);
   char text[256];
@@ -351,6 +357,8 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
     lw_capture_check_kept (slot);
   if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
     fd = slot->proc_syscall_fd;
+  else if (!cached && other_fd != NULL && *other_fd >= 0)
+    fd = *other_fd;
   else
     {
       char path[64];
@@ -368,8 +376,14 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out)
         }
     }
   n = pread (fd, text, sizeof text, 0);
-  if (!cached)
-    close (fd);
+  if (!cached && other_fd != NULL && n > 0)
+    *other_fd = fd;
+  else if (!cached)
+    {
+      close (fd);
+      if (other_fd != NULL)
+        *other_fd = -1;
+    }
   if (n <= 0)
     {
       if (cached)
@@ -427,7 +441,7 @@ lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, 
  * here. TRUE when the copy is consistent (the thread did not move while we
  * copied: same /proc line before and after, same busy period). */
 static gboolean
-lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
+lw_capture_from_proc (LwSlot *slot, pid_t tid, int *other_fd, const LwProcSyscall *before,
                       uint64_t busy_seq, uintptr_t lo, uintptr_t hi, LwSnapshot *snap)
 {
   LwProcSyscall after;
@@ -441,7 +455,7 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, const LwProcSyscall *before,
   lw_core_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
-  return lw_capture_read_syscall (slot, tid, &after) == LW_SYSCALL_READ
+  return lw_capture_read_syscall (slot, tid, &after, other_fd) == LW_SYSCALL_READ
          && !after.running && after.nr == before->nr && after.sp == before->sp
          && after.pc == before->pc && memcmp (after.args, before->args, sizeof after.args) == 0
          && (busy_seq == 0 || atomic_load (&slot->seq) == busy_seq);
@@ -705,13 +719,15 @@ lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
                  uintptr_t stack_hi, LwSnapshot *snap, gboolean *running)
 {
   LwProcSyscall now;
+  int other_fd = -1;
+  gboolean ok;
 
   *running = FALSE;
   if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
     return LW_CAPTURE_STALE;
   if (tid == 0)
     return LW_CAPTURE_THREAD_GONE;
-  switch (lw_capture_read_syscall (slot, tid, &now))
+  switch (lw_capture_read_syscall (slot, tid, &now, &other_fd))
     {
     case LW_SYSCALL_GONE:
       return LW_CAPTURE_THREAD_GONE;
@@ -731,9 +747,10 @@ lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
       break;
     }
   *running = now.running;
-  if (!now.running && lw_capture_from_proc (slot, tid, &now, busy_seq, stack_lo, stack_hi, snap))
-    return LW_CAPTURE_OK;
-  return LW_CAPTURE_PENDING;
+  ok = !now.running && lw_capture_from_proc (slot, tid, &other_fd, &now, busy_seq, stack_lo, stack_hi, snap);
+  if (other_fd >= 0)
+    close (other_fd);
+  return ok ? LW_CAPTURE_OK : LW_CAPTURE_PENDING;
 }
 
 /* Watcher thread of @slot. */

@@ -66,9 +66,8 @@ lw_lag_snapshot_threads (LagWatch *watch, LwLag *lag, LagWatchReport *report)
 
       if (tid == lag->tid || tid == gettid () || lw_threadinfo_is_own (tid))
         continue;
-      thread.thread_name = lw_threadinfo_name (tid);
       thread.thread_id = (int) tid;
-      state = lw_threadinfo_state (tid);
+      state = lw_threadinfo_state_and_name (tid, &thread.thread_name);
       thread.thread_state = g_strdup (lw_threadinfo_state_name (state));
       /* Past the budget, a sleeping thread still costs only a look at /proc. */
       result = left > 0 || state != LW_THREAD_RUNNING
