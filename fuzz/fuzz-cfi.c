@@ -20,13 +20,24 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 #define LW_FUZZ_HEADER 6
 #define LW_FUZZ_TABLE_PCS 8
 
-/* The row at @pc: a found one must name a register the unwinder has. */
+static LwCfiFde lw_fuzz_fde;
+
+/* The row at @pc: a found one must name a register the unwinder has, and
+ * the FDE copied whole must give the same answer at @pc. */
 static void
 lw_fuzz_row_at (const LwUnwindTable *table, uintptr_t pc)
 {
-  LwCfiRow row;
+  LwCfiRow row, copied, again;
+  LwCfiStatus status = lw_cfi_find_row_in_table (table, pc, &row);
+  LwCfiStatus copied_status = lw_cfi_find_row_and_fde_in_table (table, pc, &copied, &lw_fuzz_fde);
 
-  if (lw_cfi_find_row_in_table (table, pc, &row) == LW_CFI_FOUND && row.cfa_reg >= LW_N_REGS)
+  if (status == LW_CFI_FOUND && row.cfa_reg >= LW_N_REGS)
+    abort ();
+  if (copied_status != status || (status == LW_CFI_FOUND && memcmp (&copied, &row, sizeof row) != 0))
+    abort ();
+  if (lw_fuzz_fde.pc_end != lw_fuzz_fde.pc_begin
+      && (lw_cfi_fde_row (&lw_fuzz_fde, pc, &again) != status
+          || (status == LW_CFI_FOUND && memcmp (&again, &row, sizeof row) != 0)))
     abort ();
 }
 

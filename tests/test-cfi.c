@@ -5,7 +5,9 @@
  * the very end of a page followed by an inaccessible page, and asks for the
  * row of an address: known answers for well-formed rules, LW_CFI_UNSUPPORTED
  * (the frame goes to libunwind) for rules whose numbers overflow or that
- * DWARF does not allow, and never a read past the sections.
+ * DWARF does not allow, and never a read past the sections. Every row is
+ * asked twice: read in place, and from the FDE copied whole
+ * (lw_cfi_fde_row, after the sections are unmapped): the same answer.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -26,7 +28,7 @@ enum
   CFA_ADVANCE_LOC = 0x40, CFA_OFFSET = 0x80, CFA_RESTORE = 0xc0,
   CFA_DEF_CFA = 0x0c, CFA_DEF_CFA_REGISTER = 0x0d, CFA_DEF_CFA_OFFSET = 0x0e,
   CFA_OFFSET_EXTENDED_SF = 0x11, CFA_DEF_CFA_SF = 0x12, CFA_DEF_CFA_OFFSET_SF = 0x13,
-  CFA_GNU_NEGATIVE_OFFSET_EXTENDED = 0x2f,
+  CFA_GNU_NEGATIVE_OFFSET_EXTENDED = 0x2f, CFA_NOP = 0x00,
 };
 
 /* What the synthetic CIE and FDE say. */
@@ -50,7 +52,7 @@ static const guint8 default_cie_ops[] = { CFA_DEF_CFA, LW_REG_RSP, 8, CFA_OFFSET
 typedef struct
 {
   guint8       *mapping;
-  gsize         page;
+  gsize         len;         /* mapped bytes, the last page inaccessible */
   LwUnwindTable table;
 } Sections;
 
@@ -170,14 +172,15 @@ static void
 sections_place (Sections *s, const Spec *spec)
 {
   GByteArray *bytes = build (spec);
+  gsize page = (gsize) sysconf (_SC_PAGESIZE);
+  gsize readable = (bytes->len + 4 + page - 1) / page * page;
   guint8 *start;
 
-  s->page = (gsize) sysconf (_SC_PAGESIZE);
-  g_assert_cmpuint (bytes->len + 4, <=, s->page);
-  s->mapping = mmap (NULL, 2 * s->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  s->len = readable + page;
+  s->mapping = mmap (NULL, s->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   g_assert_true (s->mapping != MAP_FAILED);
-  g_assert_cmpint (mprotect (s->mapping + s->page, s->page, PROT_NONE), ==, 0);
-  start = s->mapping + s->page - 4 - bytes->len;
+  g_assert_cmpint (mprotect (s->mapping + readable, page, PROT_NONE), ==, 0);
+  start = s->mapping + readable - 4 - bytes->len;
   memcpy (start, bytes->data, bytes->len);
   s->table = (LwUnwindTable) {
     .start = (uintptr_t) start + PC_OFFSET,
@@ -185,7 +188,7 @@ sections_place (Sections *s, const Spec *spec)
     .eh_frame_hdr = (uintptr_t) start,
     .eh_frame_hdr_len = HDR_LEN,
     .cfi_lo = (uintptr_t) start,
-    .cfi_hi = (uintptr_t) (s->mapping + s->page),
+    .cfi_hi = (uintptr_t) (s->mapping + readable),
   };
   g_byte_array_unref (bytes);
 }
@@ -193,21 +196,52 @@ sections_place (Sections *s, const Spec *spec)
 static void
 sections_clear (Sections *s)
 {
-  munmap (s->mapping, 2 * s->page);
+  munmap (s->mapping, s->len);
 }
 
-/* The row at PC_OFFSET + @offset. */
+/* The row at PC_OFFSET + @offset, read in place; the same row computed
+ * from the FDE copied whole is checked against it, once the sections are
+ * gone. @kept: whether the FDE was copied (may be NULL). */
+static LwCfiStatus
+find_row_kept (const Spec *spec, uintptr_t offset, LwCfiRow *row, gboolean *kept)
+{
+  g_autofree LwCfiFde *fde = g_new (LwCfiFde, 1);
+  Sections s;
+  LwCfiStatus status, copied_status, again_status;
+  LwCfiRow copied, again;
+  uintptr_t pc;
+
+  memset (row, 0, sizeof *row);
+  memset (&copied, 0, sizeof copied);
+  memset (&again, 0, sizeof again);
+  sections_place (&s, spec);
+  pc = s.table.eh_frame_hdr + PC_OFFSET + offset;
+  status = lw_cfi_find_row_in_table (&s.table, pc, row);
+  copied_status = lw_cfi_find_row_and_fde_in_table (&s.table, pc, &copied, fde);
+  sections_clear (&s);
+  again_status = lw_cfi_fde_row (fde, pc, &again);
+
+  g_assert_cmpint (copied_status, ==, status);
+  g_assert_cmpint (copied.signal_frame, ==, row->signal_frame);
+  if (status == LW_CFI_FOUND)
+    g_assert_cmpmem (&copied, sizeof copied, row, sizeof *row);
+  if (fde->pc_end != fde->pc_begin)
+    {
+      g_assert_cmpint (again_status, ==, status);
+      if (status == LW_CFI_FOUND)
+        g_assert_cmpmem (&again, sizeof again, row, sizeof *row);
+    }
+  else
+    g_assert_cmpint (again_status, ==, LW_CFI_NO_FDE);
+  if (kept != NULL)
+    *kept = fde->pc_end != fde->pc_begin;
+  return status;
+}
+
 static LwCfiStatus
 find_row (const Spec *spec, uintptr_t offset, LwCfiRow *row)
 {
-  Sections s;
-  LwCfiStatus status;
-
-  memset (row, 0, sizeof *row);
-  sections_place (&s, spec);
-  status = lw_cfi_find_row_in_table (&s.table, s.table.eh_frame_hdr + PC_OFFSET + offset, row);
-  sections_clear (&s);
-  return status;
+  return find_row_kept (spec, offset, row, NULL);
 }
 
 /* A spec with the default CIE (code_align 1, data_align -8) and @fde_ops. */
@@ -356,6 +390,84 @@ test_aligned_past_end (void)
   g_test_trap_assert_passed ();
 }
 
+/* Instructions that move the CFA at each of the first @steps addresses
+ * (CFA = rsp + 16 + 8 * (address - 1) from address 1 on), padded with
+ * DW_CFA_nop to @len bytes: an FDE larger than the bytes one read copies. */
+static GByteArray *
+growing_ops (guint steps, gsize len)
+{
+  GByteArray *b = g_byte_array_new ();
+
+  for (guint i = 0; i < steps; i++)
+    {
+      put_u8 (b, CFA_ADVANCE_LOC | 1);
+      put_u8 (b, CFA_DEF_CFA_OFFSET);
+      put_uleb (b, 16 + 8 * i);
+    }
+  while (b->len < len)
+    put_u8 (b, CFA_NOP);
+  return b;
+}
+
+/* An FDE of 2000 bytes (an interpreter's loop has such): copied whole, and
+ * each address's row computed from the copy is the one read in place. */
+static void
+test_large_fde (void)
+{
+  g_autoptr(GByteArray) ops = growing_ops (PC_RANGE - 1, 2000);
+  Spec spec = spec_with (ops->data, ops->len);
+  LwCfiRow row;
+  gboolean kept;
+
+  g_assert_cmpint (find_row_kept (&spec, 0, &row, &kept), ==, LW_CFI_FOUND);
+  g_assert_true (kept);
+  g_assert_cmpint (row.cfa_offset, ==, 8);
+  for (guint offset = 1; offset < PC_RANGE; offset += 37)
+    {
+      g_assert_cmpint (find_row_kept (&spec, offset, &row, &kept), ==, LW_CFI_FOUND);
+      g_assert_true (kept);
+      g_assert_cmpuint (row.cfa_reg, ==, LW_REG_RSP);
+      g_assert_cmpint (row.cfa_offset, ==, 16 + 8 * (offset - 1));
+    }
+}
+
+/* An FDE larger than LwCfiFde holds: not copied, its rows still read in
+ * place. */
+static void
+test_fde_too_large (void)
+{
+  g_autoptr(GByteArray) ops = growing_ops (8, LW_CFI_FDE_BYTES + 64);
+  Spec spec = spec_with (ops->data, ops->len);
+  LwCfiRow row;
+  gboolean kept;
+
+  g_assert_cmpint (find_row_kept (&spec, 5, &row, &kept), ==, LW_CFI_FOUND);
+  g_assert_false (kept);
+  g_assert_cmpint (row.cfa_offset, ==, 16 + 8 * 4);
+}
+
+/* One FDE copied, then asked for an address outside its range. */
+static void
+test_fde_outside (void)
+{
+  g_autofree LwCfiFde *fde = g_new (LwCfiFde, 1);
+  Spec spec = spec_with (NULL, 0);
+  Sections s;
+  LwCfiRow row;
+  uintptr_t start;
+
+  sections_place (&s, &spec);
+  start = s.table.eh_frame_hdr + PC_OFFSET;
+  g_assert_cmpint (lw_cfi_find_row_and_fde_in_table (&s.table, start + 3, &row, fde), ==, LW_CFI_FOUND);
+  sections_clear (&s);
+  g_assert_cmpuint (fde->pc_begin, ==, start);
+  g_assert_cmpuint (fde->pc_end, ==, start + PC_RANGE);
+  g_assert_cmpint (lw_cfi_fde_row (fde, start - 1, &row), ==, LW_CFI_NO_FDE);
+  g_assert_cmpint (lw_cfi_fde_row (fde, start + PC_RANGE, &row), ==, LW_CFI_NO_FDE);
+  g_assert_cmpint (lw_cfi_fde_row (fde, start + PC_RANGE - 1, &row), ==, LW_CFI_FOUND);
+  g_assert_cmpint (row.cfa_offset, ==, 8);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -365,5 +477,8 @@ main (int argc, char **argv)
   g_test_add_func ("/cfi/overflow/advance", test_overflowing_advance);
   g_test_add_func ("/cfi/restore-in-cie", test_restore_in_cie);
   g_test_add_func ("/cfi/aligned-past-end", test_aligned_past_end);
+  g_test_add_func ("/cfi/fde/large", test_large_fde);
+  g_test_add_func ("/cfi/fde/too-large", test_fde_too_large);
+  g_test_add_func ("/cfi/fde/outside", test_fde_outside);
   return g_test_run ();
 }

@@ -48,12 +48,15 @@ enum
 /* A bounded cursor over module memory: a read past @end, or of memory no
  * longer mapped (the module was unloaded meanwhile), clears @ok and reads
  * zeroes, so a parser checks once at the end of a step. The bytes are
- * copied by the kernel (lw_modules_read_memory()), a window at a time. */
+ * copied by the kernel (lw_modules_read_memory()), a window at a time, or,
+ * for a reader over a copy (@local, holding [local_at, end)), from it. */
 typedef struct
 {
   uintptr_t      p;
   uintptr_t      end;
   gboolean       ok;
+  const uint8_t *local;
+  uintptr_t      local_at;
   LwMemoryWindow window;
 } LwReader;
 
@@ -64,6 +67,8 @@ lw_reader_init (LwReader *r, uintptr_t p, uintptr_t end)
   r->p = p;
   r->end = end;
   r->ok = p <= end;
+  r->local = NULL;
+  r->local_at = 0;
   r->window.start = 0;
   r->window.len = 0;
 }
@@ -75,6 +80,12 @@ lw_read_fixed (LwReader *r, size_t size)
   uint64_t v = 0;
 
   /* x86-64: little-endian, like the data. */
+  if (r->ok && r->local != NULL && r->end - r->p >= size)
+    {
+      memcpy (&v, r->local + (r->p - r->local_at), size);
+      r->p += size;
+      return v;
+    }
   if (!r->ok || r->end - r->p < size || !lw_memory_window_read (&r->window, r->p, size, r->end, &v))
     {
       r->ok = FALSE;
@@ -182,6 +193,19 @@ lw_reader_in_table (LwReader *r, const LwUnwindTable *table, uintptr_t addr)
   return TRUE;
 }
 
+/* Any thread. Copies [@from, @to) into @out: from @window when it holds
+ * them (a small record read through it), else with one read. */
+static gboolean
+lw_cfi_copy (const LwMemoryWindow *window, uintptr_t from, uintptr_t to, uint8_t *out)
+{
+  if (from >= window->start && to >= from && to - window->start <= window->len)
+    {
+      memcpy (out, window->bytes + (from - window->start), to - from);
+      return TRUE;
+    }
+  return to == from || lw_modules_read_memory (from, out, to - from);
+}
+
 /* Any thread. A CIE or FDE record at @addr: its reader is bounded by the
  * record's end. @id_field is where the CIE id / CIE pointer field starts. */
 static gboolean
@@ -277,6 +301,7 @@ typedef struct
   gboolean  signal_frame;
   uintptr_t instructions;
   uintptr_t end;
+  LwMemoryWindow window;            /* the last bytes its reading copied */
 } LwCie;
 
 /* Any thread. */
@@ -346,6 +371,7 @@ lw_cfi_read_cie (const LwUnwindTable *table, uintptr_t addr, LwCie *cie)
     }
   cie->instructions = r.p;
   cie->end = r.end;
+  cie->window = r.window;
   return r.ok && cie->code_align != 0;
 }
 
@@ -561,18 +587,55 @@ lw_cfi_run (LwCfiMachine *m, LwReader *r, const LwCie *cie, uintptr_t loc, uintp
     m->unsupported = TRUE;
 }
 
-LwCfiStatus
-lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *row)
+/* Any thread. The row at @pc from the CIE's instructions in @initial and
+ * the FDE's in @insns, whose range starts at @pc_begin. */
+static LwCfiStatus
+lw_cfi_rows (const LwCie *cie, LwReader *initial, LwReader *insns, uintptr_t pc_begin, uintptr_t pc,
+             LwCfiRow *row)
 {
   LwCfiMachine m;
+
+  memset (&m, 0, sizeof m);
+  m.row.cfa_reg = LW_CFI_NO_REG;
+  for (guint i = 0; i < LW_N_REGS; i++)
+    m.row.saved[i] = LW_CFI_SAME;
+  lw_cfi_run (&m, initial, cie, pc_begin, pc);
+  m.initial = m.row;
+  m.has_initial = TRUE;
+  m.depth = 0;
+  lw_cfi_run (&m, insns, cie, pc_begin, pc);
+  row->signal_frame = cie->signal_frame;
+  if (m.unsupported || m.row.cfa_reg == LW_CFI_NO_REG)
+    return LW_CFI_UNSUPPORTED;
+  m.row.signal_frame = cie->signal_frame;
+  *row = m.row;
+  return LW_CFI_FOUND;
+}
+
+/* Any thread. A reader over @len bytes of @fde's copy from @at, which
+ * were at @addr in the module. */
+static void
+lw_reader_init_local (LwReader *r, const LwCfiFde *fde, guint at, uintptr_t addr, uint32_t len)
+{
+  lw_reader_init (r, addr, addr + len);
+  r->local = fde->bytes + at;
+  r->local_at = addr;
+}
+
+LwCfiStatus
+lw_cfi_find_row_and_fde_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *row,
+                                  LwCfiFde *fde)
+{
   LwCie cie;
-  LwReader r;
-  uintptr_t fde, id_field;
+  LwReader r, initial;
+  uintptr_t fde_at, id_field;
   uint64_t pc_begin, pc_range;
   uint32_t cie_pointer;
 
   row->signal_frame = FALSE;
-  if (!lw_cfi_find_fde (table, pc, &fde) || !lw_cfi_open_record (table, fde, &r, &id_field))
+  if (fde != NULL)
+    fde->pc_begin = fde->pc_end = 0;
+  if (!lw_cfi_find_fde (table, pc, &fde_at) || !lw_cfi_open_record (table, fde_at, &r, &id_field))
     return LW_CFI_NO_FDE;
   cie_pointer = (uint32_t) lw_read_fixed (&r, 4);
   if (cie_pointer == 0 || cie_pointer > id_field
@@ -594,36 +657,72 @@ lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *ro
       r.p += skip;
     }
 
-  memset (&m, 0, sizeof m);
-  m.row.cfa_reg = LW_CFI_NO_REG;
-  for (guint i = 0; i < LW_N_REGS; i++)
-    m.row.saved[i] = LW_CFI_SAME;
-  {
-    LwReader initial;
-
-    lw_reader_init (&initial, cie.instructions, cie.end);
-    lw_cfi_run (&m, &initial, &cie, pc_begin, pc);
-  }
-  m.initial = m.row;
-  m.has_initial = TRUE;
-  m.depth = 0;
-  lw_cfi_run (&m, &r, &cie, pc_begin, pc);
-  if (m.unsupported || m.row.cfa_reg == LW_CFI_NO_REG)
-    return LW_CFI_UNSUPPORTED;
-  m.row.signal_frame = cie.signal_frame;
-  *row = m.row;
-  return LW_CFI_FOUND;
+  /* Both lists of instructions copied whole when they fit, and the row
+   * computed from the copy: the same instructions, read at once. */
+  if (fde != NULL && cie.end - cie.instructions <= LW_CFI_FDE_BYTES
+      && r.end - r.p <= LW_CFI_FDE_BYTES - (cie.end - cie.instructions)
+      && pc_range <= UINTPTR_MAX - pc_begin
+      && lw_cfi_copy (&cie.window, cie.instructions, cie.end, fde->bytes)
+      && lw_cfi_copy (&r.window, r.p, r.end, fde->bytes + (cie.end - cie.instructions)))
+    {
+      fde->code_align = cie.code_align;
+      fde->data_align = cie.data_align;
+      fde->fde_encoding = cie.fde_encoding;
+      fde->signal_frame = cie.signal_frame;
+      fde->cie_at = cie.instructions;
+      fde->cie_len = (uint32_t) (cie.end - cie.instructions);
+      fde->fde_at = r.p;
+      fde->fde_len = (uint32_t) (r.end - r.p);
+      fde->pc_begin = pc_begin;
+      fde->pc_end = pc_begin + pc_range;
+      return lw_cfi_fde_row (fde, pc, row);
+    }
+  lw_reader_init (&initial, cie.instructions, cie.end);
+  return lw_cfi_rows (&cie, &initial, &r, pc_begin, pc, row);
 }
 
 LwCfiStatus
-lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+lw_cfi_fde_row (const LwCfiFde *fde, uintptr_t pc, LwCfiRow *row)
+{
+  LwCie cie;
+  LwReader initial, insns;
+
+  row->signal_frame = FALSE;
+  if (pc < fde->pc_begin || pc >= fde->pc_end)
+    return LW_CFI_NO_FDE;
+  memset (&cie, 0, sizeof cie);
+  cie.code_align = fde->code_align;
+  cie.data_align = fde->data_align;
+  cie.fde_encoding = fde->fde_encoding;
+  cie.signal_frame = fde->signal_frame;
+  lw_reader_init_local (&initial, fde, 0, fde->cie_at, fde->cie_len);
+  lw_reader_init_local (&insns, fde, fde->cie_len, fde->fde_at, fde->fde_len);
+  return lw_cfi_rows (&cie, &initial, &insns, fde->pc_begin, pc, row);
+}
+
+LwCfiStatus
+lw_cfi_find_row_in_table (const LwUnwindTable *table, uintptr_t pc, LwCfiRow *row)
+{
+  return lw_cfi_find_row_and_fde_in_table (table, pc, row, NULL);
+}
+
+LwCfiStatus
+lw_cfi_find_row_and_fde (uintptr_t pc, LwCfiRow *row, LwCfiFde *fde)
 {
   LwUnwindTable table;
 
+  if (fde != NULL)
+    fde->pc_begin = fde->pc_end = 0;
   if (!lw_modules_find_unwind_table (pc, &table))
     {
       row->signal_frame = FALSE;
       return LW_CFI_NO_FDE;
     }
-  return lw_cfi_find_row_in_table (&table, pc, row);
+  return lw_cfi_find_row_and_fde_in_table (&table, pc, row, fde);
+}
+
+LwCfiStatus
+lw_cfi_find_row (uintptr_t pc, LwCfiRow *row)
+{
+  return lw_cfi_find_row_and_fde (pc, row, NULL);
 }

@@ -47,6 +47,32 @@ typedef struct
   int32_t saved[LW_N_REGS];     /* CFA-relative offset, LW_CFI_SAME or LW_CFI_UNDEFINED */
 } LwCfiRow;
 
+/* The rules of one whole FDE, copied out of the module: the row of any
+ * address in [pc_begin, pc_end) is computed from them without reading
+ * module memory again (lw_cfi_fde_row). Kept by the unwinder for the
+ * innermost frame, whose pc moves from one sample to the next within one
+ * function: an interpreter's loop has an FDE of a few KiB (Debian's CPython
+ * 3.14: 3.7 KiB of instructions for the 84 KB of its loop), which a lookup
+ * otherwise reads a window of 128 bytes at a time, each a system call.
+ * Addresses of the instructions are kept so that position-relative
+ * operands read the same as in place. */
+#define LW_CFI_FDE_BYTES 8192
+
+typedef struct
+{
+  uintptr_t pc_begin;
+  uintptr_t pc_end;             /* pc_begin: holds nothing */
+  uint64_t  code_align;
+  int64_t   data_align;
+  uint8_t   fde_encoding;
+  uint8_t   signal_frame;
+  uintptr_t cie_at;             /* the CIE's instructions: address, bytes[0, cie_len) */
+  uint32_t  cie_len;
+  uintptr_t fde_at;             /* the FDE's: address, bytes[cie_len, cie_len + fde_len) */
+  uint32_t  fde_len;
+  uint8_t   bytes[LW_CFI_FDE_BYTES];
+} LwCfiFde;
+
 /* Any thread, normal context. The rules in effect at @pc. signal_frame is
  * filled for LW_CFI_UNSUPPORTED too (the CIE is read before the rules). */
 LwCfiStatus lw_cfi_find_row (uintptr_t pc,
@@ -58,6 +84,28 @@ LwCfiStatus lw_cfi_find_row (uintptr_t pc,
 LwCfiStatus lw_cfi_find_row_in_table (const LwUnwindTable *table,
                                       uintptr_t            pc,
                                       LwCfiRow            *row);
+
+/* Any thread, normal context. lw_cfi_find_row_in_table(), which also
+ * copies the FDE that covers @pc into @fde when its instructions and its
+ * CIE's fit in it (LW_CFI_FDE_BYTES), whatever the row's status; else
+ * @fde holds nothing (pc_end == pc_begin). @fde may be NULL. */
+LwCfiStatus lw_cfi_find_row_and_fde_in_table (const LwUnwindTable *table,
+                                              uintptr_t            pc,
+                                              LwCfiRow            *row,
+                                              LwCfiFde            *fde);
+
+/* Any thread, normal context. lw_cfi_find_row_and_fde_in_table() in the
+ * loaded module that holds @pc. */
+LwCfiStatus lw_cfi_find_row_and_fde (uintptr_t  pc,
+                                     LwCfiRow  *row,
+                                     LwCfiFde  *fde);
+
+/* Any thread, normal context. The row at @pc from @fde alone, the same
+ * answer lw_cfi_find_row_in_table() gives, reading no module memory;
+ * LW_CFI_NO_FDE when @pc lies outside @fde's range. */
+LwCfiStatus lw_cfi_fde_row (const LwCfiFde *fde,
+                            uintptr_t       pc,
+                            LwCfiRow       *row);
 
 /* Any thread, normal context. The binary-search table of @table's
  * .eh_frame_hdr: its address in @data and its number of entries in @count

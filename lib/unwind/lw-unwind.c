@@ -55,6 +55,16 @@ static atomic_bool lw_unw_forgone;  /* never load nor use libunwind (lw_unwind_f
 
 #define LW_ROW_CACHE_SIZE 1024  /* rows, a power of two: 88 KiB, allocated at the first walk */
 
+/* Whole FDEs kept (lw-cfi's LwCfiFde, 8 KiB each, allocated when first
+ * used), the least recently used replaced. The row cache holds answers
+ * per address; these answer a new address in a function already seen
+ * without reading its CFI again: the innermost frame of a thread stuck
+ * in a loop is at a different pc in each sample, and an interpreter's
+ * loop is one function with a large FDE (Debian's CPython 3.14: 40
+ * system calls to read, about 50 us, at every sample). The other frames'
+ * return addresses stay put and are served by the row cache. */
+#define LW_FDE_CACHE_SIZE 4
+
 /* A cached lw_cfi_find_row() answer for one lookup address. */
 typedef struct
 {
@@ -69,6 +79,9 @@ struct _LwUnwinder
   gboolean         reference;   /* every frame through libunwind (lw_unwinder_new_reference) */
   guint64          generation;  /* lw-modules' table the rows were read under */
   LwCachedRow     *rows;
+  LwCfiFde        *fdes[LW_FDE_CACHE_SIZE];
+  guint64          fde_used[LW_FDE_CACHE_SIZE];  /* when last used, by fde_clock */
+  guint64          fde_clock;
   uintptr_t       *sps;         /* the last walk's stack pointer of each frame */
   guint            sps_len;
 };
@@ -312,6 +325,8 @@ lw_unwinder_free (LwUnwinder *unwinder)
   if (unwinder->as != NULL)
     lw_unw.destroy_addr_space (unwinder->as);
   g_free (unwinder->rows);
+  for (guint i = 0; i < LW_FDE_CACHE_SIZE; i++)
+    g_free (unwinder->fdes[i]);
   g_free (unwinder->sps);
   g_free (unwinder);
 }
@@ -322,6 +337,31 @@ typedef enum
   LW_STEP_END,   /* the outermost frame */
   LW_STEP_FAIL,  /* no rules, or the walk left the stack copy */
 } LwStep;
+
+/* Watcher thread. The row at @pc from a kept FDE that covers it, else
+ * from lw-cfi, keeping the FDE in place of the least recently used. */
+static LwCfiStatus
+lw_unwinder_find_row (LwUnwinder *unwinder, uintptr_t pc, LwCfiRow *row)
+{
+  guint oldest = 0;
+
+  for (guint i = 0; i < LW_FDE_CACHE_SIZE; i++)
+    {
+      const LwCfiFde *fde = unwinder->fdes[i];
+
+      if (fde != NULL && pc >= fde->pc_begin && pc < fde->pc_end)
+        {
+          unwinder->fde_used[i] = ++unwinder->fde_clock;
+          return lw_cfi_fde_row (fde, pc, row);
+        }
+      if (unwinder->fde_used[i] < unwinder->fde_used[oldest])
+        oldest = i;
+    }
+  if (unwinder->fdes[oldest] == NULL)
+    unwinder->fdes[oldest] = g_new (LwCfiFde, 1);
+  unwinder->fde_used[oldest] = ++unwinder->fde_clock;
+  return lw_cfi_find_row_and_fde (pc, row, unwinder->fdes[oldest]);
+}
 
 /* Watcher thread. The row for lookup address @pc, from the cache. */
 static const LwCachedRow *
@@ -335,7 +375,7 @@ lw_unwinder_row (LwUnwinder *unwinder, uintptr_t pc)
     return &no_row;  /* 0 marks an empty entry */
   if (entry->pc != pc)
     {
-      entry->status = lw_cfi_find_row (pc, &entry->row);
+      entry->status = lw_unwinder_find_row (unwinder, pc, &entry->row);
       entry->pc = pc;
     }
   return entry;
@@ -681,7 +721,12 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
   if (unwinder->rows == NULL)
     unwinder->rows = g_new0 (LwCachedRow, LW_ROW_CACHE_SIZE);
   else if (generation != unwinder->generation)
-    memset (unwinder->rows, 0, LW_ROW_CACHE_SIZE * sizeof *unwinder->rows);
+    {
+      memset (unwinder->rows, 0, LW_ROW_CACHE_SIZE * sizeof *unwinder->rows);
+      for (guint i = 0; i < LW_FDE_CACHE_SIZE; i++)
+        if (unwinder->fdes[i] != NULL)
+          unwinder->fdes[i]->pc_end = unwinder->fdes[i]->pc_begin;
+    }
   unwinder->generation = generation;
 
   while (n < max_frames)
