@@ -333,6 +333,27 @@ last_thread_child (ChildCase which)
   pthread_exit (NULL);
 }
 
+/* Says which threads of @pid are there, name and state of each: what kept
+ * a child alive. */
+static void
+lw_tell_threads (pid_t pid)
+{
+  g_autofree char *task_dir = g_strdup_printf ("/proc/%d/task", (int) pid);
+  g_autoptr(GDir) dir = g_dir_open (task_dir, 0, NULL);
+  g_autoptr(GString) threads = g_string_new (NULL);
+  const char *entry;
+
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *stat_path = g_strdup_printf ("%s/%s/stat", task_dir, entry);
+      g_autofree char *stat = NULL;
+
+      if (g_file_get_contents (stat_path, &stat, NULL, NULL))
+        g_string_append_printf (threads, " [%s]", g_strchomp (stat));
+    }
+  g_test_message ("its threads, still there:%s", threads->str);
+}
+
 /* Waits up to WAIT_US for @pid to end; FALSE (and it is killed) when it
  * did not. Its status in *@status. */
 static gboolean
@@ -345,6 +366,7 @@ wait_child (pid_t pid, int *status)
     g_usleep (10 * 1000);
   if (done == pid)
     return TRUE;
+  lw_tell_threads (pid);
   kill (pid, SIGKILL);
   waitpid (pid, status, 0);
   return FALSE;

@@ -29,6 +29,8 @@
  * only once a thread known to be the program's has exited while others go
  * on, never while the program's known threads all live. */
 #define LW_LAST_THREAD_LOOK_MS 1000
+/* How soon to look again while a thread of lagwatch's own is starting. */
+#define LW_LAST_THREAD_STARTING_MS 10
 
 /* What a thread's lw_last_known holds. */
 enum
@@ -83,7 +85,18 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_w
         continue;
       watching = g_hash_table_contains (watched, GINT_TO_POINTER (tid));
       if (tid == getpid ())
-        watching = main_awaited;
+        {
+          int *word = atomic_load (&lw_last_main_tid_word);
+
+          /* The kernel clears the first thread's word (and wakes its
+           * waiter) as it exits, before /proc shows it a zombie: in
+           * between, its state still reads as alive, and a look then
+           * would wait for a thread already gone, with no waiter left
+           * to wake it. A cleared word is an exited thread. */
+          if (main_awaited && word != NULL && __atomic_load_n (word, __ATOMIC_ACQUIRE) != tid)
+            continue;
+          watching = main_awaited;
+        }
       else if (!watching)
         {
           int fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
@@ -143,7 +156,7 @@ lw_last_thread_await_main (int wake_fd)
 
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  waiter = g_thread_try_new ("lagwatch-last", lw_last_thread_main_waiter, GINT_TO_POINTER (wake_fd), &error);
+  waiter = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_main_waiter, GINT_TO_POINTER (wake_fd), &error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (waiter == NULL)
     {
@@ -193,7 +206,15 @@ lw_last_thread_reaper (gpointer data)
       g_hash_table_iter_init (&iter, watched);
       while (g_hash_table_iter_next (&iter, NULL, &fd_value))
         fds[n++] = (struct pollfd) { .fd = GPOINTER_TO_INT (fd_value), .events = POLLIN };
-      while (poll (fds, n, left > 0 && !all_watched ? LW_LAST_THREAD_LOOK_MS : -1) < 0 && errno == EINTR)
+      /* A thread of lagwatch's own that is starting (not yet marked as
+       * such) was counted as the program's: look again shortly. And never
+       * sleep for good on the threads counted: one may still turn out to
+       * be lagwatch's own, which would keep the process alive for ever
+       * (seen under load: the sink thread, not yet marked when the first
+       * thread exited). So once a known thread has exited and others live
+       * on, the reaper looks at least once a second. */
+      while (poll (fds, n, lw_threadinfo_own_starting () > 0 ? LW_LAST_THREAD_STARTING_MS
+                           : LW_LAST_THREAD_LOOK_MS) < 0 && errno == EINTR)
         ;
       if (fds[0].revents & POLLIN)
         {
@@ -223,7 +244,7 @@ lw_last_thread_start_unlocked (void)
     }
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  reaper = g_thread_try_new ("lagwatch-last", lw_last_thread_reaper, GINT_TO_POINTER (fd), &error);
+  reaper = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_reaper, GINT_TO_POINTER (fd), &error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (reaper == NULL)
     {

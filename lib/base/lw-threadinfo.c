@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -444,6 +445,10 @@ lw_threadinfo_own_stack (uintptr_t *lo, uintptr_t *hi)
   return known;
 }
 
+/* Threads lw_threadinfo_own_thread_new() started that have not entered
+ * lw_threadinfo_own_enter() yet. */
+static atomic_uint lw_own_starting;
+
 /* lagwatch's own threads, by thread id. HOLDS: lw_own_lock */
 static GMutex lw_own_lock;
 static GArray *lw_own_tids;
@@ -477,6 +482,29 @@ lw_threadinfo_own_enter (void)
   g_array_append_val (lw_own_tids, tid);
   g_mutex_unlock (&lw_own_lock);
   g_private_set (&lw_own_key, GINT_TO_POINTER ((int) tid));
+  /* A thread lw_threadinfo_own_thread_new() started is no longer starting
+   * (one that another way started was never counted). */
+  for (guint n = atomic_load (&lw_own_starting); n > 0;)
+    if (atomic_compare_exchange_weak (&lw_own_starting, &n, n - 1))
+      break;
+}
+
+GThread *
+lw_threadinfo_own_thread_new (const char *name, GThreadFunc func, gpointer data, GError **error)
+{
+  GThread *thread;
+
+  atomic_fetch_add (&lw_own_starting, 1);
+  thread = g_thread_try_new (name, func, data, error);
+  if (thread == NULL)
+    atomic_fetch_sub (&lw_own_starting, 1);
+  return thread;
+}
+
+guint
+lw_threadinfo_own_starting (void)
+{
+  return atomic_load (&lw_own_starting);
 }
 
 gboolean

@@ -139,6 +139,19 @@ void          lw_threadinfo_own_enter    (void);
  * program may name its threads anything, "lagwatch-demo" included). */
 gboolean      lw_threadinfo_is_own       (pid_t tid);
 
+/* Any thread. Starts a thread of lagwatch's own, which calls
+ * lw_threadinfo_own_enter() first thing: between the two it is counted as
+ * starting (lw_threadinfo_own_starting()), so that nobody takes it for one
+ * of the program's threads meanwhile. */
+GThread      *lw_threadinfo_own_thread_new (const char  *name,
+                                            GThreadFunc  func,
+                                            gpointer     data,
+                                            GError     **error);
+
+/* Any thread. How many threads of lagwatch's own are starting: created,
+ * not yet in lw_threadinfo_own_enter(). */
+guint         lw_threadinfo_own_starting (void);
+
 /* The pid of the process tracing us (a debugger), 0 when none. */
 pid_t         lw_threadinfo_tracer_pid   (void);
 

@@ -438,7 +438,7 @@ lw_reporter_start (LwSinks *sinks, LwSummary *summary, LwHangStore *hangs,
   reporter->queue = g_async_queue_new ();
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  reporter->thread = g_thread_try_new ("lagwatch-report", lw_reporter_main, reporter, error);
+  reporter->thread = lw_threadinfo_own_thread_new ("lagwatch-report", lw_reporter_main, reporter, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (reporter->thread == NULL)
     {

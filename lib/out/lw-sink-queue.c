@@ -156,7 +156,7 @@ lw_sink_queue_start (LwSinks *sinks, GError **error)
   g_queue_init (&queue->items);
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  queue->thread = g_thread_try_new ("lagwatch-sink", lw_sink_queue_main, queue, error);
+  queue->thread = lw_threadinfo_own_thread_new ("lagwatch-sink", lw_sink_queue_main, queue, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (queue->thread == NULL)
     {

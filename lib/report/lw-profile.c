@@ -302,7 +302,10 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
       else
         lw_report_stack_clear (group->stack);
     }
-  memset (stacks, 0, n_stacks * sizeof (LwReportStack));
-  memcpy (stacks, kept, n_kept * sizeof (LwReportStack));
+  /* memset and memcpy take no NULL, even for 0 bytes (UBSan says so). */
+  if (n_stacks > 0)
+    memset (stacks, 0, n_stacks * sizeof (LwReportStack));
+  if (n_kept > 0)
+    memcpy (stacks, kept, n_kept * sizeof (LwReportStack));
   return n_kept;
 }

@@ -751,7 +751,7 @@ lw_watcher_start (LagWatch *watch, GError **error)
   sem_init (&watch->watching, 0, 0);
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  watch->thread = g_thread_try_new ("lagwatch", lw_watcher_main, watch, error);
+  watch->thread = lw_threadinfo_own_thread_new ("lagwatch", lw_watcher_main, watch, error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (watch->thread == NULL)
     {

@@ -18,6 +18,11 @@ status=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $*"; status=1; }
 echo "1..4"
+# Under an ASan build the preloaded library needs ASan's runtime loaded
+# first in the uninstrumented program it is preloaded into (true).
+if [ -n "${LW_ASAN_RUNTIME:-}" ]; then
+  export LD_PRELOAD="$LW_ASAN_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
 
 "$launcher" --help > "$tmp/help" 2>&1
 # The sinks block: "  NAME   what it is", up to the first empty line.
