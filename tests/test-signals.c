@@ -128,8 +128,13 @@ test_taken_over (gconstpointer data)
           harness_wait_reports (&h, i + 1);
           g_assert_cmpint (own_handler_calls, ==, 0);
           g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, i)), ==, 0);
-          g_assert_nonnull (strstr (stack_error (harness_report (&h, i)),
-                                    "the program took lagwatch's signal over"));
+          /* Why it has no stack: the takeover; or, on a loaded machine, a
+           * watcher that did not get to try before the loop came back (the
+           * takeover is still said, once: the parent checks stderr). */
+          g_test_message ("lag %u: %s", i, stack_error (harness_report (&h, i)));
+          g_assert_true (strstr (stack_error (harness_report (&h, i)), "the program took lagwatch's signal over")
+                         || strstr (stack_error (harness_report (&h, i)),
+                                    "the loop came back before the stack could be taken"));
         }
       harness_clear (&h);
       return;

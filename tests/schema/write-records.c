@@ -46,8 +46,8 @@ make_frames (gboolean python, guint *n_frames)
       n++;
     }
   frames[n].ip = 0x55d0000013de;
-  frames[n].module = g_strdup ("/usr/bin/app");
-  frames[n].build_id = g_strdup ("ef2e5d89921f53eaf7b650cadc3e69d633e4fdec");
+  frames[n].module = g_intern_string ("/usr/bin/app");
+  frames[n].build_id = g_intern_string ("ef2e5d89921f53eaf7b650cadc3e69d633e4fdec");
   frames[n].module_offset = 0x13de;
   frames[n].symbol = g_strdup ("freeze \x1b[31m\x7f\xc2\x9b");
   frames[n].symbol_offset = 14;
@@ -56,13 +56,13 @@ make_frames (gboolean python, guint *n_frames)
   frames[n].inlined = TRUE;
   n++;
   frames[n].ip = 0x7f00000a0000;
-  frames[n].module = g_strdup ("/lib/x86_64-linux-gnu/libglib-2.0.so.0");
+  frames[n].module = g_intern_string ("/lib/x86_64-linux-gnu/libglib-2.0.so.0");
   frames[n].module_offset = 0xa0000;
   frames[n].symbol = g_strdup ("g_main_context_dispatch");
   frames[n].symbol_offset = 300;
   n++;
   frames[n].ip = 0x7f00000b0000;
-  frames[n].module = g_strdup ("/lib/x86_64-linux-gnu/libc.so.6\xff");
+  frames[n].module = g_intern_string ("/lib/x86_64-linux-gnu/libc.so.6\xff");
   frames[n].module_offset = 0xb0000;
   n++;
   *n_frames = n;
