@@ -105,6 +105,14 @@ test_filter (gconstpointer data)
 {
   const FilterCase *c = data;
 
+#if defined(__SANITIZE_ADDRESS__)
+  /* The filters refuse or kill system calls AddressSanitizer's own runtime
+   * makes (LeakSanitizer's check at exit stops the process's threads
+   * through ptrace from a clone()d tracer): the child would die of the
+   * sanitizer, not of lagwatch. The plain build runs these. */
+  g_test_skip ("seccomp filters kill AddressSanitizer's own system calls; run in the plain build");
+  return;
+#endif
   if (g_test_subprocess ())
     {
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
