@@ -61,11 +61,11 @@ static GPrivate lw_last_known = G_PRIVATE_INIT (lw_last_thread_exits);
  * a pidfd in @watched (tid -> descriptor), opened before its state is read,
  * so that an exit after the look wakes the reaper; those of threads gone
  * are closed. The first thread has none: @main_awaited says whether
- * lw_last_thread_main_waiter() waits for it. *@all_watched says whether every live one has its pidfd.
+ * lw_last_thread_main_waiter() waits for it.
  * Returns how many are alive, -1 when /proc cannot tell: the process is
  * never ended on a guess. */
 static int
-lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_watched)
+lw_last_thread_look (GHashTable *watched, gboolean main_awaited)
 {
   g_autoptr(GHashTable) alive = g_hash_table_new (NULL, NULL);
   g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
@@ -73,17 +73,14 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_w
   gpointer tid_key, fd_value;
   const char *entry;
 
-  *all_watched = TRUE;
   if (dir == NULL)
     return -1;
   while ((entry = g_dir_read_name (dir)) != NULL)
     {
       pid_t tid = (pid_t) g_ascii_strtoll (entry, NULL, 10);
-      gboolean watching;
 
       if (tid <= 0 || lw_threadinfo_is_own (tid))
         continue;
-      watching = g_hash_table_contains (watched, GINT_TO_POINTER (tid));
       if (tid == getpid ())
         {
           int *word = atomic_load (&lw_last_main_tid_word);
@@ -95,9 +92,8 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_w
            * to wake it. A cleared word is an exited thread. */
           if (main_awaited && word != NULL && __atomic_load_n (word, __ATOMIC_ACQUIRE) != tid)
             continue;
-          watching = main_awaited;
         }
-      else if (!watching)
+      else if (!g_hash_table_contains (watched, GINT_TO_POINTER (tid)))
         {
           int fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
 
@@ -105,13 +101,11 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited, gboolean *all_w
             g_hash_table_insert (watched, GINT_TO_POINTER (tid), GINT_TO_POINTER (fd));
           else if (errno == ESRCH)
             continue;  /* gone since the directory was read */
-          watching = fd >= 0;
         }
       /* A state that cannot be read counts as alive. */
       if (lw_threadinfo_state (tid) == LW_THREAD_GONE)
         continue;
       g_hash_table_add (alive, GINT_TO_POINTER (tid));
-      *all_watched = *all_watched && watching;
     }
   g_hash_table_iter_init (&iter, watched);
   while (g_hash_table_iter_next (&iter, &tid_key, &fd_value))
@@ -185,7 +179,6 @@ lw_last_thread_reaper (gpointer data)
   for (;;)
     {
       g_autofree struct pollfd *fds = NULL;
-      gboolean all_watched;
       GHashTableIter iter;
       gpointer fd_value;
       guint n = 1;
@@ -195,7 +188,7 @@ lw_last_thread_reaper (gpointer data)
        * it gone returns at once. */
       if (!main_awaited && atomic_load (&lw_last_main_tid_word) != NULL)
         main_awaited = lw_last_thread_await_main (wake_fd);
-      left = lw_last_thread_look (watched, main_awaited, &all_watched);
+      left = lw_last_thread_look (watched, main_awaited);
       if (left == 0)
         {
           g_debug ("no thread of the program is left: ending the process, as its last thread would");
