@@ -378,10 +378,14 @@ test_big_hang_capped (void)
 
 /* Threads that stay busy (runnable) until told to stop. */
 static atomic_int busy_stop;
+/* The threads running their function: GLib names a thread in the thread
+ * itself, before calling it, so a thread counted here has its name. */
+static atomic_uint threads_started;
 
 static gpointer
 busy_thread (gpointer data)
 {
+  atomic_fetch_add (&threads_started, 1);
   while (!atomic_load (&busy_stop))
     spin_ms (GINT_TO_POINTER (1));
   return NULL;
@@ -393,6 +397,7 @@ sleeper_thread (gpointer data)
 {
   char byte;
 
+  atomic_fetch_add (&threads_started, 1);
   while (read (GPOINTER_TO_INT (data), &byte, 1) < 0 && errno == EINTR)
     ;
   return NULL;
@@ -473,6 +478,11 @@ test_busy_threads_snapshot (void)
       g_assert_cmpint (pipe (sleep_pipe), ==, 0);
       for (guint i = 0; i < N_SLEEPERS; i++)
         g_ptr_array_add (threads, g_thread_new ("sleeper", sleeper_thread, GINT_TO_POINTER (sleep_pipe[0])));
+      /* Every thread named before the hang: on a loaded machine (or under
+       * AddressSanitizer) one not yet scheduled would be listed under the
+       * process's name. */
+      while (atomic_load (&threads_started) < n_busy + N_SLEEPERS)
+        g_usleep (1000);
       g_idle_add (freeze_until_record, &wait);
       while (wait.record == NULL)
         g_main_context_iteration (NULL, TRUE);

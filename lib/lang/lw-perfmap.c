@@ -1,12 +1,11 @@
 /* lw-perfmap.c: frames in generated code, marked and named from perf maps */
 #include "lw-perfmap.h"
+#include "lw-exec-ranges.h"
 #include "lw-say.h"
-#include "lw-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,76 +84,6 @@ lw_perfmap_parse (const char *data, gsize len, const uintptr_t *addrs, guint n, 
   return any;
 }
 
-typedef struct
-{
-  uintptr_t lo, hi;
-} LwExecRange;
-
-/* Any thread. Orders ranges by their start. */
-static int
-lw_perfmap_range_cmp (const void *a, const void *b)
-{
-  const LwExecRange *x = a, *y = b;
-
-  return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
-/* Reporting thread. The anonymous executable mappings of this process,
- * from the text of /proc/self/maps, sorted by start (the kernel lists
- * them in order already). Anonymous: no inode and no path, or a path the
- * kernel brackets that is no special mapping ("[anon:NAME]" from
- * PR_SET_VMA_ANON_NAME). */
-static GArray *
-lw_perfmap_exec_ranges (const char *maps)
-{
-  GArray *ranges = g_array_new (FALSE, FALSE, sizeof (LwExecRange));
-  const char *line = maps;
-
-  while (line != NULL && *line != '\0')
-    {
-      const char *next = strchr (line, '\n');
-      unsigned long long lo, hi, inode;
-      char perms[5];
-      int path_at = 0;
-
-      if (sscanf (line, "%llx-%llx %4s %*x %*x:%*x %llu%n", &lo, &hi, perms, &inode, &path_at) == 4
-          && perms[2] == 'x' && inode == 0 && lo < hi)
-        {
-          const char *path = line + path_at;
-
-          while (*path == ' ' || *path == '\t')
-            path++;
-          if (*path == '\n' || *path == '\0' || g_str_has_prefix (path, "[anon:"))
-            g_array_append_val (ranges, ((LwExecRange) { (uintptr_t) lo, (uintptr_t) hi }));
-        }
-      line = next != NULL ? next + 1 : NULL;
-    }
-  g_array_sort (ranges, lw_perfmap_range_cmp);
-  return ranges;
-}
-
-/* Reporting thread. The start of the range of @ranges that holds @addr,
- * or 0. */
-static uintptr_t
-lw_perfmap_exec_start (GArray *ranges, uintptr_t addr)
-{
-  guint lo = 0, hi = ranges->len;
-
-  while (lo < hi)
-    {
-      guint mid = lo + (hi - lo) / 2;
-      const LwExecRange *r = &g_array_index (ranges, LwExecRange, mid);
-
-      if (addr < r->lo)
-        hi = mid;
-      else if (addr >= r->hi)
-        lo = mid + 1;
-      else
-        return r->lo;
-    }
-  return 0;
-}
-
 /* Reporting thread. This process's perf map, validated; NULL if it has
  * none or it is not to be trusted (said once). */
 static char *
@@ -230,10 +159,8 @@ lw_perfmap_name_frames (LwFrame *frames, guint n_frames)
 void
 lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
 {
-  g_autofree char *maps = NULL;
-  g_autofree char *maps_path = g_strconcat (lw_proc_self (), "/maps", NULL);
   g_autofree char *perfmap = NULL;
-  g_autoptr(GArray) ranges = NULL;
+  g_autoptr(LwExecRanges) ranges = NULL;
   g_autoptr(GArray) addrs = g_array_new (FALSE, FALSE, sizeof (uintptr_t));
   g_autoptr(GArray) marked = g_array_new (FALSE, FALSE, sizeof (LwFrame *));
   g_autoptr(GArray) lookups = NULL;  /* of the marked frames */
@@ -246,9 +173,8 @@ lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
   for (guint s = 0; s < n_stacks && !any; s++)
     for (guint i = 0; i < n_frames[s] && !any; i++)
       any = stacks[s][i].module == NULL;
-  if (!any || !g_file_get_contents (maps_path, &maps, NULL, NULL))
+  if (!any || (ranges = lw_exec_ranges_read ()) == NULL)
     return;
-  ranges = lw_perfmap_exec_ranges (maps);
   for (guint s = 0; s < n_stacks; s++)
     for (guint i = 0; i < n_frames[s]; i++)
       {
@@ -256,7 +182,7 @@ lw_perfmap_name_stacks (LwFrame **stacks, const guint *n_frames, guint n_stacks)
         uintptr_t lookup = i > 0 ? frame->ip - 1 : frame->ip;
         uintptr_t start;
 
-        if (frame->module != NULL || (start = lw_perfmap_exec_start (ranges, lookup)) == 0)
+        if (frame->module != NULL || (start = lw_exec_ranges_start (ranges, lookup)) == 0)
           continue;
         frame->module = LW_JIT_MODULE;
         frame->module_offset = frame->ip - start;

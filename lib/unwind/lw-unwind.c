@@ -26,6 +26,7 @@
 
 #include "lw-build-config.h"
 #include "lw-cfi.h"
+#include "lw-exec-ranges.h"
 #include "lw-modules.h"
 #include "lw-private.h"
 
@@ -47,6 +48,11 @@ static LwLibunwind lw_unw;
 static gboolean    lw_unw_loaded;
 static GError     *lw_unw_error;
 static atomic_bool lw_unw_forgone;  /* never load nor use libunwind (lw_unwind_forgo) */
+
+/* How many records of a frame-pointer chain through generated code whose
+ * word above the saved rbp is no return address (lw_unwind_step_generated)
+ * are passed over before the walk falls back to a scan. */
+#define LW_UNWIND_SKIPPED_LINKS 4
 
 /* How far up from a generated frame's stack pointer a return address into
  * a module is looked for: SpiderMonkey's frames are small, its stack of
@@ -84,6 +90,8 @@ struct _LwUnwinder
   guint64          fde_clock;
   uintptr_t       *sps;         /* the last walk's stack pointer of each frame */
   guint            sps_len;
+  LwExecRanges    *exec_ranges; /* where generated code may lie; NULL: maps unreadable */
+  gint64           exec_read_at;  /* when they were read (monotonic, us); 0: never */
 };
 
 /* The registers of the frame being stepped from. */
@@ -328,6 +336,7 @@ lw_unwinder_free (LwUnwinder *unwinder)
   for (guint i = 0; i < LW_FDE_CACHE_SIZE; i++)
     g_free (unwinder->fdes[i]);
   g_free (unwinder->sps);
+  lw_exec_ranges_free (unwinder->exec_ranges);
   g_free (unwinder);
 }
 
@@ -459,8 +468,39 @@ lw_unwind_step_libunwind (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegSta
   return state->valid & (1u << LW_REG_RIP) ? LW_STEP_OK : LW_STEP_FAIL;
 }
 
+/* How often, at most, the unwinder reads this process's maps again when
+ * an address outside every module lies in none of the executable mappings
+ * it knows: a runtime maps new code as it compiles, and a walk through a
+ * frame whose saved words are no return address would otherwise read the
+ * maps at every sample. */
+#define LW_EXEC_RANGES_REFRESH_US (100 * 1000)
+
+/* Watcher thread. FALSE when @addr, outside every module, is known not to
+ * be code: it lies in no anonymous executable mapping (a heap or stack
+ * pointer that a frame holds where a return address would be). TRUE when
+ * it is in one, or when the maps cannot be read (nothing then says it is
+ * not code). */
+static gboolean
+lw_unwinder_in_generated_code (LwUnwinder *unwinder, uintptr_t addr)
+{
+  gint64 now;
+
+  if (unwinder->exec_ranges != NULL && lw_exec_ranges_start (unwinder->exec_ranges, addr) != 0)
+    return TRUE;
+  now = g_get_monotonic_time ();
+  if (unwinder->exec_read_at == 0 || now - unwinder->exec_read_at >= LW_EXEC_RANGES_REFRESH_US)
+    {
+      lw_exec_ranges_free (unwinder->exec_ranges);
+      unwinder->exec_ranges = lw_exec_ranges_read ();
+      unwinder->exec_read_at = now;
+      if (unwinder->exec_ranges != NULL)
+        return lw_exec_ranges_start (unwinder->exec_ranges, addr) != 0;
+    }
+  return unwinder->exec_ranges == NULL;
+}
+
 /* Watcher thread. TRUE when the instruction that ends just before @ret,
- * an address in a module's code, is a call: e8 rel32, or ff /2 (call
+ * an address in a module's or generated code, is a call: e8 rel32, or ff /2 (call
  * through a register or memory operand: 2, 3, 4, 6 or 7 bytes). Read
  * through the kernel: never a fault. */
 static gboolean
@@ -489,7 +529,13 @@ lw_unwind_follows_call (uintptr_t ret)
  * - by frame pointer, when rbp points into the copy at or above the stack
  *   pointer: [rbp] is the caller's rbp, [rbp + 8] the return address (the
  *   entry trampolines and baseline frames push rbp; the caller's stack
- *   pointer, rbp + 16, is strictly higher, so the walk progresses). A saved
+ *   pointer, rbp + 16, is strictly higher, so the walk progresses). The
+ *   return address must follow a call instruction and, outside every
+ *   module, lie in an anonymous executable mapping. SpiderMonkey links
+ *   records into the chain with a data pointer at [rbp + 8] (a heap
+ *   address, seen under AddressSanitizer's allocator as a frame of its
+ *   own): such a record is no frame, and the walk follows its saved rbp
+ *   to the next record (at most LW_UNWIND_SKIPPED_LINKS of them). A saved
  *   rbp below is kept only as the caller's register value when the caller
  *   is a module's code (CFI takes over there); into more generated code it
  *   is dropped (SpiderMonkey 102's optimized code uses rbp as an ordinary
@@ -502,7 +548,7 @@ lw_unwind_follows_call (uintptr_t ret)
  * The generated code's other callee-saved registers are not known: they
  * are dropped, not guessed. */
 static LwStep
-lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
+lw_unwind_step_generated (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegState *state)
 {
   const uint32_t rsp_bit = 1u << LW_REG_RSP, rbp_bit = 1u << LW_REG_RBP;
   uint64_t sp = state->regs[LW_REG_RSP], fp = state->regs[LW_REG_RBP];
@@ -511,13 +557,16 @@ lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
 
   if (!(state->valid & rsp_bit) || sp < snap->stack_base || sp > end)
     return LW_STEP_FAIL;
-  if ((state->valid & rbp_bit) && (fp & 7) == 0 && fp >= sp && fp < end && end - fp >= 16)
+  for (guint link = 0; link <= LW_UNWIND_SKIPPED_LINKS && (state->valid & rbp_bit) && (fp & 7) == 0
+                      && fp >= sp && fp < end && end - fp >= 16;
+       link++)
     {
       memcpy (&saved_fp, snap->stack + (fp - snap->stack_base), sizeof saved_fp);
       memcpy (&ret, snap->stack + (fp - snap->stack_base) + 8, sizeof ret);
       if (ret == 0)
         return LW_STEP_END;
-      if (lw_modules_is_readable (ret - 1, 1) ? lw_unwind_follows_call (ret) : TRUE)
+      if ((lw_modules_is_readable (ret - 1, 1) || lw_unwinder_in_generated_code (unwinder, ret - 1))
+          && lw_unwind_follows_call (ret))
         {
           state->regs[LW_REG_RIP] = ret;
           state->regs[LW_REG_RSP] = fp + 16;
@@ -527,6 +576,11 @@ lw_unwind_step_generated (const LwSnapshot *snap, LwRegState *state)
             state->valid |= rbp_bit;
           return LW_STEP_OK;
         }
+      /* No return address: a record the runtime links into the chain
+       * with a data word beside it. The chain goes on, upward only. */
+      if (saved_fp <= fp)
+        break;
+      fp = saved_fp;
     }
   for (uint64_t at = (sp + 7) & ~(uint64_t) 7; at < end && end - at >= 8 && at - sp <= LW_UNWIND_SCAN_BYTES;
        at += 8)
@@ -746,7 +800,19 @@ lw_unwinder_walk (LwUnwinder       *unwinder,
           step = lw_unwind_apply_row (&entry->row, &walk, &state);
         }
       else if (!lw_modules_is_readable (lookup_pc, 1))
-        step = lw_unwind_step_generated (snapshot, &state);
+        {
+          /* A return address that is no code at all: the step that gave
+           * it took another word for one (a scan through generated code
+           * can find a stale return address, whose CFI then reads garbage).
+           * The frame is dropped and the walk ends, cut. The first frame's
+           * pc is the one the thread was running: code. */
+          if (n > 1 && !lw_unwinder_in_generated_code (unwinder, lookup_pc))
+            {
+              n--;
+              break;
+            }
+          step = lw_unwind_step_generated (unwinder, snapshot, &state);
+        }
       else
         step = lw_unwind_step_libunwind (unwinder, snapshot, &state,
                                          entry->row.signal_frame ? pc : lookup_pc);

@@ -59,6 +59,27 @@ static const guint8 code_without_frame_pointer[] = {
   0xc3,              /* ret */
 };
 
+/* The same with a second record linked into the rbp chain, as
+ * SpiderMonkey links its frames that call into C++: [rbp] the frame's rbp,
+ * [rbp + 8] a data word (DATA_WORD_AT: patched with a heap address), not a
+ * return address. */
+static const guint8 code_with_data_record[] = {
+  0x55,                                            /* push rbp */
+  0x48, 0x89, 0xe5,                                /* mov rbp, rsp */
+  0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,              /* movabs rax, DATA */
+  0x50,                                            /* push rax */
+  0x55,                                            /* push rbp */
+  0x48, 0x89, 0xe5,                                /* mov rbp, rsp */
+  0x48, 0x89, 0xf0,                                /* mov rax, rsi */
+  0x48, 0x89, 0xd6,                                /* mov rsi, rdx */
+  0xff, 0xd0,                                      /* call rax */
+  0x5d,                                            /* pop rbp */
+  0x58,                                            /* pop rax */
+  0x5d,                                            /* pop rbp */
+  0xc3,                                            /* ret */
+};
+#define DATA_WORD_AT 6
+
 static volatile guint64 sink;
 
 static NOIPA void
@@ -87,6 +108,9 @@ jit_test_thread (gpointer data)
   return NULL;
 }
 
+/* The heap address code_with_data_record keeps in its record. */
+static gpointer data_word;
+
 /* An anonymous executable mapping holding @code. */
 static gpointer
 generate (const guint8 *code, gsize len)
@@ -95,6 +119,8 @@ generate (const guint8 *code, gsize len)
 
   g_assert_true (page != MAP_FAILED);
   memcpy (page, code, len);
+  if (code == code_with_data_record)
+    memcpy ((guint8 *) page + DATA_WORD_AT, &data_word, sizeof data_word);
   g_assert_cmpint (mprotect (page, 4096, PROT_READ | PROT_EXEC), ==, 0);
   return page;
 }
@@ -152,7 +178,13 @@ check_walk (const guint8 *code, gsize len, guint min_generated)
           g_string_append (names, " [generated]");
         }
       else
-        g_string_append_printf (names, " %s", frame.symbol ? frame.symbol : "??");
+        {
+          g_string_append_printf (names, " %s", frame.symbol ? frame.symbol : "??");
+          /* Every other frame is a module's code: no data word read as a
+           * return address. */
+          if (!lw_modules_is_readable (ips[i] - (i > 0), 1))
+            g_error ("frame %u at %#" G_GINTPTR_MODIFIER "x is no code", i, ips[i]);
+        }
       if (g_strcmp0 (frame.symbol, "jit_test_spin") == 0 && spin < 0)
         spin = (gint) i;
       if (g_strcmp0 (frame.symbol, "jit_test_body") == 0 && body < 0)
@@ -186,6 +218,16 @@ static void
 test_walk_without_frame_pointer (void)
 {
   check_walk (code_without_frame_pointer, sizeof code_without_frame_pointer, 1);
+}
+
+/* A record of the chain whose word above the saved rbp is a heap
+ * address: passed over, both generated frames found by frame pointer. */
+static void
+test_walk_data_record (void)
+{
+  data_word = g_malloc (64);
+  check_walk (code_with_data_record, sizeof code_with_data_record, 2);
+  g_free (data_word);
 }
 
 static char *
@@ -402,6 +444,7 @@ main (int argc, char **argv)
   lw_modules_init ();
   g_test_add_func ("/jit/walk/frame-pointer", test_walk_frame_pointer);
   g_test_add_func ("/jit/walk/without-frame-pointer", test_walk_without_frame_pointer);
+  g_test_add_func ("/jit/walk/data-record", test_walk_data_record);
   g_test_add_func ("/jit/perfmap/names", test_perfmap_names);
   g_test_add_func ("/jit/perfmap/untrusted", test_perfmap_untrusted);
   g_test_add_func ("/jit/perfmap/parse", test_perfmap_parse);
