@@ -76,8 +76,8 @@ struct _LagWatchReport
   const char *thread_state;  /* when caught: "running", "sleeping", "disk" */
   const char *syscall;       /* the system call it slept in, or NULL */
   char     *wchan;           /* the kernel wait point, or NULL */
-  char     *fingerprint;     /* hash of the innermost 4 program frames */
-  char     *fingerprint2;    /* hash of the innermost 2 */
+  char     *fingerprint;     /* hash of the innermost program function and the callback */
+  char     *fingerprint2;    /* hash of the innermost program function */
   guint     occurrence;      /* how many lags with this fingerprint so far, this one included */
   LwReportStack *threads;    /* hang: every other thread of the process */
   guint     n_threads;
