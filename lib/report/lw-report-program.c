@@ -61,7 +61,12 @@ typedef struct
   char      *app;          /* its basename */
   gboolean   interpreter;  /* python*, pypy*, gjs*: its script is the program */
   GPtrArray *dirs;         /* of char *: normalized directories, each ending in '/' */
+  GMutex     lock;
+  GHashTable *verdicts;    /* module path -> 1 + is the program's; HOLDS: lock */
 } LwProgramPlaces;
+
+/* The most modules whose verdict is kept: a process maps a few hundred. */
+#define LW_PROGRAM_VERDICTS_MAX 4096
 
 /* Published once, replaced only by lw_report_program_set_executable()
  * (tests): a replaced one is kept, never freed, as another thread may
@@ -221,6 +226,8 @@ lw_places_new (const char *exe, const char *runpath)
   g_autofree char *dir = NULL;
 
   places->dirs = g_ptr_array_new_with_free_func (g_free);
+  g_mutex_init (&places->lock);
+  places->verdicts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   if (exe == NULL || !g_path_is_absolute (exe))
     return places;
   places->exe = lw_path_normalize (exe);
@@ -285,6 +292,8 @@ lw_places_get (void)
         {
           /* Another thread published its answer first: the same one. */
           g_ptr_array_unref (places->dirs);
+          g_hash_table_unref (places->verdicts);
+          g_mutex_clear (&places->lock);
           g_free (places->exe);
           g_free (places->app);
           g_free (places);
@@ -310,21 +319,14 @@ lw_report_program_set_executable (const char *exe, const char *runpath)
   g_atomic_pointer_set (&lw_program_places, lw_places_new (exe, runpath));
 }
 
-/* Any thread. TRUE when @module (an absolute path) is the program's
- * executable or lies in one of its own directories. */
+/* Any thread. lw_report_module_is_program() without the cache. */
 static gboolean
-lw_report_module_is_program (const char *module)
+lw_report_module_is_program_uncached (const LwProgramPlaces *places,
+                                      const char            *module)
 {
-  const LwProgramPlaces *places;
-  g_autofree char *path = NULL;
+  g_autofree char *path = lw_path_normalize (module);
   gsize prefix;
 
-  if (module == NULL || !g_path_is_absolute (module))
-    return FALSE;
-  places = lw_places_get ();
-  if (places->exe == NULL || places->interpreter)
-    return FALSE;
-  path = lw_path_normalize (module);
   if (g_str_equal (path, places->exe))
     return TRUE;
   for (guint i = 0; i < places->dirs->len; i++)
@@ -339,6 +341,35 @@ lw_report_module_is_program (const char *module)
       return strncmp (path + prefix, places->app, len) == 0 && path[prefix + len] == '/';
     }
   return FALSE;
+}
+
+/* Any thread, normal context. TRUE when @module (an absolute path) is the
+ * program's executable or lies in one of its own directories. The
+ * verdict is kept per module: a report asks about the same few modules
+ * hundreds of times. */
+static gboolean
+lw_report_module_is_program (const char *module)
+{
+  LwProgramPlaces *places;
+  gpointer known;
+  gboolean program;
+
+  if (module == NULL || !g_path_is_absolute (module))
+    return FALSE;
+  places = (LwProgramPlaces *) lw_places_get ();
+  if (places->exe == NULL || places->interpreter)
+    return FALSE;
+  g_mutex_lock (&places->lock);
+  known = g_hash_table_lookup (places->verdicts, module);
+  g_mutex_unlock (&places->lock);
+  if (known != NULL)
+    return GPOINTER_TO_INT (known) - 1;
+  program = lw_report_module_is_program_uncached (places, module);
+  g_mutex_lock (&places->lock);
+  if (g_hash_table_size (places->verdicts) < LW_PROGRAM_VERDICTS_MAX)
+    g_hash_table_insert (places->verdicts, g_strdup (module), GINT_TO_POINTER (1 + program));
+  g_mutex_unlock (&places->lock);
+  return program;
 }
 
 /* Any thread. TRUE when the interpreted frame @frame (lang set) runs the
