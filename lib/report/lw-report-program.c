@@ -496,7 +496,7 @@ lw_report_name_start (const char *name)
 
 /* Any thread. */
 gboolean
-lw_report_frame_is_program (const LwFrame *frame)
+lw_report_frame_is_machinery (const LwFrame *frame)
 {
   static const char *const modules[] = {
     "libstdc++.so", "libc++.so", "libc++abi.so", "libgcc_s.so",
@@ -510,11 +510,7 @@ lw_report_frame_is_program (const LwFrame *frame)
   };
   const char *base;
 
-  /* Code in an interpreted language: by its file, whatever it is called
-   * ("python3_tools.py") or its function ("PyLoader.run"). */
   if (frame->lang != NULL)
-    return lw_report_script_is_program (frame);
-  if (lw_report_frame_is_platform (frame))
     return FALSE;
   if (frame->module != NULL)
     {
@@ -522,7 +518,7 @@ lw_report_frame_is_program (const LwFrame *frame)
       base = base != NULL ? base + 1 : frame->module;
       for (gsize i = 0; i < G_N_ELEMENTS (modules); i++)
         if (g_str_has_prefix (base, modules[i]))
-          return FALSE;
+          return TRUE;
     }
   if (frame->symbol != NULL)
     {
@@ -534,9 +530,22 @@ lw_report_frame_is_program (const LwFrame *frame)
             /* "Py" only as the C API's "PyObject_Call": not "Python_app". */
             if (g_str_equal (functions[i], "Py") && !g_ascii_isupper (name[2]))
               continue;
-            return FALSE;
+            return TRUE;
           }
     }
+  return FALSE;
+}
+
+/* Any thread. */
+gboolean
+lw_report_frame_is_program (const LwFrame *frame)
+{
+  /* Code in an interpreted language: by its file, whatever it is called
+   * ("python3_tools.py") or its function ("PyLoader.run"). */
+  if (frame->lang != NULL)
+    return lw_report_script_is_program (frame);
+  if (lw_report_frame_is_platform (frame) || lw_report_frame_is_machinery (frame))
+    return FALSE;
   return lw_report_module_is_program (frame->module);
 }
 

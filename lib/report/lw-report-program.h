@@ -25,6 +25,15 @@ void lw_report_program_set_executable (const char *exe,
  * platform every lag passes through, whatever the program. */
 gboolean lw_report_frame_is_platform (const LwFrame *frame);
 
+/* Any thread. TRUE for a native frame of the C++ runtime and standard
+ * library (libstdc++, libc++, libgcc_s; std::, __gnu_cxx::, __cxxabiv1::
+ * functions even inlined into the program) or of an interpreter's or a
+ * binding's machinery (libpython, python3, _Py and Py C-API functions,
+ * libmozjs, libgjs, libffi, libgirepository, PyGObject's _gi): never the
+ * program's, and, in an interpreted stack, the frames between the
+ * language's own. */
+gboolean lw_report_frame_is_machinery (const LwFrame *frame);
+
 /* Any thread, normal context (the first call reads the executable's
  * RUNPATH). TRUE for a frame of the program's own code: native code of
  * its executable and of the libraries it ships itself (in its own

@@ -136,10 +136,11 @@ def frame_place(frame: Json) -> str | None:
 def frame_is_program(frame: Json) -> bool:
     """Whether FRAME is the program's, as the library says.
 
-    The rule (the platform's modules, the C++ runtime, an interpreter's
-    machinery are not the program; in a stack with frames of an
-    interpreted language only those are) lives in the library alone
-    (lw_report_frame_is_program_in() in lib/report/lw-report.c), whose JSON writer
+    The rule (the program is its executable and the libraries it ships;
+    the system's libraries, the C++ runtime, an interpreter's machinery
+    and standard library are not; in a stack with frames of an interpreted
+    language only those can be) lives in the library alone
+    (lw_report_frame_is_program_in() in lib/report/lw-report-program.c), whose JSON writer
     gives its verdict in every frame ("is_program"): this tool keeps no copy
     of it, so the two cannot drift apart. A frame that does not say (a
     record from another writer) counts as the program's: its cause is
