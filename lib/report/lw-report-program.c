@@ -669,12 +669,47 @@ lw_report_hash (GPtrArray *key)
   return g_strdup_printf ("%016" G_GINT64_MODIFIER "x", h);
 }
 
+/* Any thread. TRUE for a frame of GLib, GObject or GIO: the loop, and
+ * the signal emissions and callbacks that call the program. */
+static gboolean
+lw_report_frame_is_glib (const LwFrame *frame)
+{
+  static const char *const glib[] = { "libglib-2.0.so", "libgobject-2.0.so", "libgio-2.0.so" };
+  const char *base = frame->module != NULL ? strrchr (frame->module, '/') : NULL;
+
+  base = base != NULL ? base + 1 : frame->module;
+  for (gsize i = 0; base != NULL && i < G_N_ELEMENTS (glib); i++)
+    if (g_str_has_prefix (base, glib[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* Any thread. The callback that ran the lag, on @frames: the outermost
+ * named program frame inside the outermost GLib frame (main() runs the
+ * loop, which calls the callback), or NULL. */
+static const LwFrame *
+lw_report_callback_frame (const LwFrame *frames, guint n_frames)
+{
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
+  gboolean in_loop = FALSE;
+
+  for (guint i = n_frames; i-- > 0;)
+    {
+      if (lw_report_frame_is_glib (&frames[i]))
+        in_loop = TRUE;
+      else if (in_loop && frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
+        return &frames[i];
+    }
+  return NULL;
+}
+
 /* Reporting thread. */
 void
 lw_report_compute_fingerprints (LagWatchReport *report)
 {
   g_autoptr(GPtrArray) key = g_ptr_array_new_with_free_func (g_free);
   const LwFrame *program = lw_report_program_frame (report->frames, report->n_frames);
+  const LwFrame *callback = lw_report_callback_frame (report->frames, report->n_frames);
 
   g_free (report->fingerprint);
   g_free (report->fingerprint2);
@@ -692,9 +727,13 @@ lw_report_compute_fingerprints (LagWatchReport *report)
     }
   report->fingerprint2 = lw_report_hash (key);
   /* The callback: one program function run by two callbacks is two
-   * causes. */
-  g_ptr_array_add (key, g_strdup_printf ("callback %s", report->source_callback != NULL
-                                                          ? report->source_callback : ""));
+   * causes. The stack's callback frame names it for a named source as
+   * for an unnamed one; the source's callback when the stack has none. */
+  if (callback != NULL)
+    g_ptr_array_add (key, g_strconcat ("callback ", callback->symbol, NULL));
+  else
+    g_ptr_array_add (key, g_strconcat ("callback ", report->source_callback != NULL
+                                                      ? report->source_callback : "", NULL));
   report->fingerprint = lw_report_hash (key);
 }
 

@@ -85,8 +85,9 @@ void lw_report_choose_cause_stack (LagWatchReport *report);
 /* Reporting thread. Computes the fingerprints from the report's stack
  * and callback: fingerprint2 keys on the innermost program frame's
  * function ("module-basename!function", never an address or a line);
- * fingerprint on that and the source's callback. Without a program frame,
- * on the innermost four named frames. */
+ * fingerprint on that and the callback that ran it (the outermost program
+ * frame inside GLib's, else the source's callback). Without a program
+ * frame, on the innermost four named frames. */
 void lw_report_compute_fingerprints (LagWatchReport *report);
 
 G_END_DECLS

@@ -199,9 +199,10 @@ fill_frames (LwFrame **frames, guint *n_frames, const Frame *from, guint n)
 #define GLIB "/lib/x86_64-linux-gnu/libglib-2.0.so.0"
 
 /* A report whose stack is @leaf under the program's churn(), run by
- * @callback. */
+ * @callback, from an unnamed source (its callback recorded) or, with
+ * @source, a source of that name (its callback only on the stack). */
 static LagWatchReport *
-leaf_report (const char *leaf_module, const char *leaf, const char *callback)
+leaf_report (const char *leaf_module, const char *leaf, const char *callback, const char *source)
 {
   LagWatchReport *report = lw_report_new ();
   const Frame frames[] = {
@@ -213,7 +214,10 @@ leaf_report (const char *leaf_module, const char *leaf, const char *callback)
   };
 
   fill_frames (&report->frames, &report->n_frames, frames, G_N_ELEMENTS (frames));
-  report->source_callback = g_strdup (callback);
+  if (source != NULL)
+    report->source = g_strdup (source);
+  else
+    report->source_callback = g_strdup (callback);
   lw_report_compute_fingerprints (report);
   return report;
 }
@@ -233,10 +237,10 @@ test_fingerprint_leaves (void)
   LagWatchReport *first, *other;
 
   lw_report_program_set_executable (APP, "");
-  first = leaf_report (leaves[0][0], leaves[0][1], "on_tick");
+  first = leaf_report (leaves[0][0], leaves[0][1], "on_tick", NULL);
   for (gsize i = 1; i < G_N_ELEMENTS (leaves); i++)
     {
-      LagWatchReport *report = leaf_report (leaves[i][0], leaves[i][1], "on_tick");
+      LagWatchReport *report = leaf_report (leaves[i][0], leaves[i][1], "on_tick", i % 2 ? "ticker" : NULL);
 
       g_test_message ("leaf %s: %s", leaves[i][1], report->fingerprint);
       g_assert_cmpstr (report->fingerprint, ==, first->fingerprint);
@@ -244,7 +248,12 @@ test_fingerprint_leaves (void)
       g_assert_cmpstr (lw_report_program_frame (report->frames, report->n_frames)->symbol, ==, "churn");
       lagwatch_report_unref (report);
     }
-  other = leaf_report (leaves[0][0], leaves[0][1], "on_idle");
+  other = leaf_report (leaves[0][0], leaves[0][1], "on_idle", NULL);
+  g_assert_cmpstr (other->fingerprint, !=, first->fingerprint);
+  g_assert_cmpstr (other->fingerprint2, ==, first->fingerprint2);
+  lagwatch_report_unref (other);
+  /* Named sources: the callback is on the stack. */
+  other = leaf_report (leaves[0][0], leaves[0][1], "on_idle", "ticker");
   g_assert_cmpstr (other->fingerprint, !=, first->fingerprint);
   g_assert_cmpstr (other->fingerprint2, ==, first->fingerprint2);
   lagwatch_report_unref (other);
