@@ -61,12 +61,12 @@ struct _LagWatchReport
   char     *stack_method;    /* "signal", "proc" (taken while the thread slept), or NULL */
   char     *stack_error;     /* why the stack is missing or short, or NULL */
   gboolean  stack_truncated; /* stopped at the frame limit or the end of the copy */
-  LwFrame  *frames;          /* the heaviest stack */
+  LwFrame  *frames;          /* the stack that names the cause (lw_report_choose_cause_stack()) */
   guint     n_frames;
 
   const char *event;         /* "lag" or "hang" (static strings) */
   guint     n_samples;       /* stacks taken during the lag */
-  LwReportStack *stacks;     /* distinct stacks, heaviest first, capped */
+  LwReportStack *stacks;     /* distinct stacks, heaviest first but frames' first, capped */
   guint     n_stacks;
   char     *source;          /* name of the GSource being dispatched when caught, or NULL */
   gboolean  source_known;    /* FALSE: which source could not be known */
