@@ -148,14 +148,23 @@ class DetailedGrouping(Grouping):
         super().add_record(record, host, program)
         if self.records == counted:
             return
-        if record.get("event") == "hang-killed":
+        event = record.get("event")
+        if event == "hang-killed":
             record = record["hang"]
         duration = float(record["duration_ms"])
         interval = sampling_interval(record, duration)
         heaviest = placed_frames(record.get("stack") or [])
-        stacks = placed_stacks(record, heaviest)
         fingerprint = record.get("fingerprint")
-        if record.get("event") != "hang":
+        if event == "hang":
+            # Grouping reads no samples of a hang record (the lag or the
+            # hang-killed record that follows has them): its stacks are
+            # shown only when well formed.
+            try:
+                stacks = placed_stacks(record, heaviest)
+            except (AttributeError, TypeError, KeyError, ValueError):
+                stacks = []
+        else:
+            stacks = placed_stacks(record, heaviest)
             self.weigh(fingerprint, stacks, interval or 0.0, heaviest)
         if self.timeline is None or len(self.timeline) == placed:
             return   # a record without its time: in its cause, not on its own

@@ -139,6 +139,20 @@ class SpeedscopeTest(unittest.TestCase):
                            record(CAUSE_A, 6000.0, "2026-11-21T10:00:00.000Z", a, lag_id="100-1")])["profiles"]
         self.assertEqual([p["name"].split(" in ")[0] for p in profiles[1:]], ["editor: 6000.0 ms lag"])
 
+    def test_a_killed_hang_weighs_its_samples(self) -> None:
+        a = cause_stack("save")
+        hang = record(CAUSE_A, 2000.0, "2026-11-21T10:00:00.000Z", a, event="hang", samples=20, caught_ms=100.0)
+        merged = export([{"event": "hang-killed", "previous_pid": 100, "hang": hang}])["profiles"][0]
+        self.assertEqual(merged["weights"], [1900.0])
+
+    def test_a_hang_with_malformed_stacks(self) -> None:
+        """Grouping does not read a hang record's samples: malformed ones
+        leave the hang without stacks, not the export without an answer."""
+        hang = record(CAUSE_A, 2000.0, "2026-11-21T10:00:00.000Z", cause_stack("save"), event="hang",
+                      stacks=[{"samples": 1, "stack": None}, 5])
+        profiles = export([hang])["profiles"]
+        self.assertEqual(len(profiles), 1)
+
 
 class SpansTest(unittest.TestCase):
     def test_summary_cut_where_the_next_call_begins(self) -> None:
