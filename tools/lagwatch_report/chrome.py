@@ -108,6 +108,8 @@ def write_chrome(out: TextIO, grouping: Grouping, causes: list[Cause], names: Na
             arguments = {"id": lag.lag_id, "fingerprint": lag.fingerprint, "duration_ms": lag.duration_ms,
                          "source": source, "callback": detail.callback, "where": lag_where(detail),
                          "phase": lag.phase, "kind": lag.kind, "program": lag.program}
+            if detail.calls:
+                arguments["calls"] = "exact (traced)" if detail.calls_exact else "from the samples"
             if moved:
                 arguments["start_moved_us"] = moved
             events.append({"name": labels.get(lag.fingerprint, "?"), "cat": "lagwatch," + lag.kind, "ph": "X",

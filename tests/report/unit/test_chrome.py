@@ -99,6 +99,7 @@ class ChromeTest(unittest.TestCase):
                                   ("render_handler", 0, 1000000), ("render_middle", 100000, 400000),
                                   ("render_leaf", 120000, 300000), ("render_middle", 500000, 480000)])
         self.assertEqual({e["args"].get("lag") for e in events if e.get("cat") == "lagwatch,call"}, {"100-2"})
+        self.assertEqual(events[2]["args"]["calls"], "from the samples")
 
     def test_calls_of_a_moved_lag_stay_inside_it(self) -> None:
         a = cause_stack("save")
