@@ -65,6 +65,10 @@ typedef struct
   GHashTable *verdicts;    /* module path -> 1 + is the program's; HOLDS: lock */
 } LwProgramPlaces;
 
+/* What /proc's link to a file removed or replaced since it was opened
+ * ends with. */
+#define LW_DELETED " (deleted)"
+
 /* The most modules whose verdict is kept: a process maps a few hundred. */
 #define LW_PROGRAM_VERDICTS_MAX 4096
 
@@ -216,6 +220,33 @@ lw_read_runpath (const char *path)
   return found != NULL ? g_string_free (found, FALSE) : NULL;
 }
 
+/* Any thread. The RUNPATH entry @entry with "$ORIGIN" and "${ORIGIN}"
+ * replaced by @origin, a few times at most: an @origin holding "$ORIGIN"
+ * would otherwise be replaced forever. */
+static char *
+lw_expand_origin (const char *entry, const char *origin)
+{
+  char *expanded = g_strdup (entry);
+
+  for (guint tokens = 0; tokens < 8; tokens++)
+    {
+      const char *token = strstr (expanded, "$ORIGIN");
+      gsize at, len;
+      char *next;
+
+      if (token == NULL)
+        token = strstr (expanded, "${ORIGIN}");
+      if (token == NULL)
+        break;
+      at = (gsize) (token - expanded);
+      len = token[1] == '{' ? strlen ("${ORIGIN}") : strlen ("$ORIGIN");
+      next = g_strdup_printf ("%.*s%s%s", (int) at, expanded, origin, expanded + at + len);
+      g_free (expanded);
+      expanded = next;
+    }
+  return expanded;
+}
+
 /* Any thread. The places of the program at @exe (absolute), whose
  * DT_RUNPATH/DT_RPATH is @runpath (NULL: none). */
 static LwProgramPlaces *
@@ -231,6 +262,10 @@ lw_places_new (const char *exe, const char *runpath)
   if (exe == NULL || !g_path_is_absolute (exe))
     return places;
   places->exe = lw_path_normalize (exe);
+  /* An executable replaced on disk while it runs (a package upgrade):
+   * the loader's name for it keeps the suffix, its place is the same. */
+  if (g_str_has_suffix (places->exe, LW_DELETED))
+    places->exe[strlen (places->exe) - strlen (LW_DELETED)] = '\0';
   places->app = g_path_get_basename (places->exe);
   for (gsize i = 0; i < G_N_ELEMENTS (interpreters); i++)
     if (g_str_has_prefix (places->app, interpreters[i]))
@@ -250,17 +285,7 @@ lw_places_new (const char *exe, const char *runpath)
 
           if (entries[i][0] == '\0')
             continue;
-          expanded = g_strdup (entries[i]);
-          for (const char *token = NULL; (token = strstr (expanded, "$ORIGIN")) != NULL
-                                         || (token = strstr (expanded, "${ORIGIN}")) != NULL;)
-            {
-              gsize at = (gsize) (token - expanded);
-              gsize len = token[1] == '{' ? strlen ("${ORIGIN}") : strlen ("$ORIGIN");
-              char *next = g_strdup_printf ("%.*s%s%s", (int) at, expanded, dir, expanded + at + len);
-
-              g_free (expanded);
-              expanded = next;
-            }
+          expanded = lw_expand_origin (entries[i], dir);
           lw_places_add_dir (places, expanded);
           /* The loader names a library by the path it found it under; a
            * directory reached through a symbolic link is added both ways. */
@@ -284,10 +309,12 @@ lw_places_get (void)
     {
       g_autofree char *link = g_strconcat (lw_proc_self (), "/exe", NULL);
       g_autofree char *runpath = lw_read_runpath (link);
-      char *exe = realpath (link, NULL);
+      char *real = realpath (link, NULL);
+      /* realpath() fails on a deleted executable; the link still names it. */
+      g_autofree char *exe = real != NULL ? g_strdup (real) : g_file_read_link (link, NULL);
 
+      free (real);
       places = lw_places_new (exe, runpath);
-      free (exe);
       if (!g_atomic_pointer_compare_and_exchange (&lw_program_places, NULL, places))
         {
           /* Another thread published its answer first: the same one. */
@@ -327,6 +354,8 @@ lw_report_module_is_program_uncached (const LwProgramPlaces *places,
   g_autofree char *path = lw_path_normalize (module);
   gsize prefix;
 
+  if (g_str_has_suffix (path, LW_DELETED))
+    path[strlen (path) - strlen (LW_DELETED)] = '\0';
   if (g_str_equal (path, places->exe))
     return TRUE;
   for (guint i = 0; i < places->dirs->len; i++)

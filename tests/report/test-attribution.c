@@ -79,11 +79,13 @@ test_rule_native (void)
     { "/opt/editor/bin/editor", "std::vector<int, std::allocator<int> >::push_back(int const&)", NULL, NULL, FALSE },
     { "/opt/editor/lib/editor/libglib-2.0.so.0", "g_main_context_dispatch", NULL, NULL, FALSE },
     { "[vdso]", "__vdso_clock_gettime", NULL, NULL, FALSE },
+    /* Replaced on disk while it runs. */
+    { "/opt/editor/bin/editor (deleted)", "main", NULL, NULL, TRUE },
     { NULL, NULL, NULL, NULL, FALSE },
   };
 
   lw_report_program_set_executable ("/opt/editor/bin/editor",
-                                    "$ORIGIN/../lib/editor:" SYSLIB ":relative/dir");
+                                    "$ORIGIN/../lib/editor:" SYSLIB ":relative/dir:${ORIGIN}/$ORIGIN");
   check_cases (cases, G_N_ELEMENTS (cases));
   lw_report_program_set_executable (NULL, NULL);
 }
@@ -95,6 +97,7 @@ test_rule_system_dir (void)
   static const Case cases[] = {
     { "/usr/bin/gnome-system-monitor", "cb_update_tree", NULL, NULL, TRUE },
     { "/usr/bin/gnome-calculator", "main", NULL, NULL, FALSE },
+    { "/usr/bin/gnome-system-monitor (deleted)", "cb_update_tree", NULL, NULL, TRUE },
     { SYSLIB "gnome-system-monitor/libgsm.so", "gsm_x", NULL, NULL, TRUE },
     { SYSLIB "libgtop-2.0.so.11", "glibtop_get_proc_state", NULL, NULL, FALSE },
   };
