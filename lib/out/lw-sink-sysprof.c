@@ -11,6 +11,7 @@
 
 #include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-perfmap.h"
 #include "lw-private.h"
 #include "lw-report.h"
 #include "lw-report-program.h"
@@ -84,6 +85,11 @@ lw_sysprof_mark (LagWatchReport *report)
  * first time a sample holds it, with its name, "function (file:line)", and
  * keeps it for the rest of the capture.
  *
+ * Generated code (lw-perfmap.h) lies in anonymous mappings, which the
+ * capture does not map: a frame lagwatch named from the runtime's perf map
+ * gets a JITMAP address the same way, one per name (the code of one
+ * function has many addresses).
+ *
  * Samples of a sleeping thread. Sysprof's own samples are CPU samples:
  * perf samples a thread only while it runs, and a stack taken in the
  * kernel starts with perf's context marks, PERF_CONTEXT_KERNEL then the
@@ -107,6 +113,7 @@ typedef struct
   LwFdId                 fd_id;     /* what fd was when opened (lw-fd.h) */
   gboolean               fd_lost;   /* the program took fd over: the capture ends there */
   GHashTable            *jit_addresses;  /* interpreted frame's tag -> its JITMAP address */
+  GHashTable            *jit_names;      /* generated code's name -> its JITMAP address */
   SysprofCaptureAddress  asleep_address; /* the "[sleeping]" frame's JITMAP address, 0 until needed */
 } LwSyscap;
 
@@ -203,6 +210,7 @@ lw_syscap_open (int fd, const char *path, GError **error)
   capture->path = g_strdup (path);
   capture->fd = fd;
   capture->jit_addresses = g_hash_table_new (NULL, NULL);
+  capture->jit_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   lw_fd_id_take (fd, &capture->fd_id);
   cmdline = lw_syscap_cmdline ();
   sysprof_capture_writer_add_process (capture->writer, now, -1, pid, cmdline);
@@ -256,24 +264,36 @@ lw_syscap_jit_name (const LwFrame *frame)
 }
 
 /* Sinks' thread. The address @frame has in the capture: its own for native
- * code; for an interpreted frame, its JITMAP address, given (and its name
- * written) the first time. 0 when the writer failed. */
+ * code in a module (and for generated code without a name); for an
+ * interpreted frame, or named generated code, its JITMAP address, given
+ * (and its name written) the first time. 0 when the writer failed. */
 static SysprofCaptureAddress
 lw_syscap_frame_address (LwSyscap *capture, const LwFrame *frame)
 {
+  gboolean interpreted = frame->lang != NULL || lw_lang_frame_is (frame->ip);
   gpointer known;
-  g_autofree char *name = NULL;
+  char *name;
   SysprofCaptureAddress address;
 
-  if (frame->lang == NULL && !lw_lang_frame_is (frame->ip))
+  if (interpreted)
+    known = g_hash_table_lookup (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip));
+  else if (frame->symbol != NULL && g_strcmp0 (frame->module, LW_JIT_MODULE) == 0)
+    known = g_hash_table_lookup (capture->jit_names, frame->symbol);
+  else
     return frame->ip;
-  known = g_hash_table_lookup (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip));
   if (known != NULL)
     return (SysprofCaptureAddress) GPOINTER_TO_SIZE (known);
-  name = lw_syscap_jit_name (frame);
+  name = interpreted ? lw_syscap_jit_name (frame) : g_strdup (frame->symbol);
   address = sysprof_capture_writer_add_jitmap (capture->writer, name);
-  if (address != 0)
-    g_hash_table_insert (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip), GSIZE_TO_POINTER (address));
+  if (address == 0)
+    g_free (name);
+  else if (interpreted)
+    {
+      g_hash_table_insert (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip), GSIZE_TO_POINTER (address));
+      g_free (name);
+    }
+  else
+    g_hash_table_insert (capture->jit_names, name, GSIZE_TO_POINTER (address));
   return address;
 }
 
@@ -370,6 +390,7 @@ lw_syscap_close (LwSyscap *capture)
       g_mutex_unlock (&lw_syscap_abandoned_lock);
     }
   g_hash_table_unref (capture->jit_addresses);
+  g_hash_table_unref (capture->jit_names);
   g_free (capture->path);
   g_free (capture);
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-sysprof-test.sh READ_SYSCAP RESOLVE_SYSCAP LAG_EXAMPLE LAUNCHER PYTHON_LAGGER PYTHON_LAGS:
+# run-sysprof-test.sh READ_SYSCAP RESOLVE_SYSCAP WRITE_SYSCAP LAG_EXAMPLE LAUNCHER PYTHON_LAGGER PYTHON_LAGS:
 # lagwatch for Sysprof, read back with Sysprof's own reader (read-syscap,
 # linked with libsysprof-capture) and named with Sysprof's own symbol
 # resolution (resolve-syscap: libsysprof-6's document loader, else
@@ -20,6 +20,10 @@
 #    are ones that entered the kernel (Sysprof's context marks: listed with
 #    a context switch, "[sleeping]" under the kernel context), the CPU
 #    lag's are not.
+#    A made-up lag written by the sink (write-syscap), named the same way:
+#    an interpreted frame, generated code named by a perf map (one JITMAP
+#    address for two addresses of its code), a native frame; its sleeping
+#    sample in the kernel with "[sleeping]", its CPU samples not.
 # 2. Under sysprof-cli itself (Sysprof's recorder, which hands the program
 #    SYSPROF_CONTROL_FD): every lag is a mark of group "lagwatch" in the
 #    capture Sysprof wrote. Skipped when sysprof-cli is not installed.
@@ -28,10 +32,11 @@
 set -u
 read_syscap=$1
 resolve_syscap=$2
-lag_example=$3
-launcher=$4
-python_lagger=$5
-python_lags=$6
+write_syscap=$3
+lag_example=$4
+launcher=$5
+python_lagger=$6
+python_lags=$7
 deadline_s=120
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lagwatch-sysprof-test.XXXXXX")
@@ -42,7 +47,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "1..8"
+echo "1..9"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; }
@@ -229,16 +234,68 @@ else
   ok "# SKIP /usr/bin/python3 has no gi (package python3-gi)"
 fi
 
+# A made-up lag, every kind of frame the sink maps (see write-syscap.c).
+"$write_syscap" "$tmp/made-up.syscap" > "$tmp/made-up.txt" 2> "$tmp/made-up.err"
+"$read_syscap" "$tmp/made-up.syscap" >> "$tmp/made-up.txt" 2>&1
+DEBUGINFOD_URLS= "$resolve_syscap" "$tmp/made-up.syscap" > "$tmp/made-up.resolved" 2>> "$tmp/made-up.err"
+if python3 - "$tmp/made-up.txt" "$tmp/made-up.resolved" > "$tmp/made-up.check" 2>&1 <<'PY'
+import sys
+written, resolved = sys.argv[1], sys.argv[2]
+times, addrs = {}, []
+for line in open(written):
+    f = line.split()
+    if f[0] == "time":
+        times[int(f[2])] = int(f[1])
+    elif f[0] == "sample":
+        addrs.append([int(a, 16) for a in f[5:]])
+reader = open(resolved).readline().split()[1]
+samples, sample = {}, None
+for line in open(resolved):
+    if line.startswith("sample "):
+        f = line.split()
+        sample = samples.setdefault(times.get(int(f[2])), {"context": f[3], "names": []})
+    elif line.startswith("  ") and sample is not None:
+        sample["names"].append(line.strip())
+if sorted(k for k in samples if k) != [1, 2, 3]:
+    sys.exit("the samples read back are not the 3 written: %s" % sorted(samples, key=str))
+interpreted_jit = ["handler (/app/app.py:12)", "jit_leaf", "main (/app/app.py:40)"]
+native = "write_syscap_native_leaf"
+first, asleep, third = samples[1], samples[2], samples[3]
+def leaf_ok(names):
+    # The jitmap reader has no ELF resolution: the native leaf stays an address.
+    return names[0] == native if reader != "jitmap" else names[0].startswith("0x")
+if first["context"] != "user" or first["names"][1:4] != interpreted_jit or not leaf_ok(first["names"]):
+    sys.exit("CPU sample 1: %s %s" % (first["context"], first["names"]))
+if (asleep["context"] != "kernel" or asleep["names"][0].lower() != "- - kernel - -"
+        or asleep["names"][1] != "[sleeping]" or asleep["names"][3:6] != interpreted_jit
+        or not leaf_ok(asleep["names"][2:])):
+    sys.exit("sleeping sample 2: %s %s" % (asleep["context"], asleep["names"]))
+if third["context"] != "user" or third["names"] != ["jit_leaf"]:
+    sys.exit("CPU sample 3: %s %s" % (third["context"], third["names"]))
+# One JITMAP address for the two addresses of jit_leaf's code.
+if addrs[0][2] != addrs[2][0]:
+    sys.exit("jit_leaf has two addresses in the capture: %x, %x" % (addrs[0][2], addrs[2][0]))
+print("# %s: %s / %s / %s" % (reader, " <- ".join(first["names"]), " <- ".join(asleep["names"]),
+                              " <- ".join(third["names"])))
+PY
+then
+  ok "a made-up lag's frames as Sysprof names them: native, Python, generated code; its sleeping sample in the kernel"
+  sed 's/^/# /' "$tmp/made-up.check"
+else
+  fail "a made-up lag's frames as Sysprof names them: native, Python, generated code; its sleeping sample in the kernel"
+  sed 's/^/# /' "$tmp/made-up.check" "$tmp/made-up.err"
+fi
+
 # 2. Under Sysprof's recorder.
 if ! command -v sysprof-cli > /dev/null; then
-  echo "ok 8 # SKIP sysprof-cli is not installed (Debian package sysprof)"
+  echo "ok 9 # SKIP sysprof-cli is not installed (Debian package sysprof)"
   exit 0
 fi
 # From Sysprof 48 on, sysprof-cli records through sysprofd on the system
 # bus, even with --no-perf; without one it writes an empty capture.
 sysprof_major=$(sysprof-cli --version 2>/dev/null | sed -n 's/^[^0-9]*\([0-9][0-9]*\)\..*/\1/p' | head -n 1)
 if [ "${sysprof_major:-0}" -ge 48 ] && [ ! -S /run/dbus/system_bus_socket ]; then
-  echo "ok 8 # SKIP sysprof-cli $sysprof_major records through sysprofd on the system bus, and there is none here (/run/dbus/system_bus_socket)"
+  echo "ok 9 # SKIP sysprof-cli $sysprof_major records through sysprofd on the system bus, and there is none here (/run/dbus/system_bus_socket)"
   exit 0
 fi
 LAGWATCH_OUTPUT="json:$tmp/recorded.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
