@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-sysprof-test.sh READ_SYSCAP RESOLVE_SYSCAP WRITE_SYSCAP LAG_EXAMPLE LAUNCHER PYTHON_LAGGER PYTHON_LAGS:
+# run-sysprof-test.sh READ_SYSCAP RESOLVE_SYSCAP WRITE_SYSCAP LAG_EXAMPLE LAUNCHER PYTHON_LAGGER PYTHON_LAGS GJS_LAGGER:
 # lagwatch for Sysprof, read back with Sysprof's own reader (read-syscap,
 # linked with libsysprof-capture) and named with Sysprof's own symbol
 # resolution (resolve-syscap: libsysprof-6's document loader, else
@@ -19,7 +19,8 @@
 #    tag of lagwatch's is left as an address; the sleeping lag's samples
 #    are ones that entered the kernel (Sysprof's context marks: listed with
 #    a context switch, "[sleeping]" under the kernel context), the CPU
-#    lag's are not.
+#    lag's are not. A GJS program's lag: Sysprof names its JavaScript
+#    handler the same way.
 #    A made-up lag written by the sink (write-syscap), named the same way:
 #    an interpreted frame, generated code named by a perf map (one JITMAP
 #    address for two addresses of its code), a native frame; its sleeping
@@ -37,6 +38,7 @@ lag_example=$4
 launcher=$5
 python_lagger=$6
 python_lags=$7
+gjs_lagger=$8
 deadline_s=120
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lagwatch-sysprof-test.XXXXXX")
@@ -47,7 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "1..9"
+echo "1..10"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; }
@@ -234,6 +236,25 @@ else
   ok "# SKIP /usr/bin/python3 has no gi (package python3-gi)"
 fi
 
+# A JavaScript lag: jsSlowHandler spins in JavaScript, called from GLib.
+if command -v gjs > /dev/null; then
+  env -u LAGWATCH_OUTPUT ${LW_ASAN_RUNTIME:+LD_PRELOAD=$LW_ASAN_RUNTIME} \
+    ${LW_ASAN_RUNTIME:+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0} \
+    LW_TEST_REPORT_FILE="$tmp/js.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
+    "$launcher" --output "syscap:$tmp/js.syscap,json:$tmp/js.jsonl" -- gjs "$gjs_lagger" > /dev/null 2> "$tmp/js.err"
+  DEBUGINFOD_URLS= "$resolve_syscap" "$tmp/js.syscap" > "$tmp/js.resolved" 2>> "$tmp/js.err"
+  named=$(grep -E '^  jsSlowHandler \(.*/loop-run\.js:[0-9]+\)$' "$tmp/js.resolved" | head -n 1 | sed "s/^ *//")
+  if [ -n "$named" ]; then
+    ok "Sysprof ($(sed -n '1s/^reader //p' "$tmp/js.resolved")) names a JavaScript handler through JITMAP records: $named"
+  else
+    fail "Sysprof names a JavaScript handler through JITMAP records"
+    grep -v '^sample' "$tmp/js.resolved" | sort | uniq -c | sort -rn | head -n 12 | sed 's/^/# /'
+    sed 's/^/# /' "$tmp/js.err" | tail -n 10
+  fi
+else
+  ok "# SKIP gjs is not installed (Debian package gjs)"
+fi
+
 # A made-up lag, every kind of frame the sink maps (see write-syscap.c).
 "$write_syscap" "$tmp/made-up.syscap" > "$tmp/made-up.txt" 2> "$tmp/made-up.err"
 "$read_syscap" "$tmp/made-up.syscap" >> "$tmp/made-up.txt" 2>&1
@@ -288,14 +309,14 @@ fi
 
 # 2. Under Sysprof's recorder.
 if ! command -v sysprof-cli > /dev/null; then
-  echo "ok 9 # SKIP sysprof-cli is not installed (Debian package sysprof)"
+  echo "ok 10 # SKIP sysprof-cli is not installed (Debian package sysprof)"
   exit 0
 fi
 # From Sysprof 48 on, sysprof-cli records through sysprofd on the system
 # bus, even with --no-perf; without one it writes an empty capture.
 sysprof_major=$(sysprof-cli --version 2>/dev/null | sed -n 's/^[^0-9]*\([0-9][0-9]*\)\..*/\1/p' | head -n 1)
 if [ "${sysprof_major:-0}" -ge 48 ] && [ ! -S /run/dbus/system_bus_socket ]; then
-  echo "ok 9 # SKIP sysprof-cli $sysprof_major records through sysprofd on the system bus, and there is none here (/run/dbus/system_bus_socket)"
+  echo "ok 10 # SKIP sysprof-cli $sysprof_major records through sysprofd on the system bus, and there is none here (/run/dbus/system_bus_socket)"
   exit 0
 fi
 LAGWATCH_OUTPUT="json:$tmp/recorded.jsonl" LAGWATCH_STATE_DIR="$tmp/state" \
