@@ -22,6 +22,11 @@ MAX_DURATION_MS = 365 * 86400 * 1000.0
 EXACT_DURATIONS = 1024       # durations kept exactly per cause before the sketch takes over
 SKETCH_ALPHA = 0.01          # the sketch's quantiles are within 1% of the exact value
 TRUNCATED = "[truncated stack]"
+# A lag record whose hang record may come after it (the order of the
+# inputs, not the library's: it writes the hang first) is remembered by id
+# when it lasted at least this long, or as long as the shortest hang seen:
+# the ids kept are those of long lags, few whatever the record count.
+LONG_LAG_MS = 1000.0
 
 
 class Malformed(Exception):
@@ -148,6 +153,27 @@ def frame_is_program(frame: Json) -> bool:
     return frame.get("is_program") is not False
 
 
+def where_of(record: Json) -> str:
+    """Where in the loop a record's lag was, as the library's text report
+    says it (lw_report_where_to_text()), shortened: 'GSource "name"', 'g_timeout_add
+    callback fn', 'the prepare phase', 'starved input'."""
+    phase = record.get("phase")
+    source = record.get("source")
+    callback = record.get("source_callback")
+    if phase == "dispatch":
+        if isinstance(source, str):
+            return "GSource \"%s\"" % source
+        if isinstance(callback, str):
+            kind = record.get("source_callback_kind")
+            return "%s callback %s" % (kind if isinstance(kind, str) else "GSource", callback)
+        return "an unnamed GSource"
+    if phase == "starved":
+        return "starved input"
+    if isinstance(phase, str):
+        return "the %s phase" % phase
+    return "where not known"
+
+
 def as_duration(value: Any) -> float | None:
     """VALUE as a duration in ms, or None when it is not a number from 0 to
     a year (beyond a year is no lag's duration, and its microseconds overflow)."""
@@ -267,6 +293,24 @@ class Tally:
         else:
             self.others += 1
 
+    def remove(self, name: str) -> None:
+        """Takes back one add() of NAME."""
+        if self.counts.get(name, 0) > 1:
+            self.counts[name] -= 1
+        elif name in self.counts:
+            del self.counts[name]
+        elif self.others:
+            self.others -= 1
+
+    def most(self) -> str:
+        """The name counted most often (the first in order on a tie), and
+        how many others there are: 'GSource "x"', 'GSource "x" and 2 more'."""
+        if not self.counts:
+            return "-"
+        items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        rest = len(items) - 1 + self.others
+        return items[0][0] + (" and %d more" % rest if rest else "")
+
     def describe(self, limit: int = 4) -> str:
         items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
         parts = ["%s (%d)" % kv for kv in items[:limit]]
@@ -279,11 +323,19 @@ class Tally:
 Stack = tuple[FrameKey, ...]   # innermost first
 
 
+class Tallied(NamedTuple):
+    """What a lag adds to its cause's tallies."""
+
+    program: str
+    host: str
+    where: str
+
+
 class Cause:
     """Everything kept about one fingerprint: bounded whatever the record count."""
 
-    __slots__ = ("fingerprint", "lags", "hangs", "killed", "total_ms", "durations", "first", "last",
-                 "programs", "hosts", "stacks", "other_samples", "label", "samples",
+    __slots__ = ("fingerprint", "lags", "hangs", "killed", "open_hangs", "total_ms", "durations", "first",
+                 "last", "programs", "hosts", "wheres", "stacks", "other_samples", "label", "samples",
                  "calls", "calls_lag")
 
     def __init__(self, fingerprint: str | None) -> None:
@@ -291,21 +343,26 @@ class Cause:
         self.lags = 0           # lags that ended ("lag" records)
         self.hangs = 0          # lags that reached the hang threshold ("hang" records)
         self.killed = 0         # hangs whose process was killed ("hang-killed" records)
+        self.open_hangs = 0     # hangs whose lag record and hang-killed record were not read
         self.total_ms = 0.0
         self.durations = Durations()
         self.first: str | None = None
         self.last: str | None = None
         self.programs = Tally()
         self.hosts = Tally()
+        self.wheres = Tally()   # where in the loop (where_of()), per lag
         self.stacks: dict[Stack, int] = {}   # stack -> samples
         self.other_samples = 0
         self.label: Label | None = None      # what names it: Grouping.label_of()
-        self.samples = 0
+        self.samples = 0                     # every sample of its lags (records' "samples")
         self.calls: list[Call] | None = None  # the call tree of its longest lag that has one
         self.calls_lag: CallsLag | None = None
 
     def count(self) -> int:
-        return self.lags + self.killed
+        """Its lags: a lag and the hang record written while it went on
+        (same id) are one lag; a hang with neither its lag record nor its
+        hang-killed record is one too."""
+        return self.lags + self.killed + self.open_hangs
 
 
 SORT_KEYS: dict[str, Callable[[Cause], tuple[float, float]]] = {
@@ -332,6 +389,9 @@ class Grouping:
         self.files = 0
         self.histogram: dict[int, int] = {}     # all lag durations, 10 bins a decade
         self.timeline: list[TimelineLag] | None = [] if keep_timeline else None
+        self.open_hangs: dict[str, tuple[Cause, Tallied]] = {}   # hang id -> its cause, until its lag is read
+        self.long_lag_ids: set[str] = set()      # lags a hang read later may belong to
+        self.shortest_hang_ms = LONG_LAG_MS
 
     def total_lags(self) -> int:
         return sum(c.count() for c in self.causes.values())
@@ -376,6 +436,9 @@ class Grouping:
         except (AttributeError, TypeError, KeyError, ValueError) as error:
             raise Malformed("%s record with malformed stacks (%s)" % (event, error)) from None
         program = basename(program) if isinstance(program, str) else "?"
+        lag_id = record.get("id")
+        if not isinstance(lag_id, str):
+            lag_id = None
 
         self.records += 1
         self.events[event] += 1
@@ -391,8 +454,11 @@ class Grouping:
                 cause.first = when
             if cause.last is None or when > cause.last:
                 cause.last = when
-        cause.programs.add(program)
-        cause.hosts.add(host)
+        tallied = Tallied(program, host, where_of(record))
+        if self.new_lag(event, lag_id, duration, cause, tallied):
+            cause.programs.add(tallied.program)
+            cause.hosts.add(tallied.host)
+            cause.wheres.add(tallied.where)
         if self.timeline is not None and when is not None:
             self.timeline.append(self.timeline_lag(record, host, program, when, duration, fingerprint,
                                                    "killed" if event == "hang-killed" else event))
@@ -402,9 +468,8 @@ class Grouping:
             cause.hangs += 1
             return
         if calls and (cause.calls_lag is None or duration > cause.calls_lag.duration_ms):
-            lag_id = record.get("id")
             cause.calls = calls
-            cause.calls_lag = CallsLag(lag_id if isinstance(lag_id, str) else "?", duration,
+            cause.calls_lag = CallsLag(lag_id or "?", duration,
                                        record.get("calls_exact") is True)
         if event == "lag":
             cause.lags += 1
@@ -415,6 +480,15 @@ class Grouping:
         bin_index = math.floor(10 * math.log10(duration)) if duration > 0 else -1000
         self.histogram[bin_index] = self.histogram.get(bin_index, 0) + 1
         kept = cause.stacks
+        in_stacks = sum(samples for samples, _ in stacks)
+        total = record.get("samples")
+        # The share of a stack is over every sample of the lag (the
+        # record's "samples"), as the library's text report gives it: the
+        # samples of the stacks the record does not keep are "[other
+        # stacks]" (lw_report_heaviest_share() in lib/report/lw-report-text.h).
+        if type(total) is int and total > in_stacks:
+            cause.samples += total - in_stacks
+            cause.other_samples += total - in_stacks
         for samples, key in stacks:
             cause.samples += samples
             if key in kept:
@@ -423,6 +497,35 @@ class Grouping:
                 kept[key] = samples
             else:
                 cause.other_samples += samples
+
+    def new_lag(self, event: str, lag_id: str | None, duration: float, cause: Cause, tallied: Tallied) -> bool:
+        """Whether a record of EVENT (with LAG_ID, lasting DURATION, in
+        CAUSE, TALLIED as a lag there) is a lag not tallied yet: a lag
+        record or a hang-killed record after the hang record of the same
+        lag in the same cause is not, and neither is a hang record after its
+        lag's record. A lag whose hang was in another cause (its heaviest
+        stack changed after the hang record) moves to the lag's cause."""
+        if lag_id is None:
+            return True
+        if event == "hang":
+            self.shortest_hang_ms = min(self.shortest_hang_ms, duration)
+            if lag_id in self.long_lag_ids or lag_id in self.open_hangs:
+                return False
+            self.open_hangs[lag_id] = (cause, tallied)
+            cause.open_hangs += 1
+            return True
+        hang = self.open_hangs.pop(lag_id, None)
+        if hang is not None:
+            hang_cause, hang_tallied = hang
+            hang_cause.open_hangs -= 1
+            if hang_cause is cause:
+                return False
+            hang_cause.programs.remove(hang_tallied.program)
+            hang_cause.hosts.remove(hang_tallied.host)
+            hang_cause.wheres.remove(hang_tallied.where)
+        if duration >= self.shortest_hang_ms:
+            self.long_lag_ids.add(lag_id)
+        return True
 
     @staticmethod
     def timeline_lag(record: Json, host: str, program: str, when: str, duration: float,
