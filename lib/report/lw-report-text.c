@@ -159,6 +159,9 @@ lw_text_same_frame (const LwFrame *a, const LwFrame *b)
   return a->ip == b->ip && a->inlined == b->inlined && g_str_equal (a->symbol, b->symbol);
 }
 
+/* Unnamed frames of one module fold into one line from this many on. */
+#define LW_TEXT_MIN_UNNAMED_RUN 3
+
 /* Longest cycle of frames the text report folds (a calls b calls a...). */
 #define LW_TEXT_MAX_CYCLE 8
 
@@ -244,7 +247,9 @@ lw_text_frame (GString *out, const char *label, gboolean innermost, const LwFram
  * unnamed frames of one module is one line, "#5-20 ?? x16 in
  * libgtk-4.so.1"; a frame repeated by recursion is one line ending in
  * "x58"; a cycle of frames repeated (a calls b calls a...) is a line
- * saying so, then the cycle once. Every frame is in the JSON record. */
+ * saying so, then the cycle once. lagwatch-report folds its stacks by the
+ * same rule (tools/lagwatch_report/folding.py). Every frame is in the
+ * JSON record. */
 static guint
 lw_text_frames_folded (GString *out, const LwFrame *frames, guint n_frames, guint max_lines)
 {
@@ -256,6 +261,15 @@ lw_text_frames_folded (GString *out, const LwFrame *frames, guint n_frames, guin
       guint last = i + times * period - 1;
       g_autofree char *label = times > 1 ? g_strdup_printf ("#%u-%u", i, last) : g_strdup_printf ("#%u", i);
 
+      if (times > 1 && times < LW_TEXT_MIN_UNNAMED_RUN && period == 1 && frames[i].symbol == NULL
+          && frames[i].lang == NULL)
+        {
+          /* A short run of unnamed frames keeps their offsets. */
+          times = 1;
+          last = i;
+          g_free (label);
+          label = g_strdup_printf ("#%u", i);
+        }
       if (times > 1 && period == 1 && frames[i].symbol == NULL && frames[i].lang == NULL)
         {
           g_autofree char *base = frames[i].module ? g_path_get_basename (frames[i].module) : g_strdup ("?");

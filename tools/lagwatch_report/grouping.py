@@ -22,11 +22,7 @@ MAX_DURATION_MS = 365 * 86400 * 1000.0
 EXACT_DURATIONS = 1024       # durations kept exactly per cause before the sketch takes over
 SKETCH_ALPHA = 0.01          # the sketch's quantiles are within 1% of the exact value
 TRUNCATED = "[truncated stack]"
-# A lag record whose hang record may come after it (the order of the
-# inputs, not the library's: it writes the hang first) is remembered by id
-# when it lasted at least this long, or as long as the shortest hang seen:
-# the ids kept are those of long lags, few whatever the record count.
-LONG_LAG_MS = 1000.0
+UNKNOWN_WHERE = "where not known"
 
 
 class Malformed(Exception):
@@ -171,7 +167,7 @@ def where_of(record: Json) -> str:
         return "starved input"
     if isinstance(phase, str):
         return "the %s phase" % phase
-    return "where not known"
+    return UNKNOWN_WHERE
 
 
 def as_duration(value: Any) -> float | None:
@@ -293,15 +289,6 @@ class Tally:
         else:
             self.others += 1
 
-    def remove(self, name: str) -> None:
-        """Takes back one add() of NAME."""
-        if self.counts.get(name, 0) > 1:
-            self.counts[name] -= 1
-        elif name in self.counts:
-            del self.counts[name]
-        elif self.others:
-            self.others -= 1
-
     def most(self) -> str:
         """The name counted most often (the first in order on a tie), and
         how many others there are: 'GSource "x"', 'GSource "x" and 2 more'."""
@@ -313,6 +300,8 @@ class Tally:
 
     def describe(self, limit: int = 4) -> str:
         items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not items and not self.others:
+            return "-"
         parts = ["%s (%d)" % kv for kv in items[:limit]]
         rest = sum(c for _, c in items[limit:]) + self.others
         if rest:
@@ -323,18 +312,10 @@ class Tally:
 Stack = tuple[FrameKey, ...]   # innermost first
 
 
-class Tallied(NamedTuple):
-    """What a lag adds to its cause's tallies."""
-
-    program: str
-    host: str
-    where: str
-
-
 class Cause:
     """Everything kept about one fingerprint: bounded whatever the record count."""
 
-    __slots__ = ("fingerprint", "lags", "hangs", "killed", "open_hangs", "total_ms", "durations", "first",
+    __slots__ = ("fingerprint", "lags", "hangs", "killed", "total_ms", "durations", "first",
                  "last", "programs", "hosts", "wheres", "stacks", "other_samples", "label", "samples",
                  "calls", "calls_lag")
 
@@ -343,7 +324,6 @@ class Cause:
         self.lags = 0           # lags that ended ("lag" records)
         self.hangs = 0          # lags that reached the hang threshold ("hang" records)
         self.killed = 0         # hangs whose process was killed ("hang-killed" records)
-        self.open_hangs = 0     # hangs whose lag record and hang-killed record were not read
         self.total_ms = 0.0
         self.durations = Durations()
         self.first: str | None = None
@@ -359,10 +339,9 @@ class Cause:
         self.calls_lag: CallsLag | None = None
 
     def count(self) -> int:
-        """Its lags: a lag and the hang record written while it went on
-        (same id) are one lag; a hang with neither its lag record nor its
-        hang-killed record is one too."""
-        return self.lags + self.killed + self.open_hangs
+        """Its lags: those that ended and those killed during a hang; a hang
+        record, written while a lag went on, is an early copy of one of them."""
+        return self.lags + self.killed
 
 
 SORT_KEYS: dict[str, Callable[[Cause], tuple[float, float]]] = {
@@ -389,9 +368,6 @@ class Grouping:
         self.files = 0
         self.histogram: dict[int, int] = {}     # all lag durations, 10 bins a decade
         self.timeline: list[TimelineLag] | None = [] if keep_timeline else None
-        self.open_hangs: dict[str, tuple[Cause, Tallied]] = {}   # hang id -> its cause, until its lag is read
-        self.long_lag_ids: set[str] = set()      # lags a hang read later may belong to
-        self.shortest_hang_ms = LONG_LAG_MS
 
     def total_lags(self) -> int:
         return sum(c.count() for c in self.causes.values())
@@ -454,11 +430,6 @@ class Grouping:
                 cause.first = when
             if cause.last is None or when > cause.last:
                 cause.last = when
-        tallied = Tallied(program, host, where_of(record))
-        if self.new_lag(event, lag_id, duration, cause, tallied):
-            cause.programs.add(tallied.program)
-            cause.hosts.add(tallied.host)
-            cause.wheres.add(tallied.where)
         if self.timeline is not None and when is not None:
             self.timeline.append(self.timeline_lag(record, host, program, when, duration, fingerprint,
                                                    "killed" if event == "hang-killed" else event))
@@ -467,6 +438,12 @@ class Grouping:
             # record of the next run carries its duration and samples.
             cause.hangs += 1
             return
+        # Programs, hosts and places count lags, as count() does: a hang
+        # record is an early copy of a lag its lag record (or the
+        # hang-killed record) counts.
+        cause.programs.add(program)
+        cause.hosts.add(host)
+        cause.wheres.add(where_of(record))
         if calls and (cause.calls_lag is None or duration > cause.calls_lag.duration_ms):
             cause.calls = calls
             cause.calls_lag = CallsLag(lag_id or "?", duration,
@@ -497,35 +474,6 @@ class Grouping:
                 kept[key] = samples
             else:
                 cause.other_samples += samples
-
-    def new_lag(self, event: str, lag_id: str | None, duration: float, cause: Cause, tallied: Tallied) -> bool:
-        """Whether a record of EVENT (with LAG_ID, lasting DURATION, in
-        CAUSE, TALLIED as a lag there) is a lag not tallied yet: a lag
-        record or a hang-killed record after the hang record of the same
-        lag in the same cause is not, and neither is a hang record after its
-        lag's record. A lag whose hang was in another cause (its heaviest
-        stack changed after the hang record) moves to the lag's cause."""
-        if lag_id is None:
-            return True
-        if event == "hang":
-            self.shortest_hang_ms = min(self.shortest_hang_ms, duration)
-            if lag_id in self.long_lag_ids or lag_id in self.open_hangs:
-                return False
-            self.open_hangs[lag_id] = (cause, tallied)
-            cause.open_hangs += 1
-            return True
-        hang = self.open_hangs.pop(lag_id, None)
-        if hang is not None:
-            hang_cause, hang_tallied = hang
-            hang_cause.open_hangs -= 1
-            if hang_cause is cause:
-                return False
-            hang_cause.programs.remove(hang_tallied.program)
-            hang_cause.hosts.remove(hang_tallied.host)
-            hang_cause.wheres.remove(hang_tallied.where)
-        if duration >= self.shortest_hang_ms:
-            self.long_lag_ids.add(lag_id)
-        return True
 
     @staticmethod
     def timeline_lag(record: Json, host: str, program: str, when: str, duration: float,

@@ -5,12 +5,15 @@ import re
 from typing import TextIO
 
 from .folding import fold
-from .grouping import Call, Cause, Grouping, Stack, basename
+from .grouping import UNKNOWN_WHERE, Call, Cause, Grouping, Stack, basename
 from .naming import cause_name, format_ms, short_time
 from .symbolizer import Names
 
 TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # A call's name when it stands for calls too short to time (read_calls()).
+# Unnamed frames of one module folded into one line "?? xN in module" from
+# this many on; fewer keep their offsets, for naming them offline.
+MIN_UNNAMED_RUN = 3
 SHORT_CALLS = re.compile(r"(.*): (\d+) calls? too short to time, in all")
 
 
@@ -57,11 +60,12 @@ def write_text(out: TextIO, grouping: Grouping, causes: list[Cause], names: Name
                      terminal_safe(cause_name(cause, names))))
     for rank, cause in enumerate(causes, 1):
         d = cause.durations
-        out.write("\n#%d %s, in %s  fingerprint %s\n"
-                  % (rank, terminal_safe(cause_name(cause, names)), terminal_safe(cause.wheres.most()),
-                     terminal_safe(cause.fingerprint or "-")))
-        out.write("  %s (%s, %d killed), total %s, p50 %s, p95 %s, max %s%s\n"
-                  % (plural(cause.count(), "lag"), plural(cause.hangs, "hang"), cause.killed,
+        out.write("\n#%d %s  fingerprint %s\n"
+                  % (rank, terminal_safe(cause_name(cause, names)), terminal_safe(cause.fingerprint or "-")))
+        where = cause.wheres.most()
+        out.write("  %s%s (%s, %d killed), total %s, p50 %s, p95 %s, max %s%s\n"
+                  % ("" if where in ("-", UNKNOWN_WHERE) else "in %s: " % terminal_safe(where),
+                     plural(cause.count(), "lag"), plural(cause.hangs, "hang"), cause.killed,
                      format_ms(cause.total_ms), format_ms(d.quantile(0.5)), format_ms(d.quantile(0.95)),
                      format_ms(d.max if d.n else None), "" if d.is_exact() else " (p50/p95 within 1%)"))
         out.write("  first seen %s, last seen %s UTC\n" % (short_time(cause.first), short_time(cause.last)))
@@ -105,8 +109,8 @@ def stack_lines(stack: Stack, names: Names) -> list[str]:
     lines: list[str] = []
     for run in fold(keys):
         first = keys[run.start]
-        if run.times == 1:
-            lines.append(first if isinstance(first, str) else names.name(stack[run.start]))
+        if run.times == 1 or (run.period == 1 and not isinstance(first, str) and run.times < MIN_UNNAMED_RUN):
+            lines.extend(names.name(k) for k in stack[run.start:run.start + run.period * run.times])
         elif run.period == 1 and not isinstance(first, str):
             lines.append("?? x%d in %s" % (run.times, first[1]))
         elif run.period == 1:

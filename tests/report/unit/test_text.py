@@ -14,8 +14,8 @@ lagwatch-report: 4 lags (0 hangs, 0 killed) in 2 causes, from 4 records in 1 inp
   1       1  1000.0 ms  1000.0 ms  1000.0 ms  1000.0 ms  render_leaf \u2190 render_middle (render.c:20)
   2       3   600.0 ms   200.0 ms   300.0 ms   300.0 ms  save_leaf \u2190 save_middle (save.c:20)
 
-#1 render_leaf \u2190 render_middle (render.c:20), in GSource "timeout"  fingerprint bbbbbbbbbbbbbbbb
-  1 lag (0 hangs, 0 killed), total 1000.0 ms, p50 1000.0 ms, p95 1000.0 ms, max 1000.0 ms
+#1 render_leaf \u2190 render_middle (render.c:20)  fingerprint bbbbbbbbbbbbbbbb
+  in GSource "timeout": 1 lag (0 hangs, 0 killed), total 1000.0 ms, p50 1000.0 ms, p95 1000.0 ms, max 1000.0 ms
   first seen 2026-11-21 10:00:05.000, last seen 2026-11-21 10:00:05.000 UTC
   programs: editor (1)
   hosts: not recorded (1)
@@ -26,8 +26,8 @@ lagwatch-report: 4 lags (0 hangs, 0 killed) in 2 causes, from 4 records in 1 inp
     render_handler
     ... 2 more lines
 
-#2 save_leaf \u2190 save_middle (save.c:20), in GSource "timeout"  fingerprint aaaaaaaaaaaaaaaa
-  3 lags (0 hangs, 0 killed), total 600.0 ms, p50 200.0 ms, p95 300.0 ms, max 300.0 ms
+#2 save_leaf \u2190 save_middle (save.c:20)  fingerprint aaaaaaaaaaaaaaaa
+  in GSource "timeout": 3 lags (0 hangs, 0 killed), total 600.0 ms, p50 200.0 ms, p95 300.0 ms, max 300.0 ms
   first seen 2026-11-21 10:00:01.000, last seen 2026-11-21 12:00:00.000 UTC
   programs: editor (3)
   hosts: not recorded (3)
@@ -121,7 +121,7 @@ class TextTest(unittest.TestCase):
         write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
         self.assertTrue(out.getvalue().startswith(
             "lagwatch-report: 1 lag (1 hang, 0 killed) in 1 cause, from 2 records in 1 input\n"), out.getvalue())
-        self.assertIn("  1 lag (1 hang, 0 killed), total 2500.0 ms", out.getvalue())
+        self.assertIn("  in GSource \"timeout\": 1 lag (1 hang, 0 killed), total 2500.0 ms", out.getvalue())
         self.assertIn("  programs: editor (1)\n", out.getvalue())
 
     def test_control_characters_are_escaped(self) -> None:
