@@ -571,15 +571,17 @@ lw_text_culprit (const LagWatchReport *report)
 /* Any thread. Where the samples outside the heaviest stack were: one line
  * per function (the stacks' labels, lw_report_stack_label()), the shares of
  * every kept stack of that function added, heaviest first; a function the
- * heaviest stack is in too says "by other callers". */
+ * heaviest stack is in too says "by other callers". Then the share of the
+ * samples in stacks the report does not keep (it keeps the heaviest few). */
 static void
 lw_text_also (GString *out, const LagWatchReport *report)
 {
   g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GArray) samples = g_array_new (FALSE, TRUE, sizeof (guint));
   g_autofree char *heaviest = NULL;
+  guint kept = 0;
 
-  if (report->n_stacks < 2)
+  if (report->n_stacks < 1)
     return;
   heaviest = lw_report_stack_label (report->stacks[0].frames, report->stacks[0].n_frames);
   for (guint i = 1; i < report->n_stacks; i++)
@@ -623,6 +625,11 @@ lw_text_also (GString *out, const LagWatchReport *report)
                               100.0 * g_array_index (samples, guint, shown) / MAX (report->n_samples, 1), safe,
                               g_str_equal (labels->pdata[shown], heaviest) ? " by other callers" : "");
     }
+  for (guint i = 0; i < report->n_stacks; i++)
+    kept += report->stacks[i].samples;
+  if (report->n_samples > kept)
+    g_string_append_printf (out, "  the other %.0f%% in lighter stacks, not kept\n",
+                            100.0 * (report->n_samples - kept) / report->n_samples);
 }
 
 char *

@@ -9,6 +9,7 @@
 
 #include "lw-report.h"
 #include "lw-report-text.h"
+#include "lw-stats-read.h"
 
 #define PROGRAM "/opt/app/bin/editor"
 #define GTK     "/usr/lib/x86_64-linux-gnu/libgtk-4.so.1"
@@ -163,7 +164,8 @@ test_header_share_and_also (void)
                                          "in GSource \"busy\" (priority 0) [7-1]\n"));
   g_assert_nonnull (strstr (text, "\n  heaviest stack: 5 of 101 samples (5%), first taken 10.0 ms in"));
   g_assert_cmpfloat (lw_report_heaviest_share (report), ==, 100.0 * 5 / 101);
-  g_assert_nonnull (strstr (text, "\n  also 8% in spin_for_ms by other callers\n  also 2% in tick\n"));
+  g_assert_nonnull (strstr (text, "\n  also 8% in spin_for_ms by other callers\n  also 2% in tick\n"
+                                  "  the other 85% in lighter stacks, not kept\n"));
   g_assert_null (strstr (strstr (text, "also 8% in spin_for_ms") + 1, "also 8% in spin_for_ms"));
   g_assert_null (strstr (text, "on_idle"));
   lagwatch_report_unref (report);
@@ -212,6 +214,26 @@ test_call_tree_recursion (void)
   lagwatch_report_unref (report);
 }
 
+/* The run's line of the summary says "1 iteration", "1 lag". */
+static void
+test_run_line_plurals (void)
+{
+  LagWatchStats stats = { .iterations = 1, .lags = 1 };
+  g_autofree char *one = NULL;
+  g_autofree char *two = NULL;
+
+  stats.counts[0] = 1;
+  one = lw_stats_to_text (&stats);
+  g_assert_true (g_str_has_prefix (one, "1 iteration, p99 "));
+  g_assert_true (g_str_has_suffix (one, ", 1 lag"));
+  stats.iterations = 2;
+  stats.counts[0] = 2;
+  stats.lags = 2;
+  two = lw_stats_to_text (&stats);
+  g_assert_true (g_str_has_prefix (two, "2 iterations, p99 "));
+  g_assert_true (g_str_has_suffix (two, ", 2 lags"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -220,5 +242,6 @@ main (int argc, char **argv)
   g_test_add_func ("/text/recursion", test_recursion);
   g_test_add_func ("/text/header-share-and-also", test_header_share_and_also);
   g_test_add_func ("/text/call-tree-recursion", test_call_tree_recursion);
+  g_test_add_func ("/text/run-line-plurals", test_run_line_plurals);
   return g_test_run ();
 }

@@ -82,6 +82,9 @@ def write_text(out: TextIO, grouping: Grouping, causes: list[Cause], names: Name
                 out.write("    %s\n" % terminal_safe(line))
             if len(lines) > frames:
                 out.write("    ... %d more line%s\n" % (len(lines) - frames, "" if len(lines) - frames == 1 else "s"))
+            if cause.other_samples and cause.samples:
+                out.write("  the other %.0f%% of the samples in lighter stacks, not kept\n"
+                          % (100.0 * cause.other_samples / cause.samples))
         if cause.calls:
             write_calls_text(out, cause, frames * 3)
 

@@ -110,7 +110,8 @@ class TextTest(unittest.TestCase):
         grouping = grouped([r])
         out = output()
         write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
-        self.assertIn("  heaviest stack: 5 of 101 samples (5%), innermost first:\n    spin\n", out.getvalue())
+        self.assertIn("  heaviest stack: 5 of 101 samples (5%), innermost first:\n    spin\n    main\n"
+                      "  the other 93% of the samples in lighter stacks, not kept\n", out.getvalue())
 
     def test_a_lag_and_its_hang_are_one_lag(self) -> None:
         stack = [frame(PROGRAM, "spin"), frame(PROGRAM, "main")]
