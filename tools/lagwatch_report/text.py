@@ -91,8 +91,9 @@ def write_text(out: TextIO, grouping: Grouping, causes: list[Cause], names: Name
 
 def heaviest_stack(cause: Cause, names: Names) -> tuple[Stack, int] | None:
     """The cause's heaviest stack (the one with the most samples once
-    merged by display name, as merged_stacks() merges them; the
-    samples of stacks no record kept do not make one) and its samples."""
+    merged by display name, as merged_stacks() merges them and the library
+    groups a lag's samples by function; the samples of stacks no record
+    kept do not make one) and its samples."""
     merged: dict[tuple[str, ...], tuple[Stack, int]] = {}
     for key, samples in cause.stacks.items():
         path = tuple(names.name(k) for k in key)
@@ -100,7 +101,10 @@ def heaviest_stack(cause: Cause, names: Names) -> tuple[Stack, int] | None:
         merged[path] = (kept, before + samples)
     if not merged:
         return None
-    return max(merged.values(), key=lambda entry: (entry[1], tuple(names.name(k) for k in reversed(entry[0]))))
+    # Ties go to the stack read first: a record lists its stacks heaviest
+    # first, ties most recent first, so for one record this is its
+    # stacks[0], the library's heaviest stack.
+    return max(merged.values(), key=lambda entry: entry[1])
 
 
 def stack_lines(stack: Stack, names: Names) -> list[str]:
