@@ -116,14 +116,14 @@ class TextTest(unittest.TestCase):
     def test_ties_go_to_the_record_s_first_stack(self) -> None:
         # The library lists a tie most recent first: its stacks[0] is the
         # heaviest stack, here as in its own text.
-        a = [frame(PROGRAM, "zeta"), frame(PROGRAM, "main")]
-        b = [frame(PROGRAM, "alpha"), frame(PROGRAM, "main")]
+        a = [frame(PROGRAM, "alpha"), frame(PROGRAM, "main")]
+        b = [frame(PROGRAM, "zeta"), frame(PROGRAM, "main")]
         r = record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z", a, samples=3)
         r["stacks"].append({"samples": 3, "truncated": False, "stack": b})
         grouping = grouped([r])
         out = output()
         write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
-        self.assertIn("  heaviest stack: 3 of 6 samples (50%), innermost first:\n    zeta\n", out.getvalue())
+        self.assertIn("  heaviest stack: 3 of 6 samples (50%), innermost first:\n    alpha\n", out.getvalue())
 
     def test_a_lag_and_its_hang_are_one_lag(self) -> None:
         stack = [frame(PROGRAM, "spin"), frame(PROGRAM, "main")]
