@@ -383,11 +383,12 @@ lw_text_only_child_named (const LwCall *call, const char *name)
 
 /* Any thread. One call line: "name  206 ms, from +94 ms": how long the call
  * lasted, and when it began, from the start of the lag. @times > 1: the
- * call and the calls of itself nested in it (recursion), "name x58". */
+ * call and the calls of itself nested in it (recursion), "name x58".
+ * @path: what the line names instead of @call's name, or NULL. */
 static void
-lw_text_call_line (LwTextCalls *calls, guint depth, const LwCall *call, guint times)
+lw_text_call_line (LwTextCalls *calls, guint depth, const LwCall *call, guint times, const char *path)
 {
-  g_autofree char *name = lw_text_escape (call->name);
+  g_autofree char *name = path != NULL ? g_strdup (path) : lw_text_escape (call->name);
   g_autofree char *repeated = times > 1 ? g_strdup_printf (" x%u (recursion)", times) : g_strdup ("");
 
   if (call->short_calls > 0)
@@ -408,7 +409,9 @@ static void lw_text_call_list (LwTextCalls *calls, guint depth, GPtrArray *child
  * each made by the one before (recursion), is one line "name x58"; the
  * other calls made along the chain are listed under it, those of one
  * function at one line "name: 58 calls along the recursion, 290 ms in
- * all" when there are several. */
+ * all" when there are several. A chain of calls too short to time, each
+ * the only call of the one before and seen by the same samples, is one
+ * line "a > b > c: 1 call seen". */
 static void
 lw_text_call (LwTextCalls *calls, guint depth, const LwCall *call)
 {
@@ -421,11 +424,35 @@ lw_text_call (LwTextCalls *calls, guint depth, const LwCall *call)
   g_ptr_array_add (chain, (gpointer) call);
   while (inner->name != NULL && (inner = lw_text_only_child_named (inner, call->name)) != NULL)
     g_ptr_array_add (chain, (gpointer) inner);
-  lw_text_call_line (calls, depth, call, chain->len);
+  inner = call;
+  if (chain->len == 1 && call->short_calls > 0)
+    {
+      /* Calls too short to time, each the only call of the one before,
+       * seen by the same samples: one line, "a > b > c: 1 call seen". */
+      g_autoptr(GString) path = g_string_new (NULL);
+      g_autofree char *first = lw_text_escape (call->name);
+
+      g_string_append (path, first != NULL ? first : "??");
+      while (inner->children != NULL && inner->children->len == 1)
+        {
+          const LwCall *only = inner->children->pdata[0];
+          g_autofree char *name = NULL;
+
+          if (only->short_calls != call->short_calls || only->samples != call->samples)
+            break;
+          name = lw_text_escape (only->name);
+          g_string_append_printf (path, " > %s", name != NULL ? name : "??");
+          inner = only;
+          calls->shown++;
+        }
+      lw_text_call_line (calls, depth, call, 1, path->str);
+    }
+  else
+    lw_text_call_line (calls, depth, call, chain->len, NULL);
   calls->shown += chain->len;
   if (chain->len == 1)
     {
-      lw_text_call_list (calls, depth + 1, call->children);
+      lw_text_call_list (calls, depth + 1, inner->children);
       return;
     }
   /* The calls the chain's calls made besides the next one, by function,

@@ -214,6 +214,35 @@ test_call_tree_recursion (void)
   lagwatch_report_unref (report);
 }
 
+/* Calls too short to time, each the only call of the one before: one line. */
+static void
+test_call_tree_short_chain (void)
+{
+  LwFrame *frames = g_new0 (LwFrame, 1);
+  g_autofree char *text = NULL;
+  LagWatchReport *report;
+  LwCall *leaf = call ("xcb_wait_for_reply64", 20, 10, NULL);
+  LwCall *reply = call ("_XReply", 20, 10, leaf);
+  LwCall *query = call ("XQueryExtension", 20, 10, reply);
+  LwCall *root;
+
+  leaf->samples = reply->samples = query->samples = 1;
+  leaf->short_calls = reply->short_calls = query->short_calls = 1;
+  root = call (NULL, 0, 300, call ("gdk_display_open", 0, 300, query));
+  root->samples = 20;
+  frames[0] = frame (PROGRAM, 0x1000, "leaf", "lag.c", 12);
+  report = report_new (frames, 1, 10, 10);
+  lw_report_set_calls (report, root, FALSE);
+  report->calls->samples = 20;
+  text = lagwatch_report_to_text (report);
+  g_test_message ("%s", text);
+  g_assert_nonnull (strstr (text, "    gdk_display_open  300 ms, from +0 ms\n"
+                                  "      XQueryExtension > _XReply > xcb_wait_for_reply64: 1 call seen, ~5% of the lag "
+                                  "(too short to time one by one)\n"));
+  g_assert_null (strstr (text, "more call"));
+  lagwatch_report_unref (report);
+}
+
 /* The run's line of the summary says "1 iteration", "1 lag". */
 static void
 test_run_line_plurals (void)
@@ -242,6 +271,7 @@ main (int argc, char **argv)
   g_test_add_func ("/text/recursion", test_recursion);
   g_test_add_func ("/text/header-share-and-also", test_header_share_and_also);
   g_test_add_func ("/text/call-tree-recursion", test_call_tree_recursion);
+  g_test_add_func ("/text/call-tree-short-chain", test_call_tree_short_chain);
   g_test_add_func ("/text/run-line-plurals", test_run_line_plurals);
   return g_test_run ();
 }

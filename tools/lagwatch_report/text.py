@@ -141,6 +141,24 @@ def write_calls_text(out: TextIO, cause: Cause, limit: int) -> None:
 
     def walk(calls: list[Call], depth: int) -> None:
         for call in calls:
+            short = SHORT_CALLS.fullmatch(call.name)
+            if short:
+                # Calls too short to time, each the only call of the one
+                # before, for the same time: one line, "a > b > c: ...".
+                names, inner = [short.group(1)], call
+                while len(inner.children) == 1:
+                    only = inner.children[0]
+                    below = SHORT_CALLS.fullmatch(only.name)
+                    if not below or below.group(2) != short.group(2) or only.duration_ms != call.duration_ms:
+                        break
+                    names.append(below.group(1))
+                    inner = only
+                if inner is not call:
+                    lines.append("    %s%s:%s  %s, from +%s"
+                                 % ("  " * depth, terminal_safe(" > ".join(names)), call.name[len(short.group(1)) + 1:],
+                                    format_ms(call.duration_ms), format_ms(call.start_ms)))
+                    walk(inner.children, depth + 1)
+                    continue
             chain = [call]
             while True:
                 same = [c for c in chain[-1].children if c.name == call.name]

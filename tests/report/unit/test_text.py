@@ -137,6 +137,21 @@ class TextTest(unittest.TestCase):
         self.assertIn("  in GSource \"timeout\": 1 lag (1 hang, 0 killed), total 2500.0 ms", out.getvalue())
         self.assertIn("  programs: editor (1)\n", out.getvalue())
 
+    def test_a_chain_of_calls_too_short_to_time_is_one_line(self) -> None:
+        def short(name: str, children: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"name": name, "start_ms": 20.0, "duration_ms": 12.0, "samples": 1, "short_calls": 1,
+                    "children": children}
+
+        calls = [{"name": "open_display", "start_ms": 0.0, "duration_ms": 300.0, "samples": 25,
+                  "children": [short("XQueryExtension", [short("_XReply", [short("xcb_wait_for_reply64", [])])])]}]
+        grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z", [frame(PROGRAM, "handler")],
+                                   lag_id="7-1", calls=calls, calls_exact=False)])
+        out = output()
+        write_text(out, grouping, grouping.ordered("total"), no_offline_names(), 12)
+        self.assertIn("    open_display  300.0 ms, from +0.0 ms\n"
+                      "      XQueryExtension > _XReply > xcb_wait_for_reply64: 1 call too short to time, in all"
+                      "  12.0 ms, from +20.0 ms\n", out.getvalue())
+
     def test_control_characters_are_escaped(self) -> None:
         self.assertEqual(terminal_safe("a\x1b[2J\nb\x9bc\x7f"), "a\\x1b[2J\\x0ab\\x9bc\\x7f")
         grouping = grouped([record(CAUSE_A, 300.0, "2026-11-21T10:00:00.000Z",
