@@ -409,9 +409,9 @@ static void lw_text_call_list (LwTextCalls *calls, guint depth, GPtrArray *child
  * each made by the one before (recursion), is one line "name x58"; the
  * other calls made along the chain are listed under it, those of one
  * function at one line "name: 58 calls along the recursion, 290 ms in
- * all" when there are several. A chain of calls too short to time, each
- * the only call of the one before and seen by the same samples, is one
- * line "a > b > c: 1 call seen". */
+ * all" when there are several. A chain of calls each the only call of
+ * the one before, over the same time, is one line "a > b > c  44 ms, from
+ * +1080 ms" ("a > b > c: 1 call seen" when too short to time). */
 static void
 lw_text_call (LwTextCalls *calls, guint depth, const LwCall *call)
 {
@@ -425,10 +425,11 @@ lw_text_call (LwTextCalls *calls, guint depth, const LwCall *call)
   while (inner->name != NULL && (inner = lw_text_only_child_named (inner, call->name)) != NULL)
     g_ptr_array_add (chain, (gpointer) inner);
   inner = call;
-  if (chain->len == 1 && call->short_calls > 0)
+  if (chain->len == 1)
     {
-      /* Calls too short to time, each the only call of the one before,
-       * seen by the same samples: one line, "a > b > c: 1 call seen". */
+      /* Calls each the only call of the one before, over the same time
+       * (a call that does its work in what it calls, an X round trip):
+       * one line, "a > b > c  44 ms, from +1080 ms". */
       g_autoptr(GString) path = g_string_new (NULL);
       g_autofree char *first = lw_text_escape (call->name);
 
@@ -438,7 +439,11 @@ lw_text_call (LwTextCalls *calls, guint depth, const LwCall *call)
           const LwCall *only = inner->children->pdata[0];
           g_autofree char *name = NULL;
 
-          if (only->short_calls != call->short_calls || only->samples != call->samples)
+          /* A call that starts a recursion gets its own line, "x58". */
+          if (only->short_calls != call->short_calls || only->samples != call->samples
+              || only->start_ns != call->start_ns || only->duration_ns != call->duration_ns
+              || g_strcmp0 (only->name, inner->name) == 0
+              || (only->name != NULL && lw_text_only_child_named (only, only->name) != NULL))
             break;
           name = lw_text_escape (only->name);
           g_string_append_printf (path, " > %s", name != NULL ? name : "??");

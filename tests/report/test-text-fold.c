@@ -214,7 +214,7 @@ test_call_tree_recursion (void)
   lagwatch_report_unref (report);
 }
 
-/* Calls too short to time, each the only call of the one before: one line. */
+/* Calls each the only call of the one before, over the same time: one line. */
 static void
 test_call_tree_short_chain (void)
 {
@@ -229,6 +229,10 @@ test_call_tree_short_chain (void)
   leaf->samples = reply->samples = query->samples = 1;
   leaf->short_calls = reply->short_calls = query->short_calls = 1;
   root = call (NULL, 0, 300, call ("gdk_display_open", 0, 300, query));
+  /* Two timed calls over the same time, each the only call of the one
+   * before: one line too. */
+  lw_call_add (root, call ("gtk_widget_realize", 200, 44, call ("XIGetClientPointer", 200, 44,
+                                                                call ("_XReply", 200, 44, NULL))));
   root->samples = 20;
   frames[0] = frame (PROGRAM, 0x1000, "leaf", "lag.c", 12);
   report = report_new (frames, 1, 10, 10);
@@ -238,7 +242,8 @@ test_call_tree_short_chain (void)
   g_test_message ("%s", text);
   g_assert_nonnull (strstr (text, "    gdk_display_open  300 ms, from +0 ms\n"
                                   "      XQueryExtension > _XReply > xcb_wait_for_reply64: 1 call seen, ~5% of the lag "
-                                  "(too short to time one by one)\n"));
+                                  "(too short to time one by one)\n"
+                                  "    gtk_widget_realize > XIGetClientPointer > _XReply  44 ms, from +200 ms\n"));
   g_assert_null (strstr (text, "more call"));
   lagwatch_report_unref (report);
 }

@@ -128,6 +128,13 @@ def stack_lines(stack: Stack, names: Names) -> list[str]:
     return lines
 
 
+def split_short(name: str) -> tuple[str, str]:
+    """A call's NAME as its function and what it says of short calls:
+    ("light", ": 3 calls too short to time, in all"), ("inner", "")."""
+    short = SHORT_CALLS.fullmatch(name)
+    return (short.group(1), name[len(short.group(1)):]) if short else (name, "")
+
+
 def write_calls_text(out: TextIO, cause: Cause, limit: int) -> None:
     """The call tree of the cause's longest lag, indented, in call order;
     a call of a function made by a call of the same function, again and
@@ -141,24 +148,26 @@ def write_calls_text(out: TextIO, cause: Cause, limit: int) -> None:
 
     def walk(calls: list[Call], depth: int) -> None:
         for call in calls:
-            short = SHORT_CALLS.fullmatch(call.name)
-            if short:
-                # Calls too short to time, each the only call of the one
-                # before, for the same time: one line, "a > b > c: ...".
-                names, inner = [short.group(1)], call
-                while len(inner.children) == 1:
-                    only = inner.children[0]
-                    below = SHORT_CALLS.fullmatch(only.name)
-                    if not below or below.group(2) != short.group(2) or only.duration_ms != call.duration_ms:
-                        break
-                    names.append(below.group(1))
-                    inner = only
-                if inner is not call:
-                    lines.append("    %s%s:%s  %s, from +%s"
-                                 % ("  " * depth, terminal_safe(" > ".join(names)), call.name[len(short.group(1)) + 1:],
-                                    format_ms(call.duration_ms), format_ms(call.start_ms)))
-                    walk(inner.children, depth + 1)
-                    continue
+            # Calls each the only call of the one before, over the same
+            # time: one line, "a > b > c  44.0 ms, from +1080.0 ms".
+            base, suffix = split_short(call.name)
+            names, inner = [base], call
+            while len(inner.children) == 1:
+                only = inner.children[0]
+                only_base, only_suffix = split_short(only.name)
+                # A call that starts a recursion gets its own line, "x58".
+                if (only_suffix != suffix or only_base == names[-1] or only.start_ms != call.start_ms
+                        or only.duration_ms != call.duration_ms
+                        or [c.name for c in only.children].count(only.name) == 1):
+                    break
+                names.append(only_base)
+                inner = only
+            if inner is not call:
+                lines.append("    %s%s%s  %s, from +%s"
+                             % ("  " * depth, terminal_safe(" > ".join(names)), terminal_safe(suffix),
+                                format_ms(call.duration_ms), format_ms(call.start_ms)))
+                walk(inner.children, depth + 1)
+                continue
             chain = [call]
             while True:
                 same = [c for c in chain[-1].children if c.name == call.name]
