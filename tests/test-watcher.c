@@ -169,11 +169,14 @@ test_lag_ended_before_late_wake (void)
 }
 
 /* Busy periods shorter than the threshold stay unreported, however late
- * the watcher wakes. */
+ * the watcher wakes. (On a loaded machine a 15 ms spin's busy period can
+ * itself last past the threshold, the loop thread kept off the CPU after
+ * it: that one is a lag, and reported as one, with its true length.) */
 static void
 test_short_busy_periods_stay_quiet (void)
 {
   Harness h;
+  guint n;
 
   harness_init (&h, 30);
   atomic_store (&oversleep_ns, 100 * G_GINT64_CONSTANT (1000000));
@@ -182,10 +185,16 @@ test_short_busy_periods_stay_quiet (void)
   /* A real lag after them, seen live: once it is in, every earlier one
    * would be too (reports are handed over in order). */
   run_lag_after_park (&h, 250);
-  harness_wait_reports (&h, 1);
-  g_assert_cmpuint (harness_n_reports (&h), ==, 1);
-  g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, 0)), >=, 250.0);
-  g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, 0)), >, 0);
+  for (n = 1;; n++)
+    {
+      harness_wait_reports (&h, n);
+      if (lagwatch_report_get_duration_ms (harness_report (&h, n - 1)) >= 250.0)
+        break;
+    }
+  g_assert_cmpuint (n, <=, 6);
+  for (guint i = 0; i < n; i++)
+    g_assert_cmpfloat (lagwatch_report_get_duration_ms (harness_report (&h, i)), >=, 30.0);
+  g_assert_cmpuint (lagwatch_report_get_n_frames (harness_report (&h, n - 1)), >, 0);
   harness_clear (&h);
 }
 

@@ -192,6 +192,7 @@ static G_GNUC_NO_INLINE void
 lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_counted)
 {
   int64_t busy;
+  uint64_t seq;
 
   lw_stats_note_fds (&slot->stats, fds, nfds);
   if (!slot->stats_enabled)
@@ -203,7 +204,12 @@ lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_coun
   busy = lw_clock_ticks () - atomic_load_explicit (&slot->busy_since, memory_order_relaxed);
   if (busy < 0 || (short_counted && busy <= UINT32_MAX))
     return;
-  lw_stats_note_busy (&slot->stats, busy);
+  /* seq is still the busy period's (odd) unless the fast path stored the
+   * entry: then it is the next one. */
+  seq = atomic_load_explicit (&slot->seq, memory_order_relaxed);
+  if (!(seq & 1))
+    seq--;
+  lw_stats_note_busy (&slot->stats, seq, busy, atomic_load_explicit (&slot->expected_seq, memory_order_relaxed) == seq);
   if (short_counted)
     busy -= (uint32_t) busy;
   __atomic_store_n (&slot->busy_ticks, __atomic_load_n (&slot->busy_ticks, __ATOMIC_RELAXED) + busy,

@@ -304,6 +304,8 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
 {
   int64_t now_ns = lw_clock_now_ns ();
 
+  /* Taken up, reported or excused: not a missed lag. */
+  lw_stats_claim (&watch->slot->stats, busy_seq);
   *lag = (LwLag) { 0 };
   lag->state = LW_LAG_SAMPLING;
   lag->busy_seq = busy_seq;
@@ -526,6 +528,10 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
        * period so far. */
       stopped_ns = lw_watcher_stood_still (watch, &w->nap, late_ns, now_ns);
       watch->observed_stopped_ns += MIN (stopped_ns, now_ns - w->since_ns - watch->observed_stopped_ns);
+      /* Judged by the watcher, its stop left out: if it ends before its
+       * moved deadline, it was no lag, and none missed either. */
+      if (stopped_ns > 0)
+        lw_stats_claim (&watch->slot->stats, w->seq);
     }
   w->nap = (LwNap) { now_ns, now_ns, -1 };
   lw_watcher_note_run_delay (watch, now_ns);
