@@ -186,13 +186,14 @@ test_tree_rule (void)
     g_assert_nonnull (strstr (json, "{\"name\":\"x\",\"start_ms\":155.0,\"duration_ms\":10.0,\"samples\":1,"
                                     "\"short_calls\":1,\"children\":[]}"));
     g_assert_nonnull (strstr (json, ",\"calls_exact\":false,\"calls_samples\":20"));
-    g_assert_nonnull (strstr (text, "  calls, in order (from 20 samples ~10 ms apart: each within about that):\n"
-                                    "    cb  195 ms  (at 0 ms)\n"
-                                    "      a  35 ms  (at 0 ms)\n"
-                                    "      b  120 ms  (at 35 ms)\n"
-                                    "        c  100 ms  (at 35 ms)\n"
+    g_assert_nonnull (strstr (text, "  calls, in order (from 20 samples ~10 ms apart: each within about that; "
+                                    "time taken, from the lag's start):\n"
+                                    "    cb  195 ms, from +0 ms\n"
+                                    "      a  35 ms, from +0 ms\n"
+                                    "      b  120 ms, from +35 ms\n"
+                                    "        c  100 ms, from +35 ms\n"
                                     "      x: 1 call seen, ~5% of the lag (too short to time one by one)\n"
-                                    "      a  30 ms  (at 165 ms)\n"));
+                                    "      a  30 ms, from +165 ms\n"));
   }
 
   /* An exact tree wins over a sampled one, whichever comes first. */
