@@ -25,22 +25,22 @@ test_profile_timeline (void)
   int64_t taken;
 
   for (guint i = 0; i < 7; i++)
-    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS));
-  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS));
-  first = lw_profile_sample (profile, 0, &taken);
+    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS, FALSE));
+  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS, FALSE));
+  first = lw_profile_sample (profile, 0, &taken, NULL);
   g_assert_cmpint (taken, ==, 10 * MS);
   g_assert_cmpuint (first->ips[0], ==, 0x10);
-  second = lw_profile_sample (profile, 2, &taken);
+  second = lw_profile_sample (profile, 2, &taken, NULL);
   g_assert_cmpint (taken, ==, 30 * MS);
   g_assert_cmpuint (second->ips[0], ==, 0x20);
-  g_assert_true (lw_profile_sample (profile, 1, &taken) == first);
+  g_assert_true (lw_profile_sample (profile, 1, &taken, NULL) == first);
 
   /* Thinning keeps the later of each pair: samples 2, 4, 6, 8. */
   lw_profile_thin (profile);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 4);
   for (guint i = 0; i < 4; i++)
     {
-      const LwProfileStack *stack = lw_profile_sample (profile, i, &taken);
+      const LwProfileStack *stack = lw_profile_sample (profile, i, &taken, NULL);
 
       g_assert_cmpint (taken, ==, (int64_t) (2 * i + 2) * 10 * MS);
       g_assert_cmpuint (stack->ips[0], ==, (2 * i + 1) % 3 == 2 ? 0x20 : 0x10);
@@ -190,13 +190,14 @@ test_tree_rule (void)
     g_assert_nonnull (strstr (json, "{\"name\":\"x\",\"start_ms\":155.0,\"duration_ms\":10.0,\"samples\":1,"
                                     "\"short_calls\":1,\"children\":[]}"));
     g_assert_nonnull (strstr (json, ",\"calls_exact\":false,\"calls_samples\":20"));
-    g_assert_nonnull (strstr (text, "  calls, in order (from 20 samples ~10 ms apart: each within about that):\n"
-                                    "    cb  195 ms  (at 0 ms)\n"
-                                    "      a  35 ms  (at 0 ms)\n"
-                                    "      b  120 ms  (at 35 ms)\n"
-                                    "        c  100 ms  (at 35 ms)\n"
+    g_assert_nonnull (strstr (text, "  calls, in order (from 20 samples ~10 ms apart: each within about that; "
+                                    "time taken, from the lag's start):\n"
+                                    "    cb  195 ms, from +0 ms\n"
+                                    "      a  35 ms, from +0 ms\n"
+                                    "      b  120 ms, from +35 ms\n"
+                                    "        c  100 ms, from +35 ms\n"
                                     "      x: 1 call seen, ~5% of the lag (too short to time one by one)\n"
-                                    "      a  30 ms  (at 165 ms)\n"));
+                                    "      a  30 ms, from +165 ms\n"));
   }
 
   /* An exact tree wins over a sampled one, whichever comes first. */

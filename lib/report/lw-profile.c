@@ -11,18 +11,25 @@ struct _LwProfile
   guint           budget;
   GHashTable     *exact;      /* LwProfileStack* (key) -> itself, by exact addresses; owns them */
   GPtrArray      *samples;    /* LwProfileStack* of exact, per sample, oldest first */
-  GArray         *times;      /* int64_t, when each of samples was taken */
+  GArray         *times;      /* LwProfileTime, when each of samples was taken */
   guint64         serial;
   LwProfileStack *probe;      /* lookup key of lw_profile_add(), reused */
   guint           probe_room; /* addresses the probe holds */
   GPtrArray      *sorted;     /* cache for lw_profile_exact_stacks(), of stacks in exact */
 };
 
+/* When one sample was taken, and whether the thread was asleep then. */
+typedef struct
+{
+  int64_t  taken_ns;
+  gboolean asleep;
+} LwProfileTime;
+
 /* Samples are grouped in two steps. lw_profile_add() runs at every sample,
  * on a watcher that has just woken on a cold CPU: it only matches exact
  * addresses (no symbol lookup, no allocation once a stack is known).
  * lw_profile_group(), once per report on the reporting thread, merges the
- * stacks whose innermost frames are in the same function. */
+ * stacks whose frames are in the same functions. */
 
 /* Any thread. FNV-1a, one address at a time. */
 #define LW_PROFILE_HASH_SEED 1469598103934665603ULL
@@ -74,7 +81,7 @@ lw_profile_new (guint budget)
   profile->exact = g_hash_table_new_full (lw_profile_exact_hash, lw_profile_exact_equal,
                                           g_free, NULL);
   profile->samples = g_ptr_array_sized_new (profile->budget);
-  profile->times = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), profile->budget);
+  profile->times = g_array_sized_new (FALSE, FALSE, sizeof (LwProfileTime), profile->budget);
   return profile;
 }
 
@@ -103,9 +110,10 @@ lw_profile_reset (LwProfile *profile)
 
 gboolean
 lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated,
-                int64_t taken_ns)
+                int64_t taken_ns, gboolean asleep)
 {
   LwProfileStack *stack;
+  LwProfileTime when = { taken_ns, asleep };
 
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   if (profile->probe == NULL || profile->probe_room < n_ips)
@@ -125,7 +133,7 @@ lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean 
   stack->count++;
   stack->last_serial = ++profile->serial;
   g_ptr_array_add (profile->samples, stack);
-  g_array_append_val (profile->times, taken_ns);
+  g_array_append_val (profile->times, when);
   return profile->samples->len >= profile->budget;
 }
 
@@ -145,7 +153,7 @@ lw_profile_thin (LwProfile *profile)
             g_hash_table_remove (profile->exact, stack);
           continue;
         }
-      g_array_index (profile->times, int64_t, kept) = g_array_index (profile->times, int64_t, i);
+      g_array_index (profile->times, LwProfileTime, kept) = g_array_index (profile->times, LwProfileTime, i);
       profile->samples->pdata[kept++] = stack;
     }
   g_ptr_array_set_size (profile->samples, kept);
@@ -159,10 +167,15 @@ lw_profile_n_samples (LwProfile *profile)
 }
 
 const LwProfileStack *
-lw_profile_sample (LwProfile *profile, guint index, int64_t *taken_ns)
+lw_profile_sample (LwProfile *profile, guint index, int64_t *taken_ns, gboolean *asleep)
 {
+  const LwProfileTime *when;
+
   g_return_val_if_fail (index < profile->samples->len, NULL);
-  *taken_ns = g_array_index (profile->times, int64_t, index);
+  when = &g_array_index (profile->times, LwProfileTime, index);
+  *taken_ns = when->taken_ns;
+  if (asleep != NULL)
+    *asleep = when->asleep;
   return profile->samples->pdata[index];
 }
 
@@ -196,21 +209,22 @@ lw_profile_exact_stacks (LwProfile *profile)
 typedef struct
 {
   LwReportStack *stack;
-  uintptr_t      frame0_key;  /* the innermost frame's function start, or its address */
+  uintptr_t     *keys;        /* per frame: its function's start, or its address when no
+                               * symbol covers it */
   guint          rank;        /* 0 = most recent */
   guint          samples;     /* a group's first member: the group's total */
   gboolean       scripted;    /* holds an interpreted (Python, JavaScript) frame */
 } LwProfileMember;
 
-/* Reporting thread. The innermost frame by its function, the others exact. */
+/* Reporting thread. Every frame by its function. */
 static guint
 lw_profile_member_hash (gconstpointer key)
 {
   const LwProfileMember *member = key;
-  guint64 h = lw_profile_mix (LW_PROFILE_HASH_SEED ^ member->stack->n_frames, member->frame0_key);
+  guint64 h = LW_PROFILE_HASH_SEED ^ member->stack->n_frames;
 
-  for (guint i = 1; i < member->stack->n_frames; i++)
-    h = lw_profile_mix (h, member->stack->frames[i].ip);
+  for (guint i = 0; i < member->stack->n_frames; i++)
+    h = lw_profile_mix (h, member->keys[i]);
   return (guint) (h ^ (h >> 32));
 }
 
@@ -220,12 +234,9 @@ lw_profile_member_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileMember *x = a, *y = b;
 
-  if (x->stack->n_frames != y->stack->n_frames || x->frame0_key != y->frame0_key)
+  if (x->stack->n_frames != y->stack->n_frames)
     return FALSE;
-  for (guint i = 1; i < x->stack->n_frames; i++)
-    if (x->stack->frames[i].ip != y->stack->frames[i].ip)
-      return FALSE;
-  return TRUE;
+  return x->stack->n_frames == 0 || memcmp (x->keys, y->keys, x->stack->n_frames * sizeof (uintptr_t)) == 0;
 }
 
 /* Reporting thread. TRUE when @stack holds an interpreted frame. */
@@ -272,9 +283,10 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
       member->rank = i;
       member->samples = stacks[i].samples;
       member->scripted = lw_profile_stack_scripted (&stacks[i]);
-      member->frame0_key = stacks[i].n_frames > 0 ? stacks[i].frames[0].ip : 0;
-      if (stacks[i].n_frames > 0 && lw_symbols_function_start (stacks[i].frames[0].ip, FALSE, &start))
-        member->frame0_key = start;
+      member->keys = g_new (uintptr_t, MAX (stacks[i].n_frames, 1));
+      for (guint f = 0; f < stacks[i].n_frames; f++)
+        member->keys[f] = lw_symbols_function_start (stacks[i].frames[f].ip, f > 0, &start)
+                          ? start : stacks[i].frames[f].ip;
       /* Most recent first: a group's first member is the one it shows. */
       group = g_hash_table_lookup (groups, member);
       if (group == NULL)
@@ -307,5 +319,7 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
     memset (stacks, 0, n_stacks * sizeof (LwReportStack));
   if (n_kept > 0)
     memcpy (stacks, kept, n_kept * sizeof (LwReportStack));
+  for (guint i = 0; i < n_stacks; i++)
+    g_free (members[i].keys);
   return n_kept;
 }

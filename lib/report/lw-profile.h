@@ -1,9 +1,14 @@
 /* lw-profile.h: the samples of one lag, grouped into stacks
  *
- * Two samples are the same stack when they have the same frames, except
- * that the innermost frame counts by the function it is in rather than by
- * its exact address (a spinning loop is one stack, not one per
- * instruction). Return addresses count exactly: they are call sites. The
+ * Two samples are the same stack when their frames are in the same
+ * functions, one by one: a frame counts by the function it is in rather
+ * than by its exact address (a spinning loop is one stack, not one per
+ * instruction; a function called from two lines of its caller is one
+ * stack, not two), a frame no symbol covers by its address. This is how
+ * lagwatch-report merges stacks (by function name), so that the heaviest
+ * stack and its share (lw_report_heaviest_share()) are one notion in the
+ * text report, the JSON record and lagwatch-report. The stack a group
+ * shows is its most recent member's, exact addresses and lines. The
  * heaviest stack is the one with the most samples; ties go to the one seen
  * most recently.
  *
@@ -44,13 +49,15 @@ LwProfile *lw_profile_new        (guint            budget);
 void       lw_profile_free       (LwProfile       *profile);
 void       lw_profile_reset      (LwProfile       *profile);
 
-/* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC). Returns TRUE
+/* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC); @asleep: taken
+ * while the thread slept (through /proc), not while it ran. Returns TRUE
  * when the profile is now full. */
 gboolean   lw_profile_add        (LwProfile       *profile,
                                   const uintptr_t *ips,
                                   guint            n_ips,
                                   gboolean         truncated,
-                                  int64_t          taken_ns);
+                                  int64_t          taken_ns,
+                                  gboolean         asleep);
 
 /* Drops every other sample, keeping the later of each pair. */
 void       lw_profile_thin       (LwProfile       *profile);
@@ -74,9 +81,10 @@ guint      lw_profile_group      (LwReportStack   *stacks,
 /* Sample @index in time order (oldest first, < lw_profile_n_samples()):
  * its exact stack, which belongs to the profile (valid until the next
  * add, thin or reset; the same pointer for every sample of that stack),
- * and when it was taken. */
+ * when it was taken and (@asleep, nullable) whether the thread slept. */
 const LwProfileStack *lw_profile_sample (LwProfile *profile,
                                          guint      index,
-                                         int64_t   *taken_ns);
+                                         int64_t   *taken_ns,
+                                         gboolean  *asleep);
 
 G_END_DECLS

@@ -381,7 +381,8 @@ test_consistent_output (void)
   g_assert_nonnull (strstr (table, "(no stack)"));
   g_assert_null (strstr (strstr (table, "(no stack)") + 1, "(no stack)"));
 
-  /* A hang's other threads show 12 frames each and say what they left. */
+  /* A hang's other threads show 12 lines each and say what they left;
+   * their unnamed frames of one module fold into one line. */
   g_clear_pointer (&text, g_free);
   whole->event = "hang";
   whole->threads = g_new0 (LwReportStack, 2);
@@ -392,8 +393,11 @@ test_consistent_output (void)
   whole->threads[0].n_frames = 14;
   whole->threads[1].frames = g_new0 (LwFrame, 12);
   whole->threads[1].n_frames = 12;
+  for (guint i = 0; i < 14; i++)
+    whole->threads[0].frames[i].symbol = g_strdup_printf ("f%u", i);
   text = lagwatch_report_to_text (whole);
   g_assert_nonnull (strstr (text, "  ... (2 more frames not shown here: all are in the JSON)\n  thread 102"));
+  g_assert_nonnull (strstr (text, "  thread 102 \"?\" (?):\n  #0-11 ?? x12 in ?\n"));
   g_assert_null (strstr (strstr (text, "  thread 102"), "more frames"));
 
   lagwatch_report_unref (unnamed);
