@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lw-report.h"
+#include "lw-report-program.h"
 #include "lw-report-text.h"
 #include "lw-stats-read.h"
 
@@ -272,6 +273,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  /* The stacks are PROGRAM's: its code is the program's, GTK's is not. */
+  lw_report_program_set_executable (PROGRAM, NULL);
   g_test_add_func ("/text/unnamed-run", test_unnamed_run);
   g_test_add_func ("/text/recursion", test_recursion);
   g_test_add_func ("/text/header-share-and-also", test_header_share_and_also);
