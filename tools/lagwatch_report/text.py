@@ -6,7 +6,7 @@ from typing import TextIO
 
 from .folding import fold
 from .grouping import UNKNOWN_WHERE, Call, Cause, Grouping, Stack, basename
-from .naming import cause_name, format_ms, short_time
+from .naming import cause_name, format_ms, plural, short_time
 from .symbolizer import Names
 
 TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -23,11 +23,6 @@ def terminal_safe(text: str) -> str:
     thread's, a function's) can hold anything: it must not drive the
     terminal the report is read on."""
     return TERMINAL_CONTROL.sub(lambda m: "\\x%02x" % ord(m.group(0)), str(text))
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """"1 lag", "2 lags"; WORDS: the plural when it is not WORD + "s"."""
-    return "%d %s" % (n, word if n == 1 else words or word + "s")
 
 
 def write_text(out: TextIO, grouping: Grouping, causes: list[Cause], names: Names, frames: int) -> None:
