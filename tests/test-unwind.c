@@ -562,7 +562,9 @@ test_synthetic (gconstpointer anchor)
                   saved_sp);
   g_assert_cmpuint (mismatches, ==, 0);
   g_assert_cmpuint (walks, >, 100);
-  g_assert_cmpuint (deep, >, walks / 20);
+  /* Enough walks of 3 frames or more to compare (random words end most
+   * walks, more so in an AddressSanitizer build: 4.6% there). */
+  g_assert_cmpuint (deep, >, walks / 40);
 
   g_rand_free (rand);
   lw_unwinder_free (ours);

@@ -330,20 +330,29 @@ lw_places_get (void)
   return places;
 }
 
+/* Places replaced by lw_report_program_set_executable(): never freed, as
+ * another thread may still be judging a frame with them; kept here so
+ * that they stay reachable (tests replace them a few times). */
+static GPtrArray *lw_retired_places;
+static GMutex     lw_retired_lock;
+
 /* Any thread, normal context. */
 void
 lw_report_program_set_executable (const char *exe, const char *runpath)
 {
   g_autofree char *from_file = NULL;
+  LwProgramPlaces *old;
 
-  if (exe == NULL)
-    {
-      g_atomic_pointer_set (&lw_program_places, NULL);
-      return;
-    }
-  if (runpath == NULL)
+  if (exe != NULL && runpath == NULL)
     runpath = from_file = lw_read_runpath (exe);
-  g_atomic_pointer_set (&lw_program_places, lw_places_new (exe, runpath));
+  old = g_atomic_pointer_exchange (&lw_program_places, exe != NULL ? lw_places_new (exe, runpath) : NULL);
+  if (old == NULL)
+    return;
+  g_mutex_lock (&lw_retired_lock);
+  if (lw_retired_places == NULL)
+    lw_retired_places = g_ptr_array_new ();
+  g_ptr_array_add (lw_retired_places, old);
+  g_mutex_unlock (&lw_retired_lock);
 }
 
 /* Any thread. lw_report_module_is_program() without the cache. */
