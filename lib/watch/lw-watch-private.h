@@ -36,6 +36,7 @@ struct _LagWatch
                                       * of the context (g_main_loop_run returned) */
   LwReporter      *reporter;         /* the reporting thread; owns the sinks and the callback */
   _Atomic gboolean paused;           /* lagwatch_pause() */
+  _Atomic guint64  resumed_seq;      /* the loop's seq at the last lagwatch_resume(), 0 none */
   LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 

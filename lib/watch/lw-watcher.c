@@ -88,6 +88,9 @@ typedef struct
   int64_t  timed_from_ns; /* a busy period is timed from here at the earliest
                            * (lw_watcher_lagging: the poll function replaced) */
   LwNap    nap;          /* the sleep that ended last */
+  uint64_t unseen_seq;   /* the last busy period judged from the loop's note of it
+                          * (lw_watcher_check_unseen) */
+  guint    long_min_ms;  /* the threshold the loop notes long busy periods by, 0 none yet */
 } LwWatcher;
 
 /* What a lag's round found. */
@@ -533,6 +536,52 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
                    + watch->observed_stopped_ns;
 }
 
+/* Watcher thread, at each look. A busy period of the threshold or more
+ * that the loop ended and noted (lw_hooks_note_long) while the watcher
+ * never saw it: the watcher was kept off the CPU all along (a busy
+ * machine; seen: 240 to 450 ms after the loop woke it, on two cores under
+ * a load of 15). Reported without a stack, as one that ended while the
+ * watcher slept to its deadline is; unless the process stood still in the
+ * meantime (SIGSTOP, a frozen cgroup: then the period is not the
+ * program's), told as at any wake-up the threshold too late. Also tells
+ * the loop the threshold to note periods by. */
+static void
+lw_watcher_check_unseen (LagWatch *watch, LwWatcher *w)
+{
+  LwSlot *slot = watch->slot;
+  guint threshold_ms = atomic_load (&watch->threshold_ms);
+  uint64_t seq;
+  int64_t since, end, since_ns, end_ns, now_ns, late_ns;
+
+  if (threshold_ms != w->long_min_ms)
+    {
+      w->long_min_ms = threshold_ms;
+      atomic_store_explicit (&slot->long_min_ticks,
+                             lw_clock_span_to_ticks ((int64_t) threshold_ms * LW_NSEC_PER_MSEC),
+                             memory_order_relaxed);
+    }
+  /* The note is written whole, its seq last (lw-slot.h): read as a seqlock. */
+  seq = atomic_load_explicit (&slot->long_seq, memory_order_acquire);
+  since = atomic_load_explicit (&slot->long_since, memory_order_relaxed);
+  end = atomic_load_explicit (&slot->long_end, memory_order_relaxed);
+  atomic_thread_fence (memory_order_acquire);
+  if (seq == 0 || seq != atomic_load_explicit (&slot->long_seq, memory_order_relaxed)
+      || seq <= w->unseen_seq || seq <= watch->observed_seq || seq <= atomic_load (&watch->resumed_seq))
+    return;
+  w->unseen_seq = seq;
+  since_ns = lw_clock_ticks_to_ns (since);
+  end_ns = lw_clock_ticks_to_ns (end);
+  now_ns = lw_clock_now_ns ();
+  late_ns = now_ns - (since_ns + (int64_t) threshold_ms * LW_NSEC_PER_MSEC);
+  if (late_ns > LW_OVERSLEEP_NS && lw_watcher_stood_still (watch, &w->nap, late_ns, now_ns) > 0)
+    {
+      g_debug ("a busy period of %.0f ms ended while the process stood still: not a lag",
+               (double) (end_ns - since_ns) / LW_NSEC_PER_MSEC);
+      return;
+    }
+  lw_watcher_report_unseen (watch, seq, since_ns, end_ns);
+}
+
 /* Watcher thread. The one place the watcher's phase changes: at each look
  * at the loop, from its seq (docs/how-it-works.md draws the transitions). */
 static LwPhase
@@ -544,6 +593,7 @@ lw_watcher_next_phase (LagWatch *watch, LwWatcher *w)
   w->seq = atomic_load (&watch->slot->seq);
   if (atomic_load (&watch->stopping))
     return LW_PHASE_STOPPING;
+  lw_watcher_check_unseen (watch, w);
   if (w->seq == 0 || !(w->seq & 1) || paused)
     return w->seq == w->quiet_seq || w->seq == 0 || paused ? LW_PHASE_IDLE : LW_PHASE_LOOKING;
   if (w->seq == w->settled_seq)
