@@ -296,22 +296,29 @@ count_posix_timers (void)
   return n;
 }
 
-/* A lag that spins @spin_ms of CPU time, counts the process's timers, then
- * spins @then_ms more. */
+/* A lag that spins @spin_ms of CPU time, counts the process's timers
+ * (once they are @wait_timers, when that is not -1: a watcher kept off the
+ * CPU by a loaded machine may start sampling later), then spins @then_ms
+ * more. */
 typedef struct
 {
   int spin_ms;
   int then_ms;
   int timers_during;
+  int wait_timers;
 } TimedLag;
 
 static LAGGY void
 spin_and_count_timers (gpointer data)
 {
   TimedLag *lag = data;
+  gint64 deadline;
 
   spin_cpu_ms (GINT_TO_POINTER (lag->spin_ms));
-  lag->timers_during = count_posix_timers ();
+  deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+  while ((lag->timers_during = count_posix_timers ()) != lag->wait_timers && lag->wait_timers != -1
+         && g_get_monotonic_time () < deadline)
+    ;
   spin_cpu_ms (GINT_TO_POINTER (lag->then_ms));
   __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
 }
@@ -334,7 +341,7 @@ static void
 test_sampling_way (gconstpointer data)
 {
   gboolean explicit_sampling = GPOINTER_TO_INT (data);
-  TimedLag lag = { 300, 250, -1 };
+  TimedLag lag = { 300, 250, -1, -1 };
   LagWatchReport *report;
   int timers_before;
   Harness h;
@@ -347,6 +354,8 @@ test_sampling_way (gconstpointer data)
     }
   atomic_store (&refuse_cpu_timer, explicit_sampling);
   timers_before = count_posix_timers ();
+  if (timers_before >= 0 && !explicit_sampling)
+    lag.wait_timers = timers_before + 1;
   harness_run_lag (&h, spin_and_count_timers, &lag);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
@@ -373,7 +382,7 @@ test_sampling_through_hang_record (void)
   g_autofree char *dir = g_dir_make_tmp ("lagwatch-watcher-XXXXXX", NULL);
   g_autofree char *state = g_build_filename (dir, "state", NULL);
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
-  TimedLag lag = { 450, 200, -1 };  /* timers counted past the hang record */
+  TimedLag lag = { 450, 200, -1, -1 };  /* timers counted past the hang record */
   LagWatchReport *report;
   int timers_before;
   Harness h;
