@@ -589,21 +589,28 @@ test_hang_survives_sigkill (void)
 }
 
 /* Identical lags: stderr shows the 1st, 2nd, 3rd and 5th; JSON and the
- * callback get all; the summary counts all. */
+ * callback get all; the summary counts all. On a loaded machine a lag may
+ * end before the watcher, waiting for a CPU, took its stack: reported
+ * without one, it is not like the others; lags are run until six with the
+ * same stack were reported. */
 static void
 test_backoff_and_summary (void)
 {
   if (g_test_subprocess ())
     {
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      guint identical = 0;
       Harness h;
 
       lagwatch_config_set_output (config, "stderr", NULL);
       harness_init_with_config (&h, config);
-      for (int i = 0; i < 6; i++)
-        harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
-      harness_wait_reports (&h, 6);
-      g_assert_cmpuint (harness_n_reports (&h), ==, 6);
+      for (guint n = 1; identical < 6; n++)
+        {
+          if (harness_n_reports (&h) < n)
+            harness_run_lag (&h, spin_ms, GINT_TO_POINTER (150));
+          harness_wait_reports (&h, n);
+          identical += harness_stack_has (harness_report (&h, n - 1), "spin_ms", NULL);
+        }
       harness_clear (&h);
       return;
     }
