@@ -1003,6 +1003,33 @@ LAGWATCH_API double lagwatch_stats_get_percentile_ms (LagWatchStats *stats,
 LAGWATCH_API guint lagwatch_stats_get_lags (LagWatchStats *stats);
 
 /**
+ * lagwatch_stats_get_lags_missed:
+ * @stats: a snapshot
+ *
+ * The lags seen only after they ended: busy periods over the threshold
+ * that the watcher thread did not get to while they lasted (it got no CPU
+ * in time, on a loaded machine), so no report was made of them. Not
+ * counted: periods while the watch was paused or declared long
+ * (lagwatch_begin_long_work()).
+ *
+ * Returns: their number since attach
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_lags_missed (LagWatchStats *stats);
+
+/**
+ * lagwatch_stats_get_bucket_missed:
+ * @stats: a snapshot
+ * @bucket: a bucket, 0 to lagwatch_stats_get_n_buckets() - 1
+ *
+ * Returns: the lags missed (lagwatch_stats_get_lags_missed()) whose busy
+ *   period fell in @bucket
+ * Since: 0.2
+ */
+LAGWATCH_API guint64 lagwatch_stats_get_bucket_missed (LagWatchStats *stats,
+                                                       guint          bucket);
+
+/**
  * lagwatch_report_get_run_delay_ms:
  * @report: a report
  *

@@ -51,13 +51,17 @@ lw_note_stats (LagWatch *watch)
 {
   LagWatchStats *stats;
   g_autofree char *counts = NULL;
+  g_autofree char *missed = NULL;
 
   if (!watch->slot->stats_enabled)
     return;
   stats = lw_stats_snapshot (watch->slot, atomic_load (&watch->n_lags));
   counts = lw_stats_to_text (stats);
+  missed = lw_stats_missed_to_text (stats);
   lagwatch_stats_free (stats);
   lw_summary_set_run_line (watch->summary, counts);
+  if (missed != NULL)
+    lw_summary_set_missed_line (watch->summary, missed);
 }
 
 /* At exit, the exiting thread. Notes whether the loop had returned: the
@@ -431,6 +435,7 @@ lagwatch_attach_full (GMainContext *context, const LagWatchConfig *config, GErro
       return NULL;
     }
 
+  lw_stats_set_threshold_ms (&watch->slot->stats, watch->threshold_ms);
   watch->summary = lw_summary_new ();
   watch->hangs = lw_hang_store_open (watch->config->state_dir);
   watch->reporter = lw_reporter_start (lw_sinks_open_from (watch->config->output,
@@ -513,6 +518,7 @@ lagwatch_set_threshold_ms (LagWatch *watch, guint threshold_ms)
   if (threshold_ms < 1 || threshold_ms > LW_MAX_DURATION_MS)
     return FALSE;
   atomic_store (&watch->threshold_ms, threshold_ms);
+  lw_stats_set_threshold_ms (&watch->slot->stats, threshold_ms);
   lw_frames_set_threshold_ms (watch->frames, threshold_ms);
   sem_post (&watch->slot->wake);  /* re-judge the busy period in progress */
   return TRUE;
@@ -532,6 +538,7 @@ lagwatch_pause (LagWatch *watch)
     return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->paused, TRUE);
+  atomic_store (&watch->slot->stats.paused, TRUE);
   sem_post (&watch->slot->wake);
 }
 
@@ -544,6 +551,7 @@ lagwatch_resume (LagWatch *watch)
   /* The busy periods until now were paused, all of them. */
   atomic_store (&watch->resumed_seq, atomic_load (&watch->slot->seq));
   atomic_store (&watch->paused, FALSE);
+  atomic_store (&watch->slot->stats.paused, FALSE);
   sem_post (&watch->slot->wake);
 }
 

@@ -21,16 +21,20 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # lagwatch-report on python3 (stdlib only) naming frames offline with
 # eu-addr2line (elfutils), its types checked with mypy --strict (Debian 12's
 # mypy 1.0, 13's 1.15 and unstable's 2.x all pass), its HTML tested in
-# headless chromium, journal files
+# headless chromium, its speedscope export opened there by speedscope's own
+# web app (npm installs it at test time; Debian's npm brings nodejs), journal files
 # read with journalctl; the journal sink's test runs systemd-journald,
 # systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
 # GI bindings with python3-gi and gjs, their API reference with gi-docgen;
 # Sysprof's capture library and reader; locales (the sources localedef
 # needs) for the stats record under a decimal-comma locale.
 # The names that differ between releases come from lw_release_packages.
+# npm only where there is none: NodeSource's nodejs brings its own npm and
+# conflicts with Debian's.
+LW_NPM_PACKAGE=$(command -v npm > /dev/null || echo npm)
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
-  python3 python3-jsonschema mypy elfutils chromium systemd-journal-remote sysprof systemd iproute2 gi-docgen
+  python3 python3-jsonschema mypy elfutils chromium $LW_NPM_PACKAGE systemd-journal-remote sysprof systemd iproute2 gi-docgen
   gobject-introspection libgirepository1.0-dev python3-gi gjs locales"
 
 # ThreadSanitizer's run (scripts/run-tsan) builds GLib from its Debian

@@ -24,22 +24,22 @@ test_profile_timeline (void)
   int64_t taken;
 
   for (guint i = 0; i < 7; i++)
-    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS));
-  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS));
-  first = lw_profile_sample (profile, 0, &taken);
+    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS, FALSE));
+  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS, FALSE));
+  first = lw_profile_sample (profile, 0, &taken, NULL);
   g_assert_cmpint (taken, ==, 10 * MS);
   g_assert_cmpuint (first->ips[0], ==, 0x10);
-  second = lw_profile_sample (profile, 2, &taken);
+  second = lw_profile_sample (profile, 2, &taken, NULL);
   g_assert_cmpint (taken, ==, 30 * MS);
   g_assert_cmpuint (second->ips[0], ==, 0x20);
-  g_assert_true (lw_profile_sample (profile, 1, &taken) == first);
+  g_assert_true (lw_profile_sample (profile, 1, &taken, NULL) == first);
 
   /* Thinning keeps the later of each pair: samples 2, 4, 6, 8. */
   lw_profile_thin (profile);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 4);
   for (guint i = 0; i < 4; i++)
     {
-      const LwProfileStack *stack = lw_profile_sample (profile, i, &taken);
+      const LwProfileStack *stack = lw_profile_sample (profile, i, &taken, NULL);
 
       g_assert_cmpint (taken, ==, (int64_t) (2 * i + 2) * 10 * MS);
       g_assert_cmpuint (stack->ips[0], ==, (2 * i + 1) % 3 == 2 ? 0x20 : 0x10);

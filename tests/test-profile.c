@@ -43,7 +43,7 @@ add (LwProfile *profile, uintptr_t frame0, uintptr_t caller)
 {
   uintptr_t ips[2] = { frame0, caller };
 
-  lw_profile_add (profile, ips, 2, FALSE, 0);
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE);
 }
 
 /* The profile's stacks as the watcher hands them over (exact, most recent

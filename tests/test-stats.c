@@ -13,6 +13,9 @@
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <locale.h>
@@ -188,7 +191,7 @@ test_known_busy_periods (void)
   {
     g_autofree char *iterations = g_strdup_printf ("\"iterations\":%" G_GUINT64_FORMAT ",",
                                                    lagwatch_stats_get_iterations (stats));
-    g_autofree char *bucket = g_strdup_printf ("{\"from_ms\":4,\"count\":%" G_GUINT64_FORMAT "}",
+    g_autofree char *bucket = g_strdup_printf ("{\"from_ms\":4,\"count\":%" G_GUINT64_FORMAT ",\"missed\":0}",
                                                lagwatch_stats_get_bucket_count (stats, 3));
 
     g_assert_nonnull (strstr (line, iterations));
@@ -197,6 +200,139 @@ test_known_busy_periods (void)
   }
   g_unlink (path);
   g_rmdir (dir);
+}
+
+/* ---- lags the watcher did not see ---- */
+
+/* Test's main thread. Forks a child that stops the watcher thread
+ * @watcher (PTRACE_INTERRUPT stops that one thread, nothing else), writes
+ * 1 (stopped) or 0 (ptrace refused) to @stopped, then lets it go when
+ * @release is written to or closed. */
+static pid_t
+stop_watcher (pid_t watcher, int stopped, int release)
+{
+  pid_t tracer = fork ();
+  int status;
+  char result = 0, byte;
+
+  g_assert_cmpint (tracer, >=, 0);
+  if (tracer > 0)
+    return tracer;
+  /* Gone with the test (it holds the test's output pipes open). */
+  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (ptrace (PTRACE_SEIZE, watcher, NULL, NULL) == 0 && ptrace (PTRACE_INTERRUPT, watcher, NULL, NULL) == 0
+      && waitpid (watcher, &status, __WALL) == watcher && WIFSTOPPED (status))
+    result = 1;
+  if (write (stopped, &result, 1) != 1 || read (release, &byte, 1) < 0)
+    _exit (1);
+  if (result)
+    ptrace (PTRACE_DETACH, watcher, NULL, NULL);
+  _exit (0);
+}
+
+static gboolean
+byte_arrived (gint fd, GIOCondition condition, gpointer data)
+{
+  char *byte = data;
+
+  g_assert_cmpint (read (fd, byte, 1), ==, 1);
+  return G_SOURCE_REMOVE;
+}
+
+/* Lags the watcher thread could not follow (here it is stopped; on a
+ * loaded machine it gets no CPU before they end) are counted, each in its
+ * bucket, in the stats snapshot, the "stats" record and the summary; a lag
+ * it follows is reported and not counted missed. */
+static void
+test_missed_lags (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_autofree char *dir = g_dir_make_tmp ("lagwatch-missed-XXXXXX", NULL);
+      g_autofree char *path = g_build_filename (dir, "lags.jsonl", NULL);
+      g_autofree char *output = g_strconcat ("stderr,json:", path, NULL);
+      g_autofree char *json = NULL;
+      GSource *tick = g_timeout_source_new (50);  /* bounds each wait */
+      GSource *arrived;
+      int stopped[2], release[2];
+      pid_t watcher, tracer;
+      LagWatchStats *stats;
+      guint64 over_frame = 0;
+      char byte = 2;
+      Harness h;
+      const char *line;
+
+      g_assert_true (lagwatch_config_set_threshold_ms (config, 20));
+      g_assert_true (lagwatch_config_set_output (config, output, NULL));
+      harness_init_with_config (&h, config);
+      g_source_set_callback (tick, harness_tick, NULL, NULL);
+      g_source_attach (tick, h.context);
+      g_assert_cmpint (pipe (stopped), ==, 0);
+      g_assert_cmpint (pipe (release), ==, 0);
+      prctl (PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+      while ((watcher = watcher_tid ()) == 0)
+        g_main_context_iteration (h.context, TRUE);
+      tracer = stop_watcher (watcher, stopped[1], release[0]);
+      /* The loop sits in poll meanwhile: no busy period but short ones. */
+      arrived = g_unix_fd_source_new (stopped[0], G_IO_IN);
+      g_source_set_callback (arrived, G_SOURCE_FUNC (byte_arrived), &byte, NULL);
+      g_source_attach (arrived, h.context);
+      g_source_unref (arrived);
+      while (byte == 2)
+        g_main_context_iteration (h.context, TRUE);
+      if (byte == 0)
+        {
+          g_assert_cmpint (write (release[1], &byte, 1), ==, 1);
+          waitpid (tracer, NULL, 0);
+          harness_clear (&h);
+          g_test_skip ("ptrace is not allowed here: the watcher cannot be stopped on purpose");
+          return;
+        }
+
+      /* Four lags while the watcher is stopped: 30, 30, 30 and 60 ms at
+       * least (a loaded machine stretches them into later buckets). */
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (30));
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (30));
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (30));
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
+      g_main_context_iteration (h.context, FALSE);  /* the poll entry that ends the last */
+      stats = lagwatch_get_stats (h.watch);
+      g_assert_nonnull (stats);
+      g_assert_cmpuint (lagwatch_stats_get_lags_missed (stats), ==, 4);
+      for (guint i = 0; i < lagwatch_stats_get_n_buckets (stats); i++)
+        if (lagwatch_stats_get_bucket_start_ms (stats, i) >= 16)  /* from 16.7 ms */
+          over_frame += lagwatch_stats_get_bucket_missed (stats, i);
+      g_assert_cmpuint (over_frame, ==, 4);
+      g_assert_cmpuint (lagwatch_stats_get_lags (stats), ==, 0);
+      lagwatch_stats_free (stats);
+
+      /* The watcher goes on: a lag it follows is reported, not missed. */
+      g_assert_cmpint (write (release[1], &byte, 1), ==, 1);
+      g_assert_cmpint (waitpid (tracer, NULL, 0), ==, tracer);
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
+      harness_wait_reports (&h, 1);
+      stats = lagwatch_get_stats (h.watch);
+      g_assert_cmpuint (lagwatch_stats_get_lags_missed (stats), ==, 4);
+      g_assert_cmpuint (lagwatch_stats_get_lags (stats), ==, 1);
+      lagwatch_stats_free (stats);
+      g_source_destroy (tick);
+      g_source_unref (tick);
+      harness_clear (&h);
+
+      g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+      line = strstr (json, "{\"event\":\"stats\"");
+      g_assert_nonnull (line);
+      g_assert_nonnull (strstr (line, "\"lags\":1,\"lags_missed\":4,"));
+      g_unlink (path);
+      g_rmdir (dir);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: this run: * 1 lag\n*"
+                             "  4 lags were seen only after they ended, with no report (the watcher got no CPU in "
+                             "time): *");
 }
 
 /* ---- whose fault ---- */
@@ -533,6 +669,7 @@ main (int argc, char **argv)
   g_test_add_func ("/stats/json-ignores-locale", test_json_ignores_locale);
   g_test_add_func ("/stats/known-busy-periods", test_known_busy_periods);
   g_test_add_func ("/stats/counts-lags", test_counts_lags);
+  g_test_add_func ("/stats/missed-lags", test_missed_lags);
   g_test_add_func ("/whose-fault/run-delay-beside-hogs", test_run_delay_beside_hogs);
   g_test_add_func ("/whose-fault/run-delay-alone", test_run_delay_alone);
   g_test_add_func ("/whose-fault/input-pending", test_input_pending);

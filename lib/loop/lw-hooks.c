@@ -191,7 +191,7 @@ static void
 lw_hooks_note_long (LwSlot *slot, int64_t since, int64_t end)
 {
   uint64_t seq = atomic_load_explicit (&slot->seq, memory_order_relaxed);
-  int64_t min_ticks = atomic_load_explicit (&slot->long_min_ticks, memory_order_relaxed);
+  int64_t min_ticks = atomic_load_explicit (&slot->stats.lag_ticks, memory_order_relaxed);
 
   if (min_ticks <= 0 || end - since < min_ticks
       || atomic_load_explicit (&slot->long_work_seq, memory_order_relaxed) == seq)
@@ -213,6 +213,7 @@ static G_GNUC_NO_INLINE void
 lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_counted)
 {
   int64_t busy, since, now;
+  uint64_t seq;
 
   lw_stats_note_fds (&slot->stats, fds, nfds);
   if (!slot->stats_enabled)
@@ -230,7 +231,12 @@ lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_coun
     lw_hooks_note_long (slot, since, now);
   if (short_counted && busy <= UINT32_MAX)
     return;
-  lw_stats_note_busy (&slot->stats, busy);
+  /* seq is still the busy period's (odd) unless the fast path stored the
+   * entry: then it is the next one. */
+  seq = atomic_load_explicit (&slot->seq, memory_order_relaxed);
+  if (!(seq & 1))
+    seq--;
+  lw_stats_note_busy (&slot->stats, seq, busy, atomic_load_explicit (&slot->expected_seq, memory_order_relaxed) == seq);
   if (short_counted)
     busy -= (uint32_t) busy;
   __atomic_store_n (&slot->busy_ticks, __atomic_load_n (&slot->busy_ticks, __ATOMIC_RELAXED) + busy,
@@ -559,7 +565,6 @@ lw_hooks_attach_full (GMainContext *context,
   atomic_store (&slot->lag_end_ns, 0);
   atomic_store (&slot->entry_seq, 0);
   atomic_store (&slot->long_seq, 0);
-  atomic_store (&slot->long_min_ticks, 0);
   atomic_store (&slot->long_work_seq, 0);
   slot->busy_ticks = 0;
   lw_stats_reset (&slot->stats, &slot->stats_cutoff);

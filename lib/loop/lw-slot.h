@@ -17,9 +17,8 @@
  *   entry_seq, entry_ticks            the loop thread, once per LW_STAMP_ENTRY;
  *                                     the watcher resets entry_seq before asking
  *   long_seq, long_since, long_end    the loop thread, at a poll entry ending a busy
- *                                     period of long_min_ticks or more (seqlock:
+ *                                     period of the threshold or more (seqlock:
  *                                     long_seq 0 while written)
- *   long_min_ticks                    the watcher thread
  *   long_work_seq                     lagwatch_begin_long_work()
  */
 #pragma once
@@ -76,7 +75,6 @@ struct _LwSlot
   _Atomic uint64_t long_seq;       /* its seq (odd), 0 none or being written */
   _Atomic int64_t  long_since;     /* busy_since then */
   _Atomic int64_t  long_end;       /* lw_clock_ticks() at the entry that ended it */
-  _Atomic int64_t  long_min_ticks; /* the threshold in ticks; 0: nothing is noted */
   _Atomic uint64_t long_work_seq;  /* the last busy period declared long (never cleared) */
   sem_t            wake;           /* the watcher's semaphore */
 

@@ -29,7 +29,26 @@ lw_stats_snapshot (LwSlot *slot, guint lags)
                                                                           memory_order_relaxed))
                       / LW_NSEC_PER_MSEC;
   stats->lags = lags;
+  for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
+    {
+      guint64 missed = atomic_load (&slot->stats.missed[i]);
+      guint64 reported = atomic_load (&slot->stats.missed_reported[i]);
+
+      /* (Read apart: a late report counted meanwhile can be ahead.) */
+      stats->missed[i] = missed > reported ? missed - reported : 0;
+    }
   return stats;
+}
+
+/* Any thread. The lags missed in all buckets. */
+static guint64
+lw_stats_missed_total (const LagWatchStats *stats)
+{
+  guint64 n = 0;
+
+  for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
+    n += stats->missed[i];
+  return n;
 }
 
 /* Any thread. The busy periods over bucket limit @bucket - 1 ms. */
@@ -93,13 +112,15 @@ lw_stats_to_json (const LagWatchStats *stats)
                           lagwatch_stats_get_over_30hz_frame ((LagWatchStats *) stats));
   g_string_append (out, ",\"p99_ms\":");
   lw_stats_append_number (out, "%.1f", lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99));
-  g_string_append_printf (out, ",\"lags\":%u", stats->lags);
+  g_string_append_printf (out, ",\"lags\":%u,\"lags_missed\":%" G_GUINT64_FORMAT, stats->lags,
+                          lw_stats_missed_total (stats));
   g_string_append (out, ",\"buckets\":[");
   for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
     {
       g_string_append_printf (out, "%s{\"from_ms\":", i > 0 ? "," : "");
       lw_stats_append_number (out, "%g", i == 0 ? 0.0 : (double) lw_stats_limit_ns[i - 1] / LW_NSEC_PER_MSEC);
-      g_string_append_printf (out, ",\"count\":%" G_GUINT64_FORMAT "}", stats->counts[i]);
+      g_string_append_printf (out, ",\"count\":%" G_GUINT64_FORMAT ",\"missed\":%" G_GUINT64_FORMAT "}",
+                              stats->counts[i], stats->missed[i]);
     }
   g_string_append (out, "]}");
   return g_string_free (out, FALSE);
@@ -117,6 +138,46 @@ lw_stats_to_text (const LagWatchStats *stats)
   g_string_append_printf (out, p99 >= 100 ? " iterations, p99 %.0f ms, " : " iterations, p99 %.3g ms, ", p99);
   lw_stats_append_count (out, lw_stats_count_from (stats, LW_STATS_BUCKET_60HZ));
   g_string_append_printf (out, " over 16.7 ms, %u lag%s", stats->lags, stats->lags == 1 ? "" : "s");
+  return g_string_free (out, FALSE);
+}
+
+/* Any thread. "16.7-33.3 ms", "10 s and more": bucket @i's range. */
+static void
+lw_stats_append_range (GString *out, int i)
+{
+  double from_ms = i == 0 ? 0 : (double) lw_stats_limit_ns[i - 1] / LW_NSEC_PER_MSEC;
+  char from[G_ASCII_DTOSTR_BUF_SIZE], to[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_ascii_formatd (from, sizeof from, "%.3g", from_ms);
+  if (i == LW_STATS_N_BUCKETS - 1)
+    {
+      g_string_append_printf (out, "%s ms and more", from);
+      return;
+    }
+  g_ascii_formatd (to, sizeof to, "%.3g", (double) lw_stats_limit_ns[i] / LW_NSEC_PER_MSEC);
+  g_string_append_printf (out, "%s-%s ms", from, to);
+}
+
+char *
+lw_stats_missed_to_text (const LagWatchStats *stats)
+{
+  guint64 total = lw_stats_missed_total (stats);
+  GString *out;
+  gboolean first = TRUE;
+
+  if (total == 0)
+    return NULL;
+  out = g_string_new (NULL);
+  g_string_append_printf (out, "%" G_GUINT64_FORMAT " %s seen only after %s ended, with no report "
+                          "(the watcher got no CPU in time): ",
+                          total, total == 1 ? "lag was" : "lags were", total == 1 ? "it" : "they");
+  for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
+    if (stats->missed[i] > 0)
+      {
+        g_string_append_printf (out, "%s%" G_GUINT64_FORMAT " of ", first ? "" : ", ", stats->missed[i]);
+        lw_stats_append_range (out, i);
+        first = FALSE;
+      }
   return g_string_free (out, FALSE);
 }
 
@@ -195,6 +256,20 @@ lagwatch_stats_get_lags (LagWatchStats *stats)
 {
   g_return_val_if_fail (stats != NULL, 0);
   return stats->lags;
+}
+
+guint64
+lagwatch_stats_get_lags_missed (LagWatchStats *stats)
+{
+  g_return_val_if_fail (stats != NULL, 0);
+  return lw_stats_missed_total (stats);
+}
+
+guint64
+lagwatch_stats_get_bucket_missed (LagWatchStats *stats, guint bucket)
+{
+  g_return_val_if_fail (stats != NULL && bucket < LW_STATS_N_BUCKETS, 0);
+  return stats->missed[bucket];
 }
 
 double

@@ -14,6 +14,7 @@ struct _LagWatchStats
   double   busy_ms;
   double   longest_ms;
   guint    lags;
+  guint64  missed[LW_STATS_N_BUCKETS];  /* lags seen only after they ended, by bucket */
 };
 
 /* Any thread. The profile of @slot's watch as it stands, with @lags the
@@ -25,5 +26,9 @@ char *lw_stats_to_json (const LagWatchStats *stats);
 
 /* Any thread. "12,340 iterations, p99 4 ms, 37 over 16.7 ms, 2 lags". */
 char *lw_stats_to_text (const LagWatchStats *stats);
+
+/* Any thread. "3 lags were seen only after they ended, with no report: 2
+ * of 16.7-33.3 ms, 1 of 50-100 ms"; NULL when none was. */
+char *lw_stats_missed_to_text (const LagWatchStats *stats);
 
 G_END_DECLS

@@ -25,6 +25,14 @@ lw_stats_reset (LwStatsCounters *stats, uint32_t *cutoff_ticks)
     stats->limit_ticks[i] = lw_clock_span_to_ticks (lw_stats_limit_ns[i]);
   atomic_store (&stats->longest_ticks, 0);
   atomic_store (&stats->n_poll_fds, 0);
+  atomic_store (&stats->lag_ticks, 0);
+  atomic_store (&stats->paused, 0);
+  atomic_store (&stats->claim, 0);
+  for (int i = 0; i < LW_STATS_N_BUCKETS; i++)
+    {
+      atomic_store (&stats->missed[i], 0);
+      atomic_store (&stats->missed_reported[i], 0);
+    }
   /* 1 ms of TSC is far under 2^32 ticks (4.3 s at 1 GHz). */
   *cutoff_ticks = lw_clock_tsc ? (uint32_t) MIN (stats->limit_ticks[0], (int64_t) UINT32_MAX) : 0;
 }
@@ -38,10 +46,32 @@ lw_stats_bump (_Atomic uint64_t *counter)
                          memory_order_relaxed);
 }
 
+/* The claim word's bucket has 4 bits. */
+G_STATIC_ASSERT (LW_STATS_N_BUCKETS <= 16);
+#define LW_STATS_CLAIM_SEQ(claim) ((claim) >> 5)
+#define LW_STATS_CLAIM_BY_LOOP    1u
+
+/* Loop thread. The busy period @seq, in @bucket, outlasted the threshold:
+ * missed, unless the watcher claimed it. One compare-and-swap, only for
+ * periods over the threshold. */
+static void
+lw_stats_note_long (LwStatsCounters *stats, uint64_t seq, int bucket)
+{
+  uint64_t claim = atomic_load (&stats->claim);
+
+  do
+    if (LW_STATS_CLAIM_SEQ (claim) == seq)
+      return;  /* the watcher took it up */
+  while (!atomic_compare_exchange_weak (&stats->claim, &claim,
+                                        seq << 5 | (uint64_t) bucket << 1 | LW_STATS_CLAIM_BY_LOOP));
+  lw_stats_bump (&stats->missed[bucket]);
+}
+
 /* Loop thread. */
 void
-lw_stats_note_busy (LwStatsCounters *stats, int64_t busy_ticks)
+lw_stats_note_busy (LwStatsCounters *stats, uint64_t seq, int64_t busy_ticks, int declared)
 {
+  int64_t lag_ticks = atomic_load_explicit (&stats->lag_ticks, memory_order_relaxed);
   int bucket = 0;
 
   while (bucket < LW_STATS_N_BUCKETS - 1 && busy_ticks >= stats->limit_ticks[bucket])
@@ -51,6 +81,36 @@ lw_stats_note_busy (LwStatsCounters *stats, int64_t busy_ticks)
     lw_stats_bump (&stats->counts[bucket]);
   if (busy_ticks > atomic_load_explicit (&stats->longest_ticks, memory_order_relaxed))
     atomic_store_explicit (&stats->longest_ticks, busy_ticks, memory_order_relaxed);
+  if (lag_ticks > 0 && busy_ticks >= lag_ticks && !declared
+      && !atomic_load_explicit (&stats->paused, memory_order_relaxed))
+    lw_stats_note_long (stats, seq, bucket);
+}
+
+/* Watcher thread. */
+void
+lw_stats_claim (LwStatsCounters *stats, uint64_t seq)
+{
+  uint64_t claim = atomic_load (&stats->claim);
+
+  do
+    if (LW_STATS_CLAIM_SEQ (claim) == seq)
+      {
+        /* The loop ended it before the watcher got to it, and counted it
+         * missed: the watcher reports it after all (from the loop's
+         * stamps), so it is counted once, as reported. */
+        if (claim & LW_STATS_CLAIM_BY_LOOP)
+          atomic_store (&stats->missed_reported[(claim >> 1) & 0xf],
+                        atomic_load (&stats->missed_reported[(claim >> 1) & 0xf]) + 1);
+        return;
+      }
+  while (!atomic_compare_exchange_weak (&stats->claim, &claim, seq << 5));
+}
+
+/* Any thread. */
+void
+lw_stats_set_threshold_ms (LwStatsCounters *stats, unsigned threshold_ms)
+{
+  atomic_store (&stats->lag_ticks, lw_clock_span_to_ticks ((int64_t) threshold_ms * LW_NSEC_PER_MSEC));
 }
 
 /* Loop thread. */

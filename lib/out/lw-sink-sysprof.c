@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 
 #include <sysprof-capture.h>
 
+#include "lw-lang-frames.h"
 #include "lw-modules.h"
+#include "lw-perfmap.h"
 #include "lw-private.h"
 #include "lw-report.h"
 #include "lw-report-program.h"
@@ -69,6 +72,38 @@ lw_sysprof_mark (LagWatchReport *report)
                           LW_SYSPROF_GROUP, lw_sysprof_mark_name (report), message);
 }
 
+/* How a capture shows what Sysprof cannot resolve from the memory maps.
+ *
+ * Interpreted frames. lagwatch puts a Python or JavaScript frame in a stack
+ * as a tag (lw-lang-frames.h: the top 24 bits set, an index below). Sysprof
+ * names such frames through JITMAP records, which map an address to a name,
+ * and only for addresses it reserves for them: SYSPROF_CAPTURE_JITMAP_MARK
+ * in the top bits, a small number below (Sysprof 45 and later take
+ * nothing else; 3.46 looks the exact address up). So the capture does not
+ * hold lagwatch's tags: each tag gets an address from Sysprof's writer
+ * (sysprof_capture_writer_add_jitmap(): the mark and the next number) the
+ * first time a sample holds it, with its name, "function (file:line)", and
+ * keeps it for the rest of the capture.
+ *
+ * Generated code (lw-perfmap.h) lies in anonymous mappings, which the
+ * capture does not map: a frame lagwatch named from the runtime's perf map
+ * gets a JITMAP address the same way, one per name (the code of one
+ * function has many addresses).
+ *
+ * Samples of a sleeping thread. Sysprof's own samples are CPU samples:
+ * perf samples a thread only while it runs, and a stack taken in the
+ * kernel starts with perf's context marks, PERF_CONTEXT_KERNEL then the
+ * kernel's frames, PERF_CONTEXT_USER then the program's. lagwatch also
+ * samples a thread asleep in a system call (through /proc); such a sample
+ * is written as one that entered the kernel from the program:
+ * PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER, a "[sleeping]" frame (a JITMAP
+ * name), then the program's frames. Sysprof's call graph then blames its
+ * time on "- - Kernel - -" (its context-switch category) under
+ * "[sleeping]" under the call it slept in, not on that call's own code,
+ * and libsysprof lists it among the samples with a context switch
+ * (sysprof_document_list_samples_with_context_switch()). */
+#define LW_SYSCAP_ASLEEP_NAME "[sleeping]"
+
 typedef struct
 {
   SysprofCaptureWriter *writer;
@@ -77,6 +112,9 @@ typedef struct
   int                    fd;        /* the writer's: checked, never closed by lagwatch once lost */
   LwFdId                 fd_id;     /* what fd was when opened (lw-fd.h) */
   gboolean               fd_lost;   /* the program took fd over: the capture ends there */
+  GHashTable            *jit_addresses;  /* interpreted frame's tag -> its JITMAP address */
+  GHashTable            *jit_names;      /* generated code's name -> its JITMAP address */
+  SysprofCaptureAddress  asleep_address; /* the "[sleeping]" frame's JITMAP address, 0 until needed */
 } LwSyscap;
 
 /* Any thread. The process's command line, arguments separated by spaces. */
@@ -171,6 +209,8 @@ lw_syscap_open (int fd, const char *path, GError **error)
     }
   capture->path = g_strdup (path);
   capture->fd = fd;
+  capture->jit_addresses = g_hash_table_new (NULL, NULL);
+  capture->jit_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   lw_fd_id_take (fd, &capture->fd_id);
   cmdline = lw_syscap_cmdline ();
   sysprof_capture_writer_add_process (capture->writer, now, -1, pid, cmdline);
@@ -209,6 +249,86 @@ lw_syscap_still_ours (LwSyscap *capture)
   return !capture->fd_lost;
 }
 
+/* Sinks' thread. The name Sysprof shows for the interpreted @frame:
+ * "function (file:line)". */
+static char *
+lw_syscap_jit_name (const LwFrame *frame)
+{
+  const char *function = frame->symbol != NULL ? frame->symbol : "?";
+
+  if (frame->file == NULL)
+    return g_strdup (function);
+  if (frame->line == 0)
+    return g_strdup_printf ("%s (%s)", function, frame->file);
+  return g_strdup_printf ("%s (%s:%u)", function, frame->file, frame->line);
+}
+
+/* Sinks' thread. The address @frame has in the capture: its own for native
+ * code in a module (and for generated code without a name); for an
+ * interpreted frame, or named generated code, its JITMAP address, given
+ * (and its name written) the first time. 0 when the writer failed. */
+static SysprofCaptureAddress
+lw_syscap_frame_address (LwSyscap *capture, const LwFrame *frame)
+{
+  gboolean interpreted = frame->lang != NULL || lw_lang_frame_is (frame->ip);
+  gpointer known;
+  char *name;
+  SysprofCaptureAddress address;
+
+  if (interpreted)
+    known = g_hash_table_lookup (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip));
+  else if (frame->symbol != NULL && g_strcmp0 (frame->module, LW_JIT_MODULE) == 0)
+    known = g_hash_table_lookup (capture->jit_names, frame->symbol);
+  else
+    return frame->ip;
+  if (known != NULL)
+    return (SysprofCaptureAddress) GPOINTER_TO_SIZE (known);
+  name = interpreted ? lw_syscap_jit_name (frame) : g_strdup (frame->symbol);
+  address = sysprof_capture_writer_add_jitmap (capture->writer, name);
+  if (address == 0)
+    g_free (name);
+  else if (interpreted)
+    {
+      g_hash_table_insert (capture->jit_addresses, GSIZE_TO_POINTER (frame->ip), GSIZE_TO_POINTER (address));
+      g_free (name);
+    }
+  else
+    g_hash_table_insert (capture->jit_names, name, GSIZE_TO_POINTER (address));
+  return address;
+}
+
+/* Sinks' thread. Fills @addrs (room for @stack's frames and 3 more) with
+ * the sample of @stack, innermost first, as Sysprof reads it (see
+ * "How a capture shows" above); the count, or 0 when the writer failed. */
+static guint
+lw_syscap_sample_addresses (LwSyscap *capture, const LwReportStack *stack, gboolean asleep,
+                            SysprofCaptureAddress *addrs)
+{
+  guint n = 0;
+
+  if (asleep)
+    {
+      if (capture->asleep_address == 0)
+        capture->asleep_address = sysprof_capture_writer_add_jitmap (capture->writer, LW_SYSCAP_ASLEEP_NAME);
+      if (capture->asleep_address == 0)
+        return 0;
+      addrs[n++] = PERF_CONTEXT_KERNEL;
+      addrs[n++] = PERF_CONTEXT_USER;
+      addrs[n++] = capture->asleep_address;
+    }
+  for (guint f = 0; f < stack->n_frames; f++)
+    {
+      /* A call inlined into the next frame has that frame's address:
+       * Sysprof finds both from the one address. */
+      if (stack->frames[f].inlined)
+        continue;
+      addrs[n] = lw_syscap_frame_address (capture, &stack->frames[f]);
+      if (addrs[n++] == 0)
+        return 0;
+    }
+  return n;
+}
+
 /* Sinks' thread. Adds @report: its mark and its samples. FALSE when the
  * writer failed (the file is then said to be incomplete once). */
 static gboolean
@@ -231,12 +351,14 @@ lw_syscap_write (LwSyscap *capture, LagWatchReport *report)
     {
       const LwReportSample *sample = &report->timeline[i];
       const LwReportStack *stack = &report->sampled[sample->stack];
+      guint n;
 
-      addrs = g_renew (SysprofCaptureAddress, addrs, MAX (stack->n_frames, 1));
-      for (guint f = 0; f < stack->n_frames; f++)
-        addrs[f] = stack->frames[f].ip;
+      addrs = g_renew (SysprofCaptureAddress, addrs, stack->n_frames + 3);
+      n = lw_syscap_sample_addresses (capture, stack, sample->asleep, addrs);
+      if (n == 0 && (stack->n_frames > 0 || sample->asleep))
+        return lw_syscap_failed (capture);
       if (!sysprof_capture_writer_add_sample (capture->writer, report->start_ns + sample->offset_ns, -1, pid,
-                                              report->thread_id, addrs, stack->n_frames))
+                                              report->thread_id, addrs, n))
         return lw_syscap_failed (capture);
     }
   if (!sysprof_capture_writer_flush (capture->writer))
@@ -267,6 +389,8 @@ lw_syscap_close (LwSyscap *capture)
       lw_syscap_abandoned = g_slist_prepend (lw_syscap_abandoned, capture->writer);
       g_mutex_unlock (&lw_syscap_abandoned_lock);
     }
+  g_hash_table_unref (capture->jit_addresses);
+  g_hash_table_unref (capture->jit_names);
   g_free (capture->path);
   g_free (capture);
 }

@@ -9,7 +9,9 @@
  *  - a capture file ("syscap:PATH" in LAGWATCH_OUTPUT): the process, its
  *    memory maps with their build-ids, one mark per lag, and every sample
  *    taken during each lag as a Sysprof sample at the time it was taken,
- *    so Sysprof shows each lag on its timeline with its callgraph.
+ *    so Sysprof shows each lag on its timeline with its callgraph; Python,
+ *    JavaScript and generated code named through JITMAP records, samples
+ *    of a sleeping thread as samples in the kernel (docs/sysprof.md).
  */
 #pragma once
 

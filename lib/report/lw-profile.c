@@ -11,12 +11,19 @@ struct _LwProfile
   guint           budget;
   GHashTable     *exact;      /* LwProfileStack* (key) -> itself, by exact addresses; owns them */
   GPtrArray      *samples;    /* LwProfileStack* of exact, per sample, oldest first */
-  GArray         *times;      /* int64_t, when each of samples was taken */
+  GArray         *times;      /* LwProfileTime, when each of samples was taken */
   guint64         serial;
   LwProfileStack *probe;      /* lookup key of lw_profile_add(), reused */
   guint           probe_room; /* addresses the probe holds */
   GPtrArray      *sorted;     /* cache for lw_profile_exact_stacks(), of stacks in exact */
 };
+
+/* When one sample was taken, and whether the thread was asleep then. */
+typedef struct
+{
+  int64_t  taken_ns;
+  gboolean asleep;
+} LwProfileTime;
 
 /* Samples are grouped in two steps. lw_profile_add() runs at every sample,
  * on a watcher that has just woken on a cold CPU: it only matches exact
@@ -74,7 +81,7 @@ lw_profile_new (guint budget)
   profile->exact = g_hash_table_new_full (lw_profile_exact_hash, lw_profile_exact_equal,
                                           g_free, NULL);
   profile->samples = g_ptr_array_sized_new (profile->budget);
-  profile->times = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), profile->budget);
+  profile->times = g_array_sized_new (FALSE, FALSE, sizeof (LwProfileTime), profile->budget);
   return profile;
 }
 
@@ -103,9 +110,10 @@ lw_profile_reset (LwProfile *profile)
 
 gboolean
 lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated,
-                int64_t taken_ns)
+                int64_t taken_ns, gboolean asleep)
 {
   LwProfileStack *stack;
+  LwProfileTime when = { taken_ns, asleep };
 
   g_clear_pointer (&profile->sorted, g_ptr_array_unref);
   if (profile->probe == NULL || profile->probe_room < n_ips)
@@ -125,7 +133,7 @@ lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean 
   stack->count++;
   stack->last_serial = ++profile->serial;
   g_ptr_array_add (profile->samples, stack);
-  g_array_append_val (profile->times, taken_ns);
+  g_array_append_val (profile->times, when);
   return profile->samples->len >= profile->budget;
 }
 
@@ -145,7 +153,7 @@ lw_profile_thin (LwProfile *profile)
             g_hash_table_remove (profile->exact, stack);
           continue;
         }
-      g_array_index (profile->times, int64_t, kept) = g_array_index (profile->times, int64_t, i);
+      g_array_index (profile->times, LwProfileTime, kept) = g_array_index (profile->times, LwProfileTime, i);
       profile->samples->pdata[kept++] = stack;
     }
   g_ptr_array_set_size (profile->samples, kept);
@@ -159,10 +167,15 @@ lw_profile_n_samples (LwProfile *profile)
 }
 
 const LwProfileStack *
-lw_profile_sample (LwProfile *profile, guint index, int64_t *taken_ns)
+lw_profile_sample (LwProfile *profile, guint index, int64_t *taken_ns, gboolean *asleep)
 {
+  const LwProfileTime *when;
+
   g_return_val_if_fail (index < profile->samples->len, NULL);
-  *taken_ns = g_array_index (profile->times, int64_t, index);
+  when = &g_array_index (profile->times, LwProfileTime, index);
+  *taken_ns = when->taken_ns;
+  if (asleep != NULL)
+    *asleep = when->asleep;
   return profile->samples->pdata[index];
 }
 

@@ -44,13 +44,15 @@ LwProfile *lw_profile_new        (guint            budget);
 void       lw_profile_free       (LwProfile       *profile);
 void       lw_profile_reset      (LwProfile       *profile);
 
-/* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC). Returns TRUE
+/* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC); @asleep: taken
+ * while the thread slept (through /proc), not while it ran. Returns TRUE
  * when the profile is now full. */
 gboolean   lw_profile_add        (LwProfile       *profile,
                                   const uintptr_t *ips,
                                   guint            n_ips,
                                   gboolean         truncated,
-                                  int64_t          taken_ns);
+                                  int64_t          taken_ns,
+                                  gboolean         asleep);
 
 /* Drops every other sample, keeping the later of each pair. */
 void       lw_profile_thin       (LwProfile       *profile);
@@ -74,9 +76,10 @@ guint      lw_profile_group      (LwReportStack   *stacks,
 /* Sample @index in time order (oldest first, < lw_profile_n_samples()):
  * its exact stack, which belongs to the profile (valid until the next
  * add, thin or reset; the same pointer for every sample of that stack),
- * and when it was taken. */
+ * when it was taken and (@asleep, nullable) whether the thread slept. */
 const LwProfileStack *lw_profile_sample (LwProfile *profile,
                                          guint      index,
-                                         int64_t   *taken_ns);
+                                         int64_t   *taken_ns,
+                                         gboolean  *asleep);
 
 G_END_DECLS

@@ -42,6 +42,7 @@ typedef struct
 {
   int64_t   offset_ns;       /* when it was taken, from the lag's start */
   guint     stack;           /* index into the report's sampled stacks */
+  gboolean  asleep;          /* taken while the thread slept (through /proc), not while it ran */
 } LwReportSample;
 
 struct _LagWatchReport

@@ -25,6 +25,7 @@ struct _LwSummary
   GMutex      lock;
   GHashTable *entries;  /* fingerprint -> LwSummaryEntry */
   char       *run_line; /* the latency profile's line, shown first; NULL: none */
+  char       *missed_line; /* the lags seen only after they ended; NULL: none */
 };
 
 static void
@@ -55,6 +56,7 @@ lw_summary_free (LwSummary *summary)
   g_hash_table_unref (summary->entries);
   g_mutex_clear (&summary->lock);
   g_free (summary->run_line);
+  g_free (summary->missed_line);
   g_free (summary);
 }
 
@@ -139,6 +141,15 @@ lw_summary_set_run_line (LwSummary *summary, const char *line)
   g_mutex_unlock (&summary->lock);
 }
 
+void
+lw_summary_set_missed_line (LwSummary *summary, const char *line)
+{
+  g_mutex_lock (&summary->lock);
+  g_free (summary->missed_line);
+  summary->missed_line = g_strdup (line);
+  g_mutex_unlock (&summary->lock);
+}
+
 char *
 lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped_behind)
 {
@@ -148,7 +159,8 @@ lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped
   gpointer entry;
 
   g_mutex_lock (&summary->lock);
-  if (g_hash_table_size (summary->entries) == 0 && dropped_stalled == 0 && dropped_behind == 0)
+  if (g_hash_table_size (summary->entries) == 0 && dropped_stalled == 0 && dropped_behind == 0
+      && summary->missed_line == NULL)
     {
       g_mutex_unlock (&summary->lock);
       return NULL;
@@ -173,6 +185,8 @@ lw_summary_to_text (LwSummary *summary, guint64 dropped_stalled, guint64 dropped
       g_string_append_printf (out, "  %6u  %10.1f  %10.1f  %-16s  %s\n", row->count, row->total_ms,
                               row->worst_ms, row->fingerprint, label);
     }
+  if (summary->missed_line != NULL)
+    g_string_append_printf (out, "  %s\n", summary->missed_line);
   g_mutex_unlock (&summary->lock);
   if (dropped_stalled > 0)
     g_string_append_printf (out, "  %" G_GUINT64_FORMAT " reports dropped: sink stalled "

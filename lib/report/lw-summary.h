@@ -31,9 +31,14 @@ gboolean   lw_summary_record  (LwSummary      *summary,
 void       lw_summary_set_run_line (LwSummary  *summary,
                                     const char *line);
 
-/* The table, and a line for each kind of report lost (@dropped_stalled:
- * a sink stalled; @dropped_behind: the reporting thread fell behind), or
- * NULL when no lag was recorded and none was lost. */
+/* Any thread. The line on the lags seen only after they ended (no report
+ * was made of them), shown under the table; NULL for none. */
+void       lw_summary_set_missed_line (LwSummary  *summary,
+                                       const char *line);
+
+/* The table, the missed lags' line, and a line for each kind of report
+ * lost (@dropped_stalled: a sink stalled; @dropped_behind: the reporting
+ * thread fell behind), or NULL when no lag was recorded, missed or lost. */
 char      *lw_summary_to_text (LwSummary      *summary,
                                guint64         dropped_stalled,
                                guint64         dropped_behind);

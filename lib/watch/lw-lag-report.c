@@ -110,7 +110,8 @@ lw_lag_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
   for (guint i = 0; i < n; i++)
     {
       int64_t taken_ns;
-      const LwProfileStack *stack = lw_profile_sample (watch->profile, i, &taken_ns);
+      gboolean asleep;
+      const LwProfileStack *stack = lw_profile_sample (watch->profile, i, &taken_ns, &asleep);
       guint at = GPOINTER_TO_UINT (g_hash_table_lookup (index, stack));
 
       if (at == 0)
@@ -126,6 +127,7 @@ lw_lag_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
         }
       report->timeline[i].offset_ns = taken_ns - lag->since_ns;
       report->timeline[i].stack = at - 1;
+      report->timeline[i].asleep = asleep;
     }
   report->n_timeline = n;
   report->sample_interval_ns = (int64_t) watch->config->sample_ms * LW_NSEC_PER_MSEC;

@@ -90,7 +90,6 @@ typedef struct
   LwNap    nap;          /* the sleep that ended last */
   uint64_t unseen_seq;   /* the last busy period judged from the loop's note of it
                           * (lw_watcher_check_unseen) */
-  guint    long_min_ms;  /* the threshold the loop notes long busy periods by, 0 none yet */
 } LwWatcher;
 
 /* What a lag's round found. */
@@ -231,6 +230,19 @@ static _Atomic guint64 lw_lag_serial;
  * lw_watcher_stood_still() then. */
 #define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
 
+/* Watcher thread. A new baseline for lw_watcher_stood_still(); the one
+ * before is kept for lw_watcher_kept_off_cpu(). */
+static void
+lw_watcher_set_baseline (LagWatch *watch, int64_t delay_ns, int64_t throttled_ns, int64_t now_ns)
+{
+  watch->delay_before_ns = watch->delay_baseline_ns;
+  watch->throttled_before_ns = watch->throttled_baseline_ns;
+  watch->delay_before_at_ns = watch->delay_baseline_at_ns;
+  watch->delay_baseline_ns = delay_ns;
+  watch->throttled_baseline_ns = throttled_ns;
+  watch->delay_baseline_at_ns = now_ns;
+}
+
 /* Watcher thread, woken at @now_ns, @late_ns (over LW_OVERSLEEP_NS) after
  * the time it asked for in the sleep begun as @nap says. How long the whole
  * process stood still meanwhile (SIGSTOP, a frozen cgroup), 0 when it did
@@ -254,9 +266,7 @@ lw_watcher_stood_still (LagWatch *watch, const LwNap *nap, int64_t late_ns, int6
     explained_ns += delay_ns - watch->delay_baseline_ns;
   if (watch->throttled_baseline_ns >= 0 && throttled_ns >= watch->throttled_baseline_ns)
     explained_ns += throttled_ns - watch->throttled_baseline_ns;
-  watch->delay_baseline_ns = delay_ns;
-  watch->throttled_baseline_ns = throttled_ns;
-  watch->delay_baseline_at_ns = now_ns;
+  lw_watcher_set_baseline (watch, delay_ns, throttled_ns, now_ns);
   if (explained_ns >= late_ns / 2)
     {
       g_debug ("the watcher woke %.0f ms late, kept off the CPU (a busy machine, its cgroup's quota)",
@@ -295,9 +305,8 @@ lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
 {
   if (now_ns - watch->delay_baseline_at_ns < LW_DELAY_BASELINE_PERIOD_NS)
     return;
-  watch->delay_baseline_ns = lw_threadinfo_run_delay_ns (gettid ());
-  watch->throttled_baseline_ns = lw_cgroup_throttled_ns (watch->cgroup);
-  watch->delay_baseline_at_ns = now_ns;
+  lw_watcher_set_baseline (watch, lw_threadinfo_run_delay_ns (gettid ()),
+                           lw_cgroup_throttled_ns (watch->cgroup), now_ns);
 }
 
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
@@ -307,6 +316,8 @@ lw_watcher_lag_begin (LagWatch *watch, LwLag *lag, uint64_t busy_seq, int64_t si
 {
   int64_t now_ns = lw_clock_now_ns ();
 
+  /* Taken up, reported or excused: not a missed lag. */
+  lw_stats_claim (&watch->slot->stats, busy_seq);
   *lag = (LwLag) { 0 };
   lag->state = LW_LAG_SAMPLING;
   lag->busy_seq = busy_seq;
@@ -529,6 +540,10 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
        * period so far. */
       stopped_ns = lw_watcher_stood_still (watch, &w->nap, late_ns, now_ns);
       watch->observed_stopped_ns += MIN (stopped_ns, now_ns - w->since_ns - watch->observed_stopped_ns);
+      /* Judged by the watcher, its stop left out: if it ends before its
+       * moved deadline, it was no lag, and none missed either. */
+      if (stopped_ns > 0)
+        lw_stats_claim (&watch->slot->stats, w->seq);
     }
   w->nap = (LwNap) { now_ns, now_ns, -1 };
   lw_watcher_note_run_delay (watch, now_ns);
@@ -536,30 +551,51 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
                    + watch->observed_stopped_ns;
 }
 
+/* Watcher thread. TRUE when the watcher was runnable and kept off the CPU
+ * (a busy machine, its cgroup's quota) for half or more of the @late_ns
+ * since @from_ns, by its own run-queue delay and its cgroup's throttled
+ * time since the latest baseline taken by then (else the one before). A
+ * watcher that slept meanwhile (stopped with the whole process, or alone
+ * by a tracer), or where the kernel keeps no scheduler statistics: FALSE. */
+static gboolean
+lw_watcher_kept_off_cpu (LagWatch *watch, int64_t from_ns, int64_t late_ns)
+{
+  gboolean current = watch->delay_baseline_at_ns <= from_ns || watch->delay_before_at_ns <= 0;
+  int64_t base_delay_ns = current ? watch->delay_baseline_ns : watch->delay_before_ns;
+  int64_t base_throttled_ns = current ? watch->throttled_baseline_ns : watch->throttled_before_ns;
+  int64_t delay_ns = lw_threadinfo_run_delay_ns (gettid ());
+  int64_t throttled_ns = lw_cgroup_throttled_ns (watch->cgroup);
+  int64_t explained_ns = 0;
+
+  if (late_ns <= 0)
+    return TRUE;
+  if (base_delay_ns < 0 || delay_ns < base_delay_ns)
+    return FALSE;
+  explained_ns = delay_ns - base_delay_ns;
+  if (base_throttled_ns >= 0 && throttled_ns >= base_throttled_ns)
+    explained_ns += throttled_ns - base_throttled_ns;
+  return explained_ns >= late_ns / 2;
+}
+
 /* Watcher thread, at each look. A busy period of the threshold or more
  * that the loop ended and noted (lw_hooks_note_long) while the watcher
- * never saw it: the watcher was kept off the CPU all along (a busy
- * machine; seen: 240 to 450 ms after the loop woke it, on two cores under
- * a load of 15). Reported without a stack, as one that ended while the
- * watcher slept to its deadline is; unless the process stood still in the
- * meantime (SIGSTOP, a frozen cgroup: then the period is not the
- * program's), told as at any wake-up the threshold too late. Also tells
- * the loop the threshold to note periods by. */
+ * never saw it. When the watcher's own run-queue delay (and its cgroup's
+ * throttling) explains half of its lateness or more (from the period's
+ * start plus the threshold to now: lw_watcher_kept_off_cpu()), it was
+ * runnable and kept off the CPU
+ * (a busy machine; seen: 240 to 450 ms after the loop woke it, on two cores
+ * under a load of 15): the lag is reported without a stack, as one that
+ * ended while the watcher slept to its deadline is. Otherwise the watcher
+ * or the whole process was stopped (SIGSTOP, a frozen cgroup, a tracer):
+ * the period stays counted missed (lw-stats.h). */
 static void
 lw_watcher_check_unseen (LagWatch *watch, LwWatcher *w)
 {
   LwSlot *slot = watch->slot;
   guint threshold_ms = atomic_load (&watch->threshold_ms);
   uint64_t seq;
-  int64_t since, end, since_ns, end_ns, now_ns, late_ns;
+  int64_t since, end, since_ns, end_ns, now_ns, from_ns;
 
-  if (threshold_ms != w->long_min_ms)
-    {
-      w->long_min_ms = threshold_ms;
-      atomic_store_explicit (&slot->long_min_ticks,
-                             lw_clock_span_to_ticks ((int64_t) threshold_ms * LW_NSEC_PER_MSEC),
-                             memory_order_relaxed);
-    }
   /* The note is written whole, its seq last (lw-slot.h): read as a seqlock. */
   seq = atomic_load_explicit (&slot->long_seq, memory_order_acquire);
   since = atomic_load_explicit (&slot->long_since, memory_order_relaxed);
@@ -572,11 +608,11 @@ lw_watcher_check_unseen (LagWatch *watch, LwWatcher *w)
   since_ns = lw_clock_ticks_to_ns (since);
   end_ns = lw_clock_ticks_to_ns (end);
   now_ns = lw_clock_now_ns ();
-  late_ns = now_ns - (since_ns + (int64_t) threshold_ms * LW_NSEC_PER_MSEC);
-  if (late_ns > LW_OVERSLEEP_NS && lw_watcher_stood_still (watch, &w->nap, late_ns, now_ns) > 0)
+  from_ns = since_ns + (int64_t) threshold_ms * LW_NSEC_PER_MSEC;
+  if (!lw_watcher_kept_off_cpu (watch, from_ns, now_ns - from_ns))
     {
-      g_debug ("a busy period of %.0f ms ended while the process stood still: not a lag",
-               (double) (end_ns - since_ns) / LW_NSEC_PER_MSEC);
+      g_debug ("a busy period of %.0f ms ended while the watcher did not run, not kept off the CPU: "
+               "counted missed, not reported", (double) (end_ns - since_ns) / LW_NSEC_PER_MSEC);
       return;
     }
   lw_watcher_report_unseen (watch, seq, since_ns, end_ns);
@@ -644,9 +680,13 @@ lw_watcher_armed (LagWatch *watch, LwWatcher *w)
     {
       int64_t end_ns = lw_clock_ticks_to_ns (atomic_load_explicit (&slot->entry_ticks, memory_order_relaxed));
 
-      /* (A watcher far later still was stopped with the whole process:
-       * nothing it measured meanwhile is trusted.) */
-      if (end_ns >= w->deadline_ns && lw_clock_now_ns () - w->deadline_ns <= LW_OVERSLEEP_NS)
+      int64_t late_ns = lw_clock_now_ns () - w->deadline_ns;
+
+      /* (A watcher far later still was stopped with the whole process,
+       * nothing it measured meanwhile is trusted; unless it was runnable,
+       * kept off the CPU all along.) */
+      if (end_ns >= w->deadline_ns
+          && (late_ns <= LW_OVERSLEEP_NS || lw_watcher_kept_off_cpu (watch, w->deadline_ns, late_ns)))
         lw_watcher_report_unseen (watch, w->seq, w->since_ns, end_ns);
     }
 }

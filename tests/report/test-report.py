@@ -468,6 +468,13 @@ def test_folded(tmp):
     check(any(CAUSE_A in root for root in weights), "the cause's fingerprint in its root frame")
 
 
+def sampling_interval(r):
+    """What one sample of record R weighs in ms: R has no summaries in its
+    call tree, so its sampled time (from its catch) over its samples."""
+    sampled = r["duration_ms"] - r["caught_ms"] if r["caught_ms"] < r["duration_ms"] else r["duration_ms"]
+    return sampled / r["samples"]
+
+
 def test_speedscope(tmp):
     first, second = known_records()
     path = write(tmp, "in.jsonl", jsonl(first + second))
@@ -476,38 +483,77 @@ def test_speedscope(tmp):
     check_equal(doc["$schema"], "https://www.speedscope.app/file-format-schema.json", "$schema")
     frames = doc["shared"]["frames"]
     check(all(isinstance(f.get("name"), str) and f["name"] for f in frames), "frames have names")
-    check_equal(len(doc["profiles"]), 2, "one profile per cause")
-    for profile in doc["profiles"]:
-        check_equal(profile["type"], "sampled", "profile type")
-        check(profile["unit"] in ("none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"),
-              "unit")
-        check_equal(len(profile["samples"]), len(profile["weights"]), "samples and weights")
-        check(all(0 <= i < len(frames) for s in profile["samples"] for i in s), "frame indices in range")
-        check_equal(profile["endValue"] - profile["startValue"], sum(profile["weights"]), "value range")
-        check(all(frames[s[0]]["name"] == "_start" for s in profile["samples"]), "samples start at the root")
-    check_equal(sorted(sum(p["weights"]) for p in doc["profiles"]), [20, 40], "weights")
+    check({"name": "save_leaf", "file": "save.c", "line": 20} in frames, "a frame with its file and line: %r" % frames)
+    check({"name": "_start"} in frames, "a frame without: %r" % frames)
+    profiles = doc["profiles"]
+    merged = [p for p in profiles if p["type"] == "sampled" and "lags, " in p["name"]]
+    check_equal(len(merged), 2, "one merged profile per cause")
+    check_equal(len(profiles), 2 + 6, "and one profile per lag")
+    for profile in profiles:
+        check_equal(profile["unit"], "milliseconds", "unit")
+        if profile["type"] == "sampled":
+            check_equal(len(profile["samples"]), len(profile["weights"]), "samples and weights")
+            check(all(0 <= i < len(frames) for s in profile["samples"] for i in s), "frame indices in range")
+            check(abs(profile["endValue"] - profile["startValue"] - sum(profile["weights"])) < 0.01, "value range")
+            check(all(frames[s[0]]["name"] == "_start" for s in profile["samples"]), "samples start at the root")
+    # Each sample weighs its lag's interval.
+    expected = {}
+    for r in first + second:
+        expected[r["fingerprint"]] = expected.get(r["fingerprint"], 0) + r["samples"] * sampling_interval(r)
+    check_equal(sorted(round(sum(p["weights"]), 1) for p in merged),
+                sorted(round(v, 1) for v in expected.values()), "weights in ms")
+    # The lags with a call tree: evented, their calls in time order.
+    evented = [p for p in profiles if p["type"] == "evented"]
+    check_equal([p["name"] for p in evented],
+                ['editor: 1000.0 ms lag in GSource "timeout", 2026-11-21 10:00:05.000 (id 100-2)',
+                 'editor: 150.0 ms lag in GSource "timeout", 2026-11-21 11:00:00.000 (id 200-2)'],
+                "one evented profile per lag with calls, named after it")
+    events = evented[0]["events"]
+    check_equal([(e["type"], frames[e["frame"]]["name"], e["at"]) for e in events],
+                [("O", "render_handler", 0.0), ("O", "render_middle", 100.0), ("O", "render_leaf", 120.0),
+                 ("C", "render_leaf", 420.0), ("C", "render_middle", 500.0), ("O", "render_middle", 500.0),
+                 ("C", "render_middle", 980.0), ("C", "render_handler", 1000.0)], "events of lag 100-2")
 
 
-def check_nested(events):
-    """Per (pid, tid): complete events nest perfectly (no partial overlap)."""
-    tracks = {}
+def check_trace_events(events):
+    """The Trace Event Format's shapes: every event a ph, pid and tid; B, E,
+    X and i a ts (µs); X a dur >= 0 and a name; M a name and args.name;
+    B/E balanced and properly nested per thread, X events too (each within
+    the one it starts in). The slices per (pid, tid) as (start, end, name)."""
+    slices = {}
+    begins = {}
     for e in events:
-        if e.get("ph") == "X":
-            for field in ("ts", "dur", "pid", "tid", "name"):
-                check(field in e, "event without %s: %r" % (field, e))
-            check(e["dur"] >= 0, "negative duration")
-            tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
-    for track, spans in tracks.items():
+        check(e.get("ph") in ("B", "E", "X", "i", "I", "M"), "unknown ph: %r" % e)
+        check(isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int), "pid, tid: %r" % e)
+        track = (e["pid"], e["tid"])
+        if e["ph"] == "M":
+            check(e["name"] in ("process_name", "thread_name") and isinstance(e["args"]["name"], str), repr(e))
+            continue
+        check(isinstance(e.get("ts"), (int, float)) and not isinstance(e["ts"], bool), "ts: %r" % e)
+        if e["ph"] == "X":
+            check(isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0, "dur: %r" % e)
+            check(isinstance(e.get("name"), str) and e["name"], "name: %r" % e)
+            slices.setdefault(track, []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+        elif e["ph"] == "B":
+            begins.setdefault(track, []).append((e["ts"], e["name"]))
+        elif e["ph"] == "E":
+            check(begins.get(track), "E without its B: %r" % e)
+            start, name = begins[track].pop()
+            check(e["ts"] >= start, "E before its B: %r" % e)
+            slices.setdefault(track, []).append((start, e["ts"], name))
+        else:
+            check(e.get("s", "t") in ("g", "p", "t"), "instant scope: %r" % e)
+    check(not any(begins.values()), "B without its E: %r" % begins)
+    for track, spans in slices.items():
         spans.sort(key=lambda s: (s[0], -s[1]))
-        open_ends = []
-        for start, end in spans:
-            while open_ends and open_ends[-1] <= start:
-                open_ends.pop()
-            if open_ends and end > open_ends[-1]:
-                raise AssertionError("track %r: [%d, %d] partly overlaps an event ending at %d"
-                                     % (track, start, end, open_ends[-1]))
-            open_ends.append(end)
-    return tracks
+        stack = []
+        for span in spans:
+            while stack and stack[-1][1] <= span[0]:
+                stack.pop()
+            if stack and span[1] > stack[-1][1]:
+                raise AssertionError("track %r: %r partly overlaps %r" % (track, span, stack[-1]))
+            stack.append(span)
+    return slices
 
 
 def test_chrome(tmp):
@@ -519,19 +565,36 @@ def test_chrome(tmp):
              record(CAUSE_A, 120.0, "2026-11-21T13:00:00.100Z", a, pid=400, lag_id="400-2"),
              # Another thread of the same process: its own track.
              record(CAUSE_A, 300.0, "2026-11-21T13:00:00.050Z", a, pid=400, tid=401, lag_id="400-3")]
+    tight[1].update(source=None, source_callback="on_save", source_callback_kind="timeout",
+                    calls=[call("save_handler", 0.0, 120.0, call("save_middle", 10.0, 100.0))], calls_exact=True)
     path = write(tmp, "in.jsonl", jsonl(first + second + tight))
     out, _, _ = run(["--format", "chrome", path])
     doc = json.loads(out)
     events = doc["traceEvents"]
-    tracks = check_nested(events)
-    complete = [e for e in events if e.get("ph") == "X"]
+    tracks = check_trace_events(events)
+    complete = [e for e in events if e.get("ph") == "X" and e["cat"].startswith("lagwatch,lag")]
     check_equal(len(complete), 9, "one complete event per lag")
     check_equal(len(tracks), 4, "tracks (pid, tid)")
     lag = next(e for e in complete if e["args"]["id"] == "100-2")
     check_equal(lag["dur"], 1000000, "dur in microseconds")
     check_equal(lag["ts"], 1795255205000000, "ts in microseconds since the epoch")
-    names = {(e["pid"], e["args"]["name"]) for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
-    check(any("editor" in n for _, n in names), "process names")
+    # Its calls nested inside it, in order.
+    inside = [(name, start - lag["ts"], end - start) for start, end, name in tracks[(lag["pid"], lag["tid"])]
+              if lag["ts"] <= start and end <= lag["ts"] + lag["dur"]]
+    check_equal(inside, [(lag["name"], 0, 1000000), ("render_handler", 0, 1000000), ("render_middle", 100000, 400000),
+                         ("render_leaf", 120000, 300000), ("render_middle", 500000, 480000)], "slices of lag 100-2")
+    # The moved lag's calls: cut to it.
+    moved = next(e for e in complete if e["args"]["id"] == "400-2")
+    check_equal(moved["args"]["source"], "on_save", "an unnamed GSource's callback as its source")
+    handler = next(e for e in events if e.get("name") == "save_handler")
+    check_equal((handler["ts"], handler["ts"] + handler["dur"]), (moved["ts"], moved["ts"] + moved["dur"]),
+                "the call of a moved lag within it")
+    names = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    check("editor" in names and not any("pid" in n for n in names), "process names, without the pid viewers add: %r"
+          % names)
+    stacks = [e for e in events if e.get("ph") == "i"]
+    check_equal(len(stacks), 9, "each lag's stack as an instant event")
+    check(stacks[0]["args"]["stack"][0] == "clock_nanosleep", "a stack, innermost first: %r" % stacks[0])
 
 
 class Page(html.parser.HTMLParser):

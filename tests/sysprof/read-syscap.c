@@ -6,6 +6,7 @@
  *   metadata PID ID          then the metadata's lines, each as "  LINE"
  *   mark PID TIME DURATION GROUP NAME MESSAGE
  *   sample PID TID TIME N_ADDRS ADDR...   (addresses innermost first, hex)
+ *   jitmap PID ADDR NAME      one line per entry of a JITMAP record
  *
  * Times are CLOCK_MONOTONIC ns. Exit status 1 when the file cannot be read
  * to its end.
@@ -94,6 +95,20 @@ main (int argc, char **argv)
             for (unsigned i = 0; i < sample->n_addrs; i++)
               printf (" %" PRIx64, (uint64_t) sample->addrs[i]);
             printf ("\n");
+            break;
+          }
+        case SYSPROF_CAPTURE_FRAME_JITMAP:
+          {
+            const SysprofCaptureJitmap *jitmap = sysprof_capture_reader_read_jitmap (reader);
+            SysprofCaptureJitmapIter iter;
+            SysprofCaptureAddress addr;
+            const char *name;
+
+            if (jitmap == NULL)
+              return 1;
+            sysprof_capture_jitmap_iter_init (&iter, jitmap);
+            while (sysprof_capture_jitmap_iter_next (&iter, &addr, &name))
+              printf ("jitmap %d %" PRIx64 " %s\n", jitmap->frame.pid, (uint64_t) addr, name);
             break;
           }
         default:

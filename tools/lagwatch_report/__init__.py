@@ -12,6 +12,9 @@ The package, in the order a record travels through it:
   from debug files (eu-addr2line);
 - naming: what every output shares: a cause's name, its merged stacks,
   durations and times as text;
+- lags: for speedscope and chrome, a grouping that also keeps each lag's
+  call tree, stacks and sampling interval and the frames' file:line (memory
+  that grows with the lags: the size of those outputs, which show each);
 - one module per output format: text, folded, speedscope, chrome, html_page.
 
 Python 3.11 or later, its standard library only; checked with

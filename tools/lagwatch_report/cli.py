@@ -16,6 +16,7 @@ from .chrome import write_chrome
 from .folded import write_folded
 from .grouping import SORT_KEYS, FrameKey, Grouping
 from .html_page import write_html
+from .lags import DetailedGrouping
 from .reader import MAX_LINE_BYTES, Reader
 from .speedscope import write_speedscope
 from .symbolizer import Names
@@ -66,7 +67,7 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Runs the command with ARGV (without the program's name): its exit status."""
     args = parse_arguments(argv)
-    grouping = Grouping(keep_timeline=args.format == "chrome")
+    grouping = DetailedGrouping() if args.format in ("speedscope", "chrome") else Grouping()
     reader = Reader(grouping, progress=args.progress or sys.stderr.isatty())
     for path in args.files or ["-"]:
         reader.read_path(path)
@@ -101,7 +102,7 @@ def main(argv: list[str]) -> int:
         elif args.format == "folded":
             write_folded(out, causes, names)
         elif args.format == "speedscope":
-            write_speedscope(out, causes, names)
+            write_speedscope(out, grouping, causes, names)
         elif args.format == "chrome":
             write_chrome(out, grouping, causes, names)
         else:
