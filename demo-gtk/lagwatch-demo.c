@@ -1118,7 +1118,7 @@ static const struct
   [DEMO_COLUMN_FRAMES] = { "Frames missed", 1, 130 },
   [DEMO_COLUMN_SOURCE] = { "GSource", 0, 195 },
   [DEMO_COLUMN_THREAD] = { "Thread", 0, 265 },
-  [DEMO_COLUMN_WHERE] = { "Where (innermost frames outside libc and GLib)", 0, -1 },
+  [DEMO_COLUMN_WHERE] = { "Where (innermost frames of the program)", 0, -1 },
 };
 
 /* "24 at 60 Hz": the frames the demo's own window missed during the lag

@@ -35,7 +35,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   version = versions[data[0] & 3];
   data++;
   size--;
-  /* The exact size read, as lw-python.c reads it; shorter ones too. */
+  /* The exact size read, as lw-python-stack.c reads it; shorter ones too. */
   used = MIN (size, blob_size);
   blob = g_malloc0 (blob_size);
   memcpy (blob, data, used);

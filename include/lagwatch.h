@@ -715,9 +715,10 @@ LAGWATCH_API guint lagwatch_report_get_n_samples (LagWatchReport *report);
  * lagwatch_report_get_fingerprint:
  * @report: a report
  *
- * Returns: a stable hash of the innermost four frames that belong to the
- *   program (not libc, GLib or lagwatch): lags with the same fingerprint
- *   have the same cause
+ * Returns: a stable hash of the lag's cause: the function of the
+ *   innermost program frame (see lagwatch_report_get_frame_is_program()),
+ *   without its address, line or the platform's frames below it, and the
+ *   source's callback: lags with the same fingerprint have the same cause
  * Since: 0.1
  */
 LAGWATCH_API const char *lagwatch_report_get_fingerprint (LagWatchReport *report);
@@ -834,15 +835,19 @@ LAGWATCH_API gboolean lagwatch_report_get_frame_inlined (LagWatchReport *report,
  * @index: a frame index, 0 the innermost
  *
  * The rule behind "the innermost program frame" of lagwatch's summary and
- * fingerprints, for a program's own lists: the frame is not libc, GLib or
- * lagwatch, not the C++ standard library (`std::`, `__gnu_cxx::`,
- * libstdc++, libc++) and not an interpreter's or a binding's machinery
+ * fingerprints, for a program's own lists. The program is its executable
+ * and the libraries it ships itself: in the executable's directory, its
+ * RUNPATH, or a directory named after it in a system library directory;
+ * every other library (GTK, cairo, libsystemd, ...) is the platform, as are
+ * libc, GLib, lagwatch, the C++ standard library (`std::`, `__gnu_cxx::`,
+ * libstdc++, libc++) and an interpreter's or a binding's machinery
  * (libpython, `_Py...`, libmozjs, libgjs, libffi, libgirepository,
- * PyGObject's `_gi`). In a stack with frames of an
- * interpreted language (lagwatch_report_get_frame_language() is not
- * "native"), those frames are the program and the native ones are not:
- * a Python handler that spends its time in zlib's `deflate()` is the
- * handler's lag, as its fingerprint says.
+ * PyGObject's `_gi`, an interpreter's own executable). In a stack with
+ * frames of an interpreted language (lagwatch_report_get_frame_language()
+ * is not "native"), only those frames can be the program's, and not those
+ * of the interpreter's standard library, PyGObject's `gi` or GJS's own
+ * modules: a Python handler that spends its time in zlib's `deflate()` is
+ * the handler's lag, as its fingerprint says.
  *
  * Returns: %TRUE when frame @index is the program's own code; %FALSE
  *   otherwise or for an index out of range

@@ -11,7 +11,10 @@ lines at fault, when
   - a stage includes a header of a later stage (the folder graph's order);
   - the file graph has a cycle;
   - a file lies in a folder that is not a stage, or two files share a name
-    (an include by name alone would be ambiguous).
+    (an include by name alone would be ambiguous);
+  - a .c or .h file is over MAX_LINES lines: a file that long has more
+    than one job, and splits by job (a private header for what the pieces
+    share).
 Includes that resolve outside LIBDIR (the public headers in include/, the
 build's lw-build-config.h, system headers) are not stages: any file may
 include them.
@@ -47,6 +50,9 @@ STAGES = [
     ".",        # lagwatch.c, lagwatch-gobject.c: the public face
 ]
 
+# The most lines a .c or .h of lib/ may have.
+MAX_LINES = 800
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -76,6 +82,11 @@ def read_tree(libdir):
                                 % (by_name[name], path))
             by_name[name] = path
             files[path] = stage
+            with open(path, encoding="utf-8", errors="replace") as f:
+                n_lines = sum(1 for _ in f)
+            if n_lines > MAX_LINES:
+                problems.append("%s: %d lines, over the %d a file of lib/ may have: split it by job"
+                                % (path, n_lines, MAX_LINES))
     return files, problems
 
 
@@ -207,6 +218,9 @@ def self_test():
                        "a file cycle: lib/base/lw-a.c -> lib/base/lw-b.c -> lib/base/lw-a.c"),
         "unknown folder": ({"misc/lw-a.c": ""}, "not a stage"),
         "same name": ({"base/lw-a.h": "", "loop/lw-a.h": ""}, "share a name"),
+        "800 lines": ({"base/lw-a.c": "x\n" * MAX_LINES}, None),
+        "801 lines": ({"base/lw-a.c": "x\n" * (MAX_LINES + 1)},
+                      "lib/base/lw-a.c: 801 lines, over the 800 a file of lib/ may have"),
     }
     failed = 0
     print("1..%d" % len(trees))

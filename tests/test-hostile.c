@@ -454,8 +454,8 @@ test_terminal_escapes (void)
     }
   g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed ();
-  g_test_trap_assert_stderr ("*lagwatch: lag of * on thread * \"thr\\x1b]0;T\\x07\\x0aX\"*"
-                             "in GSource \"evil\\x1b]0;C\\x07\\x1b[2J\\x0asource\"*");
+  g_test_trap_assert_stderr ("*lagwatch: lag of *in GSource \"evil\\x1b]0;C\\x07\\x1b[2J\\x0asource\"*"
+                             "on thread * \"thr\\x1b]0;T\\x07\\x0aX\"*");
   g_test_trap_assert_stderr_unmatched ("*\x1b*");
   g_test_trap_assert_stderr_unmatched ("*\a*");
   g_test_trap_assert_stderr_unmatched ("*\nsource*");

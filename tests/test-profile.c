@@ -1,8 +1,8 @@
 /* test-profile.c: grouping samples into stacks (lw-profile.c)
  *
  * Samples are matched by exact addresses when added (the watcher's part)
- * and merged by the innermost frame's function when the reporting thread
- * groups the stacks the watcher handed over. These tests use addresses
+ * and merged by their frames' functions when the reporting thread groups
+ * the stacks the watcher handed over. These tests use addresses
  * inside this program's own functions, which its symbol table names.
  */
 #include <glib.h>
@@ -108,6 +108,32 @@ test_groups_by_function (void)
   g_assert_cmpuint (stacks[2].samples, ==, 1);
   g_assert_cmpuint (stacks[2].frames[1].ip, ==, CALLER_B);
   g_assert_cmpuint (lw_profile_n_samples (profile), ==, 7);
+  free_stacks (stacks, n);
+  lw_profile_free (profile);
+}
+
+/* Two calls of one function from two lines of one caller are one stack:
+ * the stack is a chain of functions, as lagwatch-report merges stacks by
+ * function name, so that both give its share the same number. */
+static void
+test_call_sites_of_one_caller_are_one_stack (void)
+{
+  LwProfile *profile = lw_profile_new (256);
+  LwReportStack *stacks;
+  guint n;
+
+  add (profile, in_function (spinning_here, 4), in_function (spinning_there, 8));
+  add (profile, in_function (spinning_here, 4), in_function (spinning_there, 16));
+  add (profile, in_function (spinning_here, 8), in_function (spinning_there, 16));
+  add (profile, in_function (spinning_there, 4), in_function (spinning_here, 8));
+  g_assert_cmpuint (lw_profile_exact_stacks (profile)->len, ==, 4);
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (stacks[0].samples, ==, 3);
+  /* Its frames are the most recent sample's, exact. */
+  g_assert_cmpuint (stacks[0].frames[0].ip, ==, in_function (spinning_here, 8));
+  g_assert_cmpuint (stacks[0].frames[1].ip, ==, in_function (spinning_there, 16));
+  g_assert_cmpuint (stacks[1].samples, ==, 1);
   free_stacks (stacks, n);
   lw_profile_free (profile);
 }
@@ -240,6 +266,7 @@ main (int argc, char **argv)
   spinning_there ();
   g_test_add_func ("/profile/groups-by-function", test_groups_by_function);
   g_test_add_func ("/profile/exact-then-capped", test_exact_then_capped);
+  g_test_add_func ("/profile/call-sites-of-one-caller-are-one-stack", test_call_sites_of_one_caller_are_one_stack);
   g_test_add_func ("/profile/unnamed-frames-count-exactly", test_unnamed_frames_count_exactly);
   g_test_add_func ("/profile/ties-go-to-the-latest", test_ties_go_to_the_latest);
   g_test_add_func ("/profile/ties-go-to-the-script", test_ties_go_to_the_script);

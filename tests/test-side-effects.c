@@ -123,10 +123,11 @@ test_blocking_call (gconstpointer data)
 
 typedef struct
 {
-  guint calls;
-  guint eintr;
-  guint other_failures;
-  guint short_sleeps;
+  guint  calls;
+  guint  eintr;
+  double eintr_started_ms;  /* when the last call that saw EINTR began, into the lag */
+  guint  other_failures;
+  guint  short_sleeps;
 } MixedResult;
 
 static int
@@ -156,7 +157,7 @@ static LAGGY void
 run_then_block (gpointer data)
 {
   MixedResult *r = data;
-  gint64 end = g_get_monotonic_time () + 1100 * 1000;
+  gint64 start = g_get_monotonic_time (), end = start + 1100 * 1000;
   int epoll_fd = epoll_create1 (EPOLL_CLOEXEC);
 
   spin_ms (GINT_TO_POINTER (100));
@@ -176,7 +177,10 @@ run_then_block (gpointer data)
       ret = mixed_block (kind, epoll_fd);
       after = g_get_monotonic_time ();
       if (ret < 0 && errno == EINTR)
-        r->eintr++;
+        {
+          r->eintr++;
+          r->eintr_started_ms = (before - start) / 1000.0;
+        }
       else if (ret != 0)
         r->other_failures++;
       else if (after - before < MIXED_SLEEP_US)
@@ -198,11 +202,19 @@ test_running_then_blocking (void)
   harness_init_with_config (&h, config);
   harness_run_lag (&h, run_then_block, &result);
   harness_wait_reports (&h, 1);
-  g_test_message ("%u calls: %u EINTR, %u other failures, %u short; %u samples",
-                  result.calls, result.eintr, result.other_failures, result.short_sleeps,
-                  lagwatch_report_get_n_samples (harness_report (&h, 0)));
+  g_test_message ("%u calls: %u EINTR (the last begun %.1f ms in), %u other failures, %u short; %u samples, "
+                  "the first %.1f ms in",
+                  result.calls, result.eintr, result.eintr_started_ms, result.other_failures,
+                  result.short_sleeps, lagwatch_report_get_n_samples (harness_report (&h, 0)),
+                  lagwatch_report_get_caught_ms (harness_report (&h, 0)));
   g_assert_cmpuint (result.calls, >, 500);
-  g_assert_cmpuint (result.eintr, ==, 0);
+  /* The one window a lag has (README, Limits): its first stack is taken by
+   * a signal, which a loaded machine may delay past the 100 ms of plain
+   * CPU, into the calls. A call it cut short began before that stack was
+   * taken; none after. */
+  g_assert_cmpuint (result.eintr, <=, 1);
+  if (result.eintr == 1)
+    g_assert_cmpfloat (result.eintr_started_ms, <=, lagwatch_report_get_caught_ms (harness_report (&h, 0)));
   g_assert_cmpuint (result.other_failures, ==, 0);
   g_assert_cmpuint (result.short_sleeps, ==, 0);
   /* Sampled all along, not only at the threshold. */

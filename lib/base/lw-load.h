@@ -1,6 +1,6 @@
 /* lw-load.h: a field read out of bytes copied from another thread's memory
  *
- * The interpreters' frames are copied byte for byte (lw-python.c,
+ * The interpreters' frames are copied byte for byte (lw-python-stack.c,
  * lw-gjs.c) and their fields found at offsets from a layout table: an
  * offset need not be aligned for the field's type. A memcpy() into a local
  * is the portable unaligned load (one instruction on x86-64), and it is

@@ -135,7 +135,8 @@ lw_stats_to_text (const LagWatchStats *stats)
   lw_stats_append_count (out, stats->iterations);
   p99 = lagwatch_stats_get_percentile_ms ((LagWatchStats *) stats, 99);
   /* "4 ms", "16.7 ms", "801 ms", "2500 ms". */
-  g_string_append_printf (out, p99 >= 100 ? " iterations, p99 %.0f ms, " : " iterations, p99 %.3g ms, ", p99);
+  g_string_append (out, stats->iterations == 1 ? " iteration" : " iterations");
+  g_string_append_printf (out, p99 >= 100 ? ", p99 %.0f ms, " : ", p99 %.3g ms, ", p99);
   lw_stats_append_count (out, lw_stats_count_from (stats, LW_STATS_BUCKET_60HZ));
   g_string_append_printf (out, " over 16.7 ms, %u lag%s", stats->lags, stats->lags == 1 ? "" : "s");
   return g_string_free (out, FALSE);

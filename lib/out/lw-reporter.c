@@ -241,6 +241,7 @@ lw_reporter_complete (LagWatchReport *report)
                                                         &report->sampled[i].n_frames, FALSE }));
     lw_reporter_name_stacks ((const LwReporterStack *) stacks->data, stacks->len);
   }
+  lw_report_choose_cause_stack (report);
   report->phase = lw_reporter_phase (report);
   lw_reporter_name_source_callback (report);
   lw_reporter_name_source_by_language (report);

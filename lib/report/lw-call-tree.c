@@ -51,8 +51,8 @@ lw_call_tree_path (const LwReportStack *stack, guint max_depth, LwPathStep *path
 {
   guint outer = stack->n_frames, n = 0, innermost_lang = 0;
   /* A stack with interpreted frames is the script's: its functions, and
-   * the program's C functions its innermost one called, not the
-   * interpreter between them (the summary's rule). */
+   * the C functions its innermost one called (zlib's deflate), not the
+   * interpreter's machinery between them (lw_report_frame_is_machinery()). */
   gboolean interpreted = lw_report_frames_interpreted (stack->frames, stack->n_frames);
 
   while (interpreted && stack->frames[innermost_lang].lang == NULL)
@@ -72,7 +72,7 @@ lw_call_tree_path (const LwReportStack *stack, guint max_depth, LwPathStep *path
       const LwFrame *frame = &stack->frames[i];
 
       if (frame->symbol == NULL || lw_report_frame_is_platform (frame)
-          || (interpreted && frame->lang == NULL && (i > innermost_lang || !lw_report_frame_is_program (frame))))
+          || (interpreted && frame->lang == NULL && (i > innermost_lang || lw_report_frame_is_machinery (frame))))
         continue;
       path[n].function = frame->ip - frame->symbol_offset;
       path[n].call_site = i + 1 < stack->n_frames ? stack->frames[i + 1].ip : 0;

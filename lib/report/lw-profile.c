@@ -29,7 +29,7 @@ typedef struct
  * on a watcher that has just woken on a cold CPU: it only matches exact
  * addresses (no symbol lookup, no allocation once a stack is known).
  * lw_profile_group(), once per report on the reporting thread, merges the
- * stacks whose innermost frames are in the same function. */
+ * stacks whose frames are in the same functions. */
 
 /* Any thread. FNV-1a, one address at a time. */
 #define LW_PROFILE_HASH_SEED 1469598103934665603ULL
@@ -209,21 +209,22 @@ lw_profile_exact_stacks (LwProfile *profile)
 typedef struct
 {
   LwReportStack *stack;
-  uintptr_t      frame0_key;  /* the innermost frame's function start, or its address */
+  uintptr_t     *keys;        /* per frame: its function's start, or its address when no
+                               * symbol covers it */
   guint          rank;        /* 0 = most recent */
   guint          samples;     /* a group's first member: the group's total */
   gboolean       scripted;    /* holds an interpreted (Python, JavaScript) frame */
 } LwProfileMember;
 
-/* Reporting thread. The innermost frame by its function, the others exact. */
+/* Reporting thread. Every frame by its function. */
 static guint
 lw_profile_member_hash (gconstpointer key)
 {
   const LwProfileMember *member = key;
-  guint64 h = lw_profile_mix (LW_PROFILE_HASH_SEED ^ member->stack->n_frames, member->frame0_key);
+  guint64 h = LW_PROFILE_HASH_SEED ^ member->stack->n_frames;
 
-  for (guint i = 1; i < member->stack->n_frames; i++)
-    h = lw_profile_mix (h, member->stack->frames[i].ip);
+  for (guint i = 0; i < member->stack->n_frames; i++)
+    h = lw_profile_mix (h, member->keys[i]);
   return (guint) (h ^ (h >> 32));
 }
 
@@ -233,12 +234,9 @@ lw_profile_member_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileMember *x = a, *y = b;
 
-  if (x->stack->n_frames != y->stack->n_frames || x->frame0_key != y->frame0_key)
+  if (x->stack->n_frames != y->stack->n_frames)
     return FALSE;
-  for (guint i = 1; i < x->stack->n_frames; i++)
-    if (x->stack->frames[i].ip != y->stack->frames[i].ip)
-      return FALSE;
-  return TRUE;
+  return x->stack->n_frames == 0 || memcmp (x->keys, y->keys, x->stack->n_frames * sizeof (uintptr_t)) == 0;
 }
 
 /* Reporting thread. TRUE when @stack holds an interpreted frame. */
@@ -285,9 +283,10 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
       member->rank = i;
       member->samples = stacks[i].samples;
       member->scripted = lw_profile_stack_scripted (&stacks[i]);
-      member->frame0_key = stacks[i].n_frames > 0 ? stacks[i].frames[0].ip : 0;
-      if (stacks[i].n_frames > 0 && lw_symbols_function_start (stacks[i].frames[0].ip, FALSE, &start))
-        member->frame0_key = start;
+      member->keys = g_new (uintptr_t, MAX (stacks[i].n_frames, 1));
+      for (guint f = 0; f < stacks[i].n_frames; f++)
+        member->keys[f] = lw_symbols_function_start (stacks[i].frames[f].ip, f > 0, &start)
+                          ? start : stacks[i].frames[f].ip;
       /* Most recent first: a group's first member is the one it shows. */
       group = g_hash_table_lookup (groups, member);
       if (group == NULL)
@@ -320,5 +319,7 @@ lw_profile_group (LwReportStack *stacks, guint n_stacks, guint max_kept)
     memset (stacks, 0, n_stacks * sizeof (LwReportStack));
   if (n_kept > 0)
     memcpy (stacks, kept, n_kept * sizeof (LwReportStack));
+  for (guint i = 0; i < n_stacks; i++)
+    g_free (members[i].keys);
   return n_kept;
 }

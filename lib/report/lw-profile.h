@@ -1,9 +1,14 @@
 /* lw-profile.h: the samples of one lag, grouped into stacks
  *
- * Two samples are the same stack when they have the same frames, except
- * that the innermost frame counts by the function it is in rather than by
- * its exact address (a spinning loop is one stack, not one per
- * instruction). Return addresses count exactly: they are call sites. The
+ * Two samples are the same stack when their frames are in the same
+ * functions, one by one: a frame counts by the function it is in rather
+ * than by its exact address (a spinning loop is one stack, not one per
+ * instruction; a function called from two lines of its caller is one
+ * stack, not two), a frame no symbol covers by its address. This is how
+ * lagwatch-report merges stacks (by function name), so that the heaviest
+ * stack and its share (lw_report_heaviest_share()) are one notion in the
+ * text report, the JSON record and lagwatch-report. The stack a group
+ * shows is its most recent member's, exact addresses and lines. The
  * heaviest stack is the one with the most samples; ties go to the one seen
  * most recently.
  *

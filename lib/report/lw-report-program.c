@@ -1,9 +1,455 @@
-/* lw-report-program.c: which frames are the program's, and the fingerprint */
+/* lw-report-program.c: which frames are the program's, and the fingerprint
+ *
+ * The rule (docs/names.md says it for users). The program is its
+ * executable and the libraries it ships itself; everything else a lag
+ * passes through is the platform:
+ *
+ * - native code is the program's when its module is the executable, or
+ *   lies under one of the program's own directories: the executable's
+ *   directory (unless it is a system directory such as /usr/bin), each
+ *   directory of the executable's DT_RUNPATH/DT_RPATH ($ORIGIN being the
+ *   executable's directory; a system library directory there counts for
+ *   nothing), and a directory named after the executable in a system
+ *   library directory (/usr/lib/APP/, /usr/lib/x86_64-linux-gnu/APP/,
+ *   /usr/libexec/APP/, ...: where Debian puts a program's private
+ *   libraries and plugins). Every other library is the platform: GTK, GDK,
+ *   cairo, pixman, libgtop, libsystemd, glibmm, libz, whatever a program
+ *   links from the system library directories;
+ * - whatever their directory, the modules every lag passes through (libc,
+ *   the loader, GLib, lagwatch, the vDSO, sanitizer runtimes, JIT code:
+ *   lw_report_frame_is_platform()), the C++ runtime (libstdc++, libc++,
+ *   libgcc_s; and std::, __gnu_cxx::, __cxxabiv1:: functions inlined into
+ *   the program) and interpreter or binding machinery (libpython, libmozjs,
+ *   libgjs, libffi, libgirepository, PyGObject's _gi, CPython's _Py and
+ *   Py C API functions) are never the program's: a program may ship its
+ *   own copy of libstdc++, it does not write it;
+ * - an interpreter's executable (python*, pypy*, gjs*) is no program of
+ *   its own: the program it runs is its script, so no native module is
+ *   the program's there;
+ * - a Python frame is the program's unless its file is the interpreter's
+ *   standard library (under lib/pythonX.Y/ but not in its site-packages or
+ *   dist-packages, or a frozen module "<frozen ...>") or a binding of the
+ *   platform installed as a package (gi, cairo, dbus: PyGObject,
+ *   pycairo, dbus-python). Other packages count as the program's: Debian
+ *   installs an application's own Python package (meld, gtweak) in the
+ *   same dist-packages directory as the libraries, so the directory cannot
+ *   tell them apart;
+ * - a JavaScript frame is the program's unless its file is one of GJS's
+ *   own modules (resource:///org/gnome/gjs/, /usr/share/gjs-1.0/) or
+ *   SpiderMonkey's self-hosted code;
+ * - in a stack that holds Python or JavaScript frames only those can be
+ *   the program's (lw_report_frame_is_program_in()).
+ *
+ * Deciding costs string compares only: the executable's path and
+ * RUNPATH are read once per process (one ELF file opened, its dynamic
+ * section read), the first time a frame is judged.
+ */
 #include "lw-report.h"
 #include "lw-report-program.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "lw-elf-file.h"
+#include "lw-proc.h"
+
+/* Where the program's own code is. Immutable once published. */
+typedef struct
+{
+  char      *exe;          /* normalized absolute path, or NULL when unknown */
+  char      *app;          /* its basename */
+  gboolean   interpreter;  /* python*, pypy*, gjs*: its script is the program */
+  GPtrArray *dirs;         /* of char *: normalized directories, each ending in '/' */
+  GMutex     lock;
+  GHashTable *verdicts;    /* module path -> 1 + is the program's; HOLDS: lock */
+} LwProgramPlaces;
+
+/* What /proc's link to a file removed or replaced since it was opened
+ * ends with. */
+#define LW_DELETED " (deleted)"
+
+/* The most modules whose verdict is kept: a process maps a few hundred. */
+#define LW_PROGRAM_VERDICTS_MAX 4096
+
+/* Published once, replaced only by lw_report_program_set_executable()
+ * (tests): a replaced one is kept, never freed, as another thread may
+ * still read it. */
+static LwProgramPlaces *lw_program_places;  /* (atomic) */
+
+/* Any thread. @path with "//", "/./" and "dir/.." resolved, without
+ * reading the file system (a loader's name can read
+ * "/opt/app/bin/../lib/libx.so"). */
+static char *
+lw_path_normalize (const char *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, "/", -1);
+  g_autoptr(GPtrArray) kept = g_ptr_array_new ();
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      if (parts[i][0] == '\0' || g_str_equal (parts[i], "."))
+        continue;
+      if (g_str_equal (parts[i], ".."))
+        {
+          if (kept->len > 0)
+            g_ptr_array_remove_index (kept, kept->len - 1);
+          continue;
+        }
+      g_ptr_array_add (kept, parts[i]);
+    }
+  for (guint i = 0; i < kept->len; i++)
+    g_string_append_printf (out, "/%s", (const char *) kept->pdata[i]);
+  if (out->len == 0)
+    g_string_append_c (out, '/');
+  return g_string_free (out, FALSE);
+}
+
+/* Any thread. TRUE for a component like "x86_64-linux-gnu", a multiarch
+ * library directory's name. */
+static gboolean
+lw_is_multiarch (const char *name, gsize len)
+{
+  g_autofree char *copy = g_strndup (name, len);
+
+  return strstr (copy, "-linux-") != NULL;
+}
+
+/* Any thread. The length of the system library directory @path starts
+ * with ("/usr/lib/", "/usr/lib/x86_64-linux-gnu/", "/lib64/", ...,
+ * counting the last '/'), or 0. */
+static gsize
+lw_system_lib_prefix (const char *path)
+{
+  static const char *const roots[] = {
+    "/usr/local/lib64/", "/usr/local/lib/", "/usr/local/libexec/",
+    "/usr/lib32/", "/usr/lib64/", "/usr/libx32/", "/usr/libexec/", "/usr/lib/",
+    "/lib32/", "/lib64/", "/libx32/", "/lib/",
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (roots); i++)
+    if (g_str_has_prefix (path, roots[i]))
+      {
+        gsize len = strlen (roots[i]);
+        const char *slash = strchr (path + len, '/');
+
+        /* The multiarch directory below it is a system directory too. */
+        if (slash != NULL && lw_is_multiarch (path + len, (gsize) (slash - (path + len))))
+          len = (gsize) (slash - path) + 1;
+        return len;
+      }
+  return 0;
+}
+
+/* Any thread. TRUE when @dir (normalized, no trailing '/') is a directory
+ * of the system, shared by every program: its subtree is no program's. */
+static gboolean
+lw_is_system_dir (const char *dir)
+{
+  static const char *const system[] = {
+    "/", "/bin", "/sbin", "/usr", "/usr/bin", "/usr/sbin", "/usr/games", "/usr/share",
+    "/usr/local", "/usr/local/bin", "/usr/local/sbin", "/usr/local/share", "/opt",
+    "/usr/local/lib", "/usr/local/lib64", "/usr/local/libexec",
+    "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec",
+    "/lib", "/lib32", "/lib64", "/libx32",
+  };
+  g_autofree char *with_slash = g_strconcat (dir, "/", NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (system); i++)
+    if (g_str_equal (dir, system[i]))
+      return TRUE;
+  /* "/usr/lib/x86_64-linux-gnu": the whole of it is a system prefix. */
+  return lw_system_lib_prefix (with_slash) == strlen (with_slash);
+}
+
+/* Any thread. Adds @dir (absolute, not yet normalized) to @places' own
+ * directories unless it is a system directory. */
+static void
+lw_places_add_dir (LwProgramPlaces *places, const char *dir)
+{
+  g_autofree char *normal = NULL;
+
+  if (!g_path_is_absolute (dir))
+    return;
+  normal = lw_path_normalize (dir);
+  if (lw_is_system_dir (normal))
+    return;
+  g_ptr_array_add (places->dirs, g_strconcat (normal, "/", NULL));
+}
+
+/* Any thread, normal context. The DT_RUNPATH and DT_RPATH strings of the
+ * ELF file at @path, joined by ':', or NULL (none, or no ELF file). */
+static char *
+lw_read_runpath (const char *path)
+{
+  LwElfFile file;
+  GString *found = NULL;
+  Elf_Scn *scn = NULL;
+
+  lw_elf_init ();
+  if (!lw_elf_file_open (&file, path, TRUE, NULL))
+    return NULL;
+  while ((scn = elf_nextscn (file.elf, scn)) != NULL)
+    {
+      GElf_Shdr shdr;
+      Elf_Data *data;
+
+      if (gelf_getshdr (scn, &shdr) == NULL || shdr.sh_type != SHT_DYNAMIC || shdr.sh_entsize == 0
+          || (data = elf_getdata (scn, NULL)) == NULL)
+        continue;
+      for (gsize i = 0; i < shdr.sh_size / shdr.sh_entsize; i++)
+        {
+          GElf_Dyn dyn;
+          const char *value;
+
+          if (gelf_getdyn (data, (int) i, &dyn) == NULL || dyn.d_tag == DT_NULL)
+            break;
+          if (dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+            continue;
+          value = elf_strptr (file.elf, shdr.sh_link, dyn.d_un.d_val);
+          if (value == NULL)
+            continue;
+          if (found == NULL)
+            found = g_string_new (value);
+          else
+            g_string_append_printf (found, ":%s", value);
+        }
+    }
+  lw_elf_file_close (&file);
+  return found != NULL ? g_string_free (found, FALSE) : NULL;
+}
+
+/* Any thread. The RUNPATH entry @entry with "$ORIGIN" and "${ORIGIN}"
+ * replaced by @origin, a few times at most: an @origin holding "$ORIGIN"
+ * would otherwise be replaced forever. */
+static char *
+lw_expand_origin (const char *entry, const char *origin)
+{
+  char *expanded = g_strdup (entry);
+
+  for (guint tokens = 0; tokens < 8; tokens++)
+    {
+      const char *token = strstr (expanded, "$ORIGIN");
+      gsize at, len;
+      char *next;
+
+      if (token == NULL)
+        token = strstr (expanded, "${ORIGIN}");
+      if (token == NULL)
+        break;
+      at = (gsize) (token - expanded);
+      len = token[1] == '{' ? strlen ("${ORIGIN}") : strlen ("$ORIGIN");
+      next = g_strdup_printf ("%.*s%s%s", (int) at, expanded, origin, expanded + at + len);
+      g_free (expanded);
+      expanded = next;
+    }
+  return expanded;
+}
+
+/* Any thread. The places of the program at @exe (absolute), whose
+ * DT_RUNPATH/DT_RPATH is @runpath (NULL: none). */
+static LwProgramPlaces *
+lw_places_new (const char *exe, const char *runpath)
+{
+  static const char *const interpreters[] = { "python", "pypy", "gjs" };
+  LwProgramPlaces *places = g_new0 (LwProgramPlaces, 1);
+  g_autofree char *dir = NULL;
+
+  places->dirs = g_ptr_array_new_with_free_func (g_free);
+  g_mutex_init (&places->lock);
+  places->verdicts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if (exe == NULL || !g_path_is_absolute (exe))
+    return places;
+  places->exe = lw_path_normalize (exe);
+  /* An executable replaced on disk while it runs (a package upgrade):
+   * the loader's name for it keeps the suffix, its place is the same. */
+  if (g_str_has_suffix (places->exe, LW_DELETED))
+    places->exe[strlen (places->exe) - strlen (LW_DELETED)] = '\0';
+  places->app = g_path_get_basename (places->exe);
+  for (gsize i = 0; i < G_N_ELEMENTS (interpreters); i++)
+    if (g_str_has_prefix (places->app, interpreters[i]))
+      places->interpreter = TRUE;
+  if (places->interpreter)
+    return places;
+  dir = g_path_get_dirname (places->exe);
+  lw_places_add_dir (places, dir);
+  if (runpath != NULL)
+    {
+      g_auto(GStrv) entries = g_strsplit (runpath, ":", -1);
+
+      for (guint i = 0; entries[i] != NULL; i++)
+        {
+          g_autofree char *expanded = NULL;
+          char *real;
+
+          if (entries[i][0] == '\0')
+            continue;
+          expanded = lw_expand_origin (entries[i], dir);
+          lw_places_add_dir (places, expanded);
+          /* The loader names a library by the path it found it under; a
+           * directory reached through a symbolic link is added both ways. */
+          real = realpath (expanded, NULL);
+          if (real != NULL)
+            lw_places_add_dir (places, real);
+          free (real);
+        }
+    }
+  return places;
+}
+
+/* Any thread, normal context. This process's program places, read once:
+ * the executable's real path and its RUNPATH. */
+static const LwProgramPlaces *
+lw_places_get (void)
+{
+  LwProgramPlaces *places = g_atomic_pointer_get (&lw_program_places);
+
+  if (places == NULL)
+    {
+      g_autofree char *link = g_strconcat (lw_proc_self (), "/exe", NULL);
+      g_autofree char *runpath = lw_read_runpath (link);
+      char *real = realpath (link, NULL);
+      /* realpath() fails on a deleted executable; the link still names it. */
+      g_autofree char *exe = real != NULL ? g_strdup (real) : g_file_read_link (link, NULL);
+
+      free (real);
+      places = lw_places_new (exe, runpath);
+      if (!g_atomic_pointer_compare_and_exchange (&lw_program_places, NULL, places))
+        {
+          /* Another thread published its answer first: the same one. */
+          g_ptr_array_unref (places->dirs);
+          g_hash_table_unref (places->verdicts);
+          g_mutex_clear (&places->lock);
+          g_free (places->exe);
+          g_free (places->app);
+          g_free (places);
+          places = g_atomic_pointer_get (&lw_program_places);
+        }
+    }
+  return places;
+}
+
+/* Any thread, normal context. */
+void
+lw_report_program_set_executable (const char *exe, const char *runpath)
+{
+  g_autofree char *from_file = NULL;
+
+  if (exe == NULL)
+    {
+      g_atomic_pointer_set (&lw_program_places, NULL);
+      return;
+    }
+  if (runpath == NULL)
+    runpath = from_file = lw_read_runpath (exe);
+  g_atomic_pointer_set (&lw_program_places, lw_places_new (exe, runpath));
+}
+
+/* Any thread. lw_report_module_is_program() without the cache. */
+static gboolean
+lw_report_module_is_program_uncached (const LwProgramPlaces *places,
+                                      const char            *module)
+{
+  g_autofree char *path = lw_path_normalize (module);
+  gsize prefix;
+
+  if (g_str_has_suffix (path, LW_DELETED))
+    path[strlen (path) - strlen (LW_DELETED)] = '\0';
+  if (g_str_equal (path, places->exe))
+    return TRUE;
+  for (guint i = 0; i < places->dirs->len; i++)
+    if (g_str_has_prefix (path, places->dirs->pdata[i]))
+      return TRUE;
+  /* A directory named after the program in a system library directory. */
+  prefix = lw_system_lib_prefix (path);
+  if (prefix > 0)
+    {
+      gsize len = strlen (places->app);
+
+      return strncmp (path + prefix, places->app, len) == 0 && path[prefix + len] == '/';
+    }
+  return FALSE;
+}
+
+/* Any thread, normal context. TRUE when @module (an absolute path) is the
+ * program's executable or lies in one of its own directories. The
+ * verdict is kept per module: a report asks about the same few modules
+ * hundreds of times. */
+static gboolean
+lw_report_module_is_program (const char *module)
+{
+  LwProgramPlaces *places;
+  gpointer known;
+  gboolean program;
+
+  if (module == NULL || !g_path_is_absolute (module))
+    return FALSE;
+  places = (LwProgramPlaces *) lw_places_get ();
+  if (places->exe == NULL || places->interpreter)
+    return FALSE;
+  g_mutex_lock (&places->lock);
+  known = g_hash_table_lookup (places->verdicts, module);
+  g_mutex_unlock (&places->lock);
+  if (known != NULL)
+    return GPOINTER_TO_INT (known) - 1;
+  program = lw_report_module_is_program_uncached (places, module);
+  g_mutex_lock (&places->lock);
+  if (g_hash_table_size (places->verdicts) < LW_PROGRAM_VERDICTS_MAX)
+    g_hash_table_insert (places->verdicts, g_strdup (module), GINT_TO_POINTER (1 + program));
+  g_mutex_unlock (&places->lock);
+  return program;
+}
+
+/* Any thread. TRUE when the interpreted frame @frame (lang set) runs the
+ * program's code rather than the interpreter's own library. */
+static gboolean
+lw_report_script_is_program (const LwFrame *frame)
+{
+  static const char *const bindings[] = { "gi", "cairo", "dbus", "_dbus_bindings", "pygtkcompat" };
+  const char *file = frame->file != NULL ? frame->file : frame->module;
+  const char *lib;
+
+  if (file == NULL)
+    return TRUE;
+  if (g_str_equal (frame->lang, "javascript"))
+    return !g_str_has_prefix (file, "resource:///org/gnome/gjs/")
+           && !g_str_has_prefix (file, "/usr/share/gjs-1.0/")
+           && !g_str_equal (file, "self-hosted");
+  if (g_str_has_prefix (file, "<frozen "))
+    return FALSE;
+  /* ".../lib/python3.11/x.py": the standard library, unless in the
+   * site-packages or dist-packages below it. */
+  for (lib = strstr (file, "/lib"); lib != NULL; lib = strstr (lib + 1, "/lib"))
+    {
+      const char *name = strchr (lib + 1, '/');
+      const char *next;
+
+      if (name == NULL || !(g_str_has_prefix (name, "/python") || g_str_has_prefix (name, "/pypy")))
+        continue;
+      next = strchr (name + 1, '/');
+      if (next == NULL)
+        continue;
+      if (g_str_has_prefix (next, "/site-packages/") || g_str_has_prefix (next, "/dist-packages/"))
+        {
+          const char *package = strchr (next + 1, '/') + 1;
+
+          for (gsize i = 0; i < G_N_ELEMENTS (bindings); i++)
+            {
+              gsize len = strlen (bindings[i]);
+
+              if (strncmp (package, bindings[i], len) == 0
+                  && (package[len] == '/' || package[len] == '.'))
+                return FALSE;
+            }
+          return TRUE;
+        }
+      /* "lib/python3.11/", "lib/python3/" (Debian's own packages are in
+       * dist-packages, handled above): the standard library. */
+      return FALSE;
+    }
+  return TRUE;
+}
 
 /* Frames of these modules are the platform, not the program: a fingerprint
  * made of them would group unrelated lags (every lag passes through GLib). */
@@ -31,14 +477,6 @@ lw_report_frame_is_platform (const LwFrame *frame)
   return FALSE;
 }
 
-/* Any thread. TRUE when @report's stack holds frames of an interpreted
- * language (Python). */
-static gboolean
-lw_report_has_language_frames (const LagWatchReport *report)
-{
-  return lw_report_frames_interpreted (report->frames, report->n_frames);
-}
-
 /* Any thread. */
 gboolean
 lw_report_frames_interpreted (const LwFrame *frames,
@@ -55,8 +493,8 @@ gboolean
 lw_report_frame_is_program_in (const LwFrame *frame,
                                gboolean       interpreted)
 {
-  if (interpreted)
-    return frame->lang != NULL;
+  if (interpreted && frame->lang == NULL)
+    return FALSE;
   return lw_report_frame_is_program (frame);
 }
 
@@ -87,7 +525,7 @@ lw_report_name_start (const char *name)
 
 /* Any thread. */
 gboolean
-lw_report_frame_is_program (const LwFrame *frame)
+lw_report_frame_is_machinery (const LwFrame *frame)
 {
   static const char *const modules[] = {
     "libstdc++.so", "libc++.so", "libc++abi.so", "libgcc_s.so",
@@ -101,11 +539,7 @@ lw_report_frame_is_program (const LwFrame *frame)
   };
   const char *base;
 
-  /* Code in an interpreted language is the program's, whatever its file
-   * is called ("python3_tools.py") or its function ("PyLoader.run"). */
   if (frame->lang != NULL)
-    return TRUE;
-  if (lw_report_frame_is_platform (frame))
     return FALSE;
   if (frame->module != NULL)
     {
@@ -113,7 +547,7 @@ lw_report_frame_is_program (const LwFrame *frame)
       base = base != NULL ? base + 1 : frame->module;
       for (gsize i = 0; i < G_N_ELEMENTS (modules); i++)
         if (g_str_has_prefix (base, modules[i]))
-          return FALSE;
+          return TRUE;
     }
   if (frame->symbol != NULL)
     {
@@ -125,10 +559,23 @@ lw_report_frame_is_program (const LwFrame *frame)
             /* "Py" only as the C API's "PyObject_Call": not "Python_app". */
             if (g_str_equal (functions[i], "Py") && !g_ascii_isupper (name[2]))
               continue;
-            return FALSE;
+            return TRUE;
           }
     }
-  return TRUE;
+  return FALSE;
+}
+
+/* Any thread. */
+gboolean
+lw_report_frame_is_program (const LwFrame *frame)
+{
+  /* Code in an interpreted language: by its file, whatever it is called
+   * ("python3_tools.py") or its function ("PyLoader.run"). */
+  if (frame->lang != NULL)
+    return lw_report_script_is_program (frame);
+  if (lw_report_frame_is_platform (frame) || lw_report_frame_is_machinery (frame))
+    return FALSE;
+  return lw_report_module_is_program (frame->module);
 }
 
 /* Any thread. */
@@ -138,59 +585,185 @@ lw_report_program_frame (const LwFrame *frames,
 {
   gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
 
-  /* The frame the fingerprint starts from: in a Python lag that runs
-   * zlib's deflate(), the Python function, not deflate. */
+  /* In a Python lag that runs zlib's deflate(), the Python function, not
+   * deflate. */
   for (guint i = 0; i < n_frames; i++)
     if (frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
       return &frames[i];
   return NULL;
 }
 
-/* 64-bit FNV-1a of the innermost @depth program frames, each as
- * "module-basename!symbol" (or "!+0xoffset" without a symbol): stable across
- * runs and address-space layouts of the same build. */
+/* Any thread. @frame's function as a fingerprint keys it:
+ * "module-basename!symbol" (a Python or JavaScript frame's module is its
+ * file), never its address or line; "module!+0xoffset" without a name. */
 static char *
-lw_report_fingerprint (const LagWatchReport *report, guint depth)
+lw_report_frame_key (const LwFrame *frame)
+{
+  const char *base = frame->module ? strrchr (frame->module, '/') : NULL;
+
+  base = base ? base + 1 : (frame->module ? frame->module : "?");
+  return frame->symbol ? g_strdup_printf ("%s!%s", base, frame->symbol)
+                       : g_strdup_printf ("%s!+0x%" PRIxPTR, base, frame->module_offset);
+}
+
+/* Reporting thread. The index of the stack that names @report's cause:
+ * the stacks are summed by their innermost named program frame's function
+ * (samples at different lines of one Python function, or in different
+ * platform leaves below one program function, are one function's), and
+ * the heaviest stack of the heaviest function wins; ties go to the
+ * heavier stack. -1 when no stack has a program frame. */
+static int
+lw_report_cause_stack (const LagWatchReport *report)
+{
+  g_autoptr(GHashTable) weight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  int best = -1;
+  guint best_weight = 0;
+
+  for (guint i = 0; i < report->n_stacks; i++)
+    {
+      const LwReportStack *stack = &report->stacks[i];
+      const LwFrame *program = lw_report_program_frame (stack->frames, stack->n_frames);
+      char *key = program != NULL ? lw_report_frame_key (program) : NULL;
+      guint sum = 0;
+
+      g_ptr_array_add (keys, key);
+      if (key == NULL)
+        continue;
+      sum = GPOINTER_TO_UINT (g_hash_table_lookup (weight, key)) + MAX (stack->samples, 1);
+      g_hash_table_insert (weight, g_strdup (key), GUINT_TO_POINTER (sum));
+    }
+  /* Stacks are heaviest first: the first of the heaviest function is its
+   * heaviest stack. */
+  for (guint i = 0; i < report->n_stacks; i++)
+    {
+      const char *key = keys->pdata[i];
+      guint sum = key != NULL ? GPOINTER_TO_UINT (g_hash_table_lookup (weight, key)) : 0;
+
+      if (sum > best_weight)
+        {
+          best = (int) i;
+          best_weight = sum;
+        }
+    }
+  return best;
+}
+
+/* Any thread. A copy of @frame. */
+static LwFrame
+lw_frame_copy (const LwFrame *frame)
+{
+  LwFrame copy = *frame;
+
+  copy.symbol = g_strdup (frame->symbol);
+  copy.file = g_strdup (frame->file);
+  return copy;
+}
+
+/* Reporting thread. */
+void
+lw_report_choose_cause_stack (LagWatchReport *report)
+{
+  int chosen = lw_report_cause_stack (report);
+  LwReportStack stack;
+
+  if (chosen <= 0)
+    return;
+  stack = report->stacks[chosen];
+  memmove (&report->stacks[1], &report->stacks[0], (gsize) chosen * sizeof (LwReportStack));
+  report->stacks[0] = stack;
+  for (guint i = 0; i < report->n_frames; i++)
+    lw_frame_clear (&report->frames[i]);
+  g_free (report->frames);
+  report->frames = g_new0 (LwFrame, MAX (stack.n_frames, 1));
+  for (guint i = 0; i < stack.n_frames; i++)
+    report->frames[i] = lw_frame_copy (&stack.frames[i]);
+  report->n_frames = stack.n_frames;
+  report->stack_truncated = stack.truncated;
+  report->stack_at_limit = stack.at_limit;
+}
+
+/* Any thread. 64-bit FNV-1a of @key's lines. */
+static char *
+lw_report_hash (GPtrArray *key)
 {
   guint64 h = 1469598103934665603ULL;
-  guint used = 0;
-  gboolean interpreted = lw_report_has_language_frames (report);
 
-  for (guint pass = 0; pass < 2 && used == 0; pass++)
-    for (guint i = 0; i < report->n_frames && used < depth; i++)
-      {
-        const LwFrame *frame = &report->frames[i];
-        g_autofree char *key = NULL;
-        const char *base;
-
-        /* First pass: named program frames only, those the summary names
-         * (an unnamed one is mostly a PLT stub a sample may or may not
-         * land in); if there is none, any frame. */
-        if (pass == 0 && (!lw_report_frame_is_program (frame) || frame->symbol == NULL))
-          continue;
-        /* A lag in interpreted code is told by its interpreted frames: the
-         * interpreter's own frames are the same for every handler. */
-        if (interpreted && frame->lang == NULL)
-          continue;
-        base = frame->module ? strrchr (frame->module, '/') : NULL;
-        base = base ? base + 1 : (frame->module ? frame->module : "?");
-        key = frame->symbol ? g_strdup_printf ("%s!%s", base, frame->symbol)
-                            : g_strdup_printf ("%s!+0x%" PRIxPTR, base, frame->module_offset);
-        for (const char *p = key; *p; p++)
-          h = (h ^ (guchar) *p) * 1099511628211ULL;
-        h = (h ^ '\n') * 1099511628211ULL;
-        used++;
-      }
+  for (guint i = 0; i < key->len; i++)
+    {
+      for (const char *p = key->pdata[i]; *p; p++)
+        h = (h ^ (guchar) *p) * 1099511628211ULL;
+      h = (h ^ '\n') * 1099511628211ULL;
+    }
   return g_strdup_printf ("%016" G_GINT64_MODIFIER "x", h);
 }
 
+/* Any thread. TRUE for a frame of GLib, GObject or GIO: the loop, and
+ * the signal emissions and callbacks that call the program. */
+static gboolean
+lw_report_frame_is_glib (const LwFrame *frame)
+{
+  static const char *const glib[] = { "libglib-2.0.so", "libgobject-2.0.so", "libgio-2.0.so" };
+  const char *base = frame->module != NULL ? strrchr (frame->module, '/') : NULL;
+
+  base = base != NULL ? base + 1 : frame->module;
+  for (gsize i = 0; base != NULL && i < G_N_ELEMENTS (glib); i++)
+    if (g_str_has_prefix (base, glib[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* Any thread. The callback that ran the lag, on @frames: the outermost
+ * named program frame inside the outermost GLib frame (main() runs the
+ * loop, which calls the callback), or NULL. */
+static const LwFrame *
+lw_report_callback_frame (const LwFrame *frames, guint n_frames)
+{
+  gboolean interpreted = lw_report_frames_interpreted (frames, n_frames);
+  gboolean in_loop = FALSE;
+
+  for (guint i = n_frames; i-- > 0;)
+    {
+      if (lw_report_frame_is_glib (&frames[i]))
+        in_loop = TRUE;
+      else if (in_loop && frames[i].symbol != NULL && lw_report_frame_is_program_in (&frames[i], interpreted))
+        return &frames[i];
+    }
+  return NULL;
+}
+
+/* Reporting thread. */
 void
 lw_report_compute_fingerprints (LagWatchReport *report)
 {
+  g_autoptr(GPtrArray) key = g_ptr_array_new_with_free_func (g_free);
+  const LwFrame *program = lw_report_program_frame (report->frames, report->n_frames);
+  const LwFrame *callback = lw_report_callback_frame (report->frames, report->n_frames);
+
   g_free (report->fingerprint);
   g_free (report->fingerprint2);
-  report->fingerprint = lw_report_fingerprint (report, 4);
-  report->fingerprint2 = lw_report_fingerprint (report, 2);
+  if (program != NULL)
+    g_ptr_array_add (key, lw_report_frame_key (program));
+  else
+    {
+      /* No program frame: the innermost frames with a name (an unnamed
+       * one is mostly a PLT stub a sample may or may not land in), or
+       * else the innermost frames. */
+      for (guint pass = 0; pass < 2 && key->len == 0; pass++)
+        for (guint i = 0; i < report->n_frames && key->len < 4; i++)
+          if (pass == 1 || report->frames[i].symbol != NULL)
+            g_ptr_array_add (key, lw_report_frame_key (&report->frames[i]));
+    }
+  report->fingerprint2 = lw_report_hash (key);
+  /* The callback: one program function run by two callbacks is two
+   * causes. The stack's callback frame names it for a named source as
+   * for an unnamed one; the source's callback when the stack has none. */
+  if (callback != NULL)
+    g_ptr_array_add (key, g_strconcat ("callback ", callback->symbol, NULL));
+  else
+    g_ptr_array_add (key, g_strconcat ("callback ", report->source_callback != NULL
+                                                      ? report->source_callback : "", NULL));
+  report->fingerprint = lw_report_hash (key);
 }
 
 /* The public accessor of the rule, lagwatch.h. */

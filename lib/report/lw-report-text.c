@@ -5,7 +5,7 @@
 #include "lw-report-program.h"
 #include "lw-say.h"
 
-#include "lw-call-tree.h"
+#include "lw-report-text-calls.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -122,21 +122,6 @@ lw_text_safe (GPtrArray *keep, const char *text)
   return escaped;
 }
 
-/* A frame of an interpreted language: "function (file.py:12)  [python]",
- * no address (it is not one); "(file.js)" when the line is not known. */
-static void
-lw_text_language_frame (GString *out, guint index, const LwFrame *frame)
-{
-  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *file = frame->file ? g_path_get_basename (frame->file) : g_strdup ("?");
-
-  g_string_append_printf (out, "  #%-2u %s (%s", index,
-                          frame->symbol ? lw_text_safe (keep, frame->symbol) : "??", lw_text_safe (keep, file));
-  if (frame->line > 0)
-    g_string_append_printf (out, ":%u", frame->line);
-  g_string_append_printf (out, ")  [%s]\n", lw_text_safe (keep, frame->lang));
-}
-
 /* Any thread. The share of the lag the process stood still, the share its
  * cgroup's quota held it back, the machine's share, and waiting input. */
 static void
@@ -158,45 +143,166 @@ lw_text_whose_fault (GString *out, const LagWatchReport *report)
     g_string_append (out, "  input was waiting: a file descriptor the loop polls was readable during the lag\n");
 }
 
-static void
-lw_text_frames (GString *out, const LwFrame *frames, guint n_frames, guint limit)
+/* Any thread. TRUE when @a and @b read the same in a folded stack: an
+ * interpreted frame by its function and line; a native frame with a name
+ * by its address and name (a recursive call returns to one call site);
+ * a native frame with none ("??") by its module alone, so that a run of a
+ * library's unnamed internal functions folds into one line. */
+static gboolean
+lw_text_same_frame (const LwFrame *a, const LwFrame *b)
 {
-  for (guint i = 0; i < n_frames && i < limit; i++)
+  if (a->lang != NULL || b->lang != NULL)
+    return g_strcmp0 (a->lang, b->lang) == 0 && g_strcmp0 (a->symbol, b->symbol) == 0
+           && g_strcmp0 (a->file, b->file) == 0 && a->line == b->line;
+  if (a->symbol == NULL || b->symbol == NULL)
+    return a->symbol == NULL && b->symbol == NULL && g_strcmp0 (a->module, b->module) == 0;
+  return a->ip == b->ip && a->inlined == b->inlined && g_str_equal (a->symbol, b->symbol);
+}
+
+/* Unnamed frames of one module fold into one line from this many on. */
+#define LW_TEXT_MIN_UNNAMED_RUN 3
+
+/* Longest cycle of frames the text report folds (a calls b calls a...). */
+#define LW_TEXT_MAX_CYCLE 8
+
+/* Any thread. The fold of @frames at @at: the cycle of *@period frames
+ * that repeats the most frames from there (shortest cycle on a tie);
+ * returns how many times it repeats, 1 when nothing repeats. */
+static guint
+lw_text_repeats (const LwFrame *frames, guint n_frames, guint at, guint *period)
+{
+  guint best = 1, best_period = 1;
+
+  for (guint length = 1; length <= LW_TEXT_MAX_CYCLE && at + 2 * length <= n_frames; length++)
     {
-      const LwFrame *frame = &frames[i];
-      g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
-      g_autofree char *base = frame->module ? g_path_get_basename (frame->module) : g_strdup ("?");
+      guint times = 1;
 
-      if (frame->lang != NULL)
+      for (;; times++)
         {
-          lw_text_language_frame (out, i, frame);
-          continue;
+          guint next = at + times * length;
+          gboolean same = next + length <= n_frames;
+
+          for (guint k = 0; same && k < length; k++)
+            same = lw_text_same_frame (&frames[next + k], &frames[at + k]);
+          if (!same)
+            break;
         }
-      g_string_append_printf (out, "  #%-2u 0x%016" PRIxPTR "  ", i, frame->ip);
-      if (frame->symbol != NULL)
+      if (times >= 2 && times * length > best * best_period)
         {
-          g_autofree char *name = lw_report_short_name (frame->symbol);
+          best = times;
+          best_period = length;
+        }
+    }
+  *period = best_period;
+  return best;
+}
 
-          if (frame->inlined)
-            g_string_append_printf (out, "%s (inlined)", lw_text_safe (keep, name));
-          else if (i > 0 && frame->symbol_offset == 0)
-            /* A return address is never a function's start: a frame
-             * named by its address alone (GLib's dispatch), offset unknown. */
-            g_string_append (out, lw_text_safe (keep, name));
-          else
-            g_string_append_printf (out, "%s+0x%" PRIxPTR, lw_text_safe (keep, name), frame->symbol_offset);
+/* Any thread. One frame's line after its @label ("#3", "#3-60"). */
+static void
+lw_text_frame (GString *out, const char *label, gboolean innermost, const LwFrame *frame)
+{
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *base = frame->module ? g_path_get_basename (frame->module) : g_strdup ("?");
+
+  if (frame->lang != NULL)
+    {
+      /* An interpreted language's frame: "function (file.py:12)  [python]",
+       * no address (it is not one); "(file.js)" when the line is not known. */
+      g_autofree char *file = frame->file ? g_path_get_basename (frame->file) : g_strdup ("?");
+
+      g_string_append_printf (out, "  %-3s %s (%s", label,
+                              frame->symbol ? lw_text_safe (keep, frame->symbol) : "??", lw_text_safe (keep, file));
+      if (frame->line > 0)
+        g_string_append_printf (out, ":%u", frame->line);
+      g_string_append_printf (out, ")  [%s]", lw_text_safe (keep, frame->lang));
+      return;
+    }
+  g_string_append_printf (out, "  %-3s 0x%016" PRIxPTR "  ", label, frame->ip);
+  if (frame->symbol != NULL)
+    {
+      g_autofree char *name = lw_report_short_name (frame->symbol);
+
+      if (frame->inlined)
+        g_string_append_printf (out, "%s (inlined)", lw_text_safe (keep, name));
+      else if (!innermost && frame->symbol_offset == 0)
+        /* A return address is never a function's start: a frame
+         * named by its address alone (GLib's dispatch), offset unknown. */
+        g_string_append (out, lw_text_safe (keep, name));
+      else
+        g_string_append_printf (out, "%s+0x%" PRIxPTR, lw_text_safe (keep, name), frame->symbol_offset);
+    }
+  else
+    g_string_append (out, "??");
+  g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", lw_text_safe (keep, base), frame->module_offset);
+  if (frame->file != NULL)
+    {
+      g_autofree char *file = g_path_get_basename (frame->file);
+
+      g_string_append_printf (out, "  at %s:%u", lw_text_safe (keep, file), frame->line);
+    }
+}
+
+/* Any thread. @frames, innermost first, in at most @max_lines lines
+ * (G_MAXUINT: all); returns how many frames they show. Folded: a run of
+ * unnamed frames of one module is one line, "#5-20 ?? x16 in
+ * libgtk-4.so.1"; a frame repeated by recursion is one line ending in
+ * "x58"; a cycle of frames repeated (a calls b calls a...) is a line
+ * saying so, then the cycle once. lagwatch-report folds its stacks by the
+ * same rule (tools/lagwatch_report/folding.py). Every frame is in the
+ * JSON record. */
+static guint
+lw_text_frames_folded (GString *out, const LwFrame *frames, guint n_frames, guint max_lines)
+{
+  guint lines = 0, i = 0;
+
+  while (i < n_frames && lines < max_lines)
+    {
+      guint period, times = lw_text_repeats (frames, n_frames, i, &period);
+      guint last = i + times * period - 1;
+      g_autofree char *label = times > 1 ? g_strdup_printf ("#%u-%u", i, last) : g_strdup_printf ("#%u", i);
+
+      if (times > 1 && times < LW_TEXT_MIN_UNNAMED_RUN && period == 1 && frames[i].symbol == NULL
+          && frames[i].lang == NULL)
+        {
+          /* A short run of unnamed frames keeps their offsets. */
+          times = 1;
+          last = i;
+          g_free (label);
+          label = g_strdup_printf ("#%u", i);
+        }
+      if (times > 1 && period == 1 && frames[i].symbol == NULL && frames[i].lang == NULL)
+        {
+          g_autofree char *base = frames[i].module ? g_path_get_basename (frames[i].module) : g_strdup ("?");
+          g_autofree char *safe = lw_text_escape (base);
+
+          g_string_append_printf (out, "  %-3s ?? x%u in %s\n", label, times, safe);
+        }
+      else if (times > 1 && period == 1)
+        {
+          lw_text_frame (out, label, i == 0, &frames[i]);
+          g_string_append_printf (out, "  x%u\n", times);
+        }
+      else if (times > 1)
+        {
+          g_string_append_printf (out, "  %-3s the %u frames below, x%u (recursion):\n", label, period, times);
+          for (guint k = 0; k < period; k++)
+            {
+              g_autofree char *one = g_strdup_printf ("#%u", i + k);
+
+              lw_text_frame (out, one, i + k == 0, &frames[i + k]);
+              g_string_append_c (out, '\n');
+            }
+          lines += period;
         }
       else
-        g_string_append (out, "??");
-      g_string_append_printf (out, "  (%s +0x%" PRIxPTR ")", lw_text_safe (keep, base), frame->module_offset);
-      if (frame->file != NULL)
         {
-          g_autofree char *file = g_path_get_basename (frame->file);
-
-          g_string_append_printf (out, "  at %s:%u", lw_text_safe (keep, file), frame->line);
+          lw_text_frame (out, label, i == 0, &frames[i]);
+          g_string_append_c (out, '\n');
         }
-      g_string_append_c (out, '\n');
+      lines++;
+      i = last + 1;
     }
+  return i;
 }
 
 static const char *
@@ -234,39 +340,6 @@ lw_text_frames_missed (GString *out, LagWatchReport *report)
     }
 }
 
-/* Calls listed on stderr: a tree is read at a glance or not at all. */
-#define LW_TEXT_CALLS 40
-
-/* The call tree after the heaviest stack, one call a line, indented by depth. */
-static void
-lw_text_calls (GString *out, LagWatchReport *report)
-{
-  if (report->n_calls == 0)
-    return;
-  if (report->calls_exact)
-    g_string_append (out, "  calls, in order (exact, from the tracer):\n");
-  else
-    g_string_append_printf (out, "  calls, in order (from %u samples ~%.0f ms apart: each within about that):\n",
-                            report->n_timeline, (double) lw_report_sample_interval (report, 0) / 1e6);
-  for (guint i = 0; i < report->n_calls && i < LW_TEXT_CALLS; i++)
-    {
-      const LwCall *call = report->call_list[i];
-      g_autofree char *name = lw_text_escape (call->name);
-
-      if (call->short_calls > 0)
-        g_string_append_printf (out, "    %*s%s: %u call%s seen, ~%.0f%% of the lag (too short to time one by one)\n",
-                                2 * report->call_depth[i], "", name != NULL ? name : "??", call->short_calls,
-                                call->short_calls == 1 ? "" : "s",
-                                100.0 * call->samples / MAX (report->calls->samples, 1));
-      else
-        g_string_append_printf (out, "    %*s%s  %.0f ms  (at %.0f ms)\n", 2 * report->call_depth[i], "",
-                                name != NULL ? name : "??", (double) call->duration_ns / 1e6,
-                                (double) call->start_ns / 1e6);
-    }
-  if (report->n_calls > LW_TEXT_CALLS)
-    g_string_append_printf (out, "    ... (%u more calls)\n", report->n_calls - LW_TEXT_CALLS);
-}
-
 char *
 lw_report_where_to_text (LagWatchReport *report)
 {
@@ -291,12 +364,117 @@ lw_report_where_to_text (LagWatchReport *report)
   return g_strdup_printf ("in the loop's %s phase, outside any GSource", lw_text_safe (keep, report->phase));
 }
 
+/* Any thread. */
+double
+lw_report_heaviest_share (const LagWatchReport *report)
+{
+  if (report->n_samples == 0 || report->n_stacks == 0)
+    return 0;
+  return MIN (100.0 * report->stacks[0].samples / report->n_samples, 100.0);
+}
+
+/* Any thread. The culprit the header names: the innermost program frame
+ * of the heaviest stack (lw_report_program_frame()), "name (file:line)"
+ * when its line is known; else the innermost named frame, else NULL when
+ * the report has no stack. Control bytes escaped. */
+static char *
+lw_text_culprit (const LagWatchReport *report)
+{
+  const LwFrame *frame = lw_report_program_frame (report->frames, report->n_frames);
+  g_autofree char *label = NULL;
+  g_autofree char *safe = NULL;
+
+  if (report->n_frames == 0)
+    return NULL;
+  label = frame != NULL ? lw_report_short_name (frame->symbol)
+                        : lw_report_stack_label (report->frames, report->n_frames);
+  safe = lw_text_escape (label);
+  if (frame != NULL && frame->file != NULL)
+    {
+      g_autofree char *file = g_path_get_basename (frame->file);
+      g_autofree char *safe_file = lw_text_escape (file);
+
+      if (frame->line > 0)
+        return g_strdup_printf ("%s (%s:%u)", safe, safe_file, frame->line);
+      return g_strdup_printf ("%s (%s)", safe, safe_file);
+    }
+  return g_steal_pointer (&safe);
+}
+
+/* Lines "also N% in FUNC" after the heaviest stack. */
+#define LW_TEXT_ALSO 3
+
+/* Any thread. Where the samples outside the heaviest stack were: one line
+ * per function (the stacks' labels, lw_report_stack_label()), the shares of
+ * every kept stack of that function added, heaviest first; a function the
+ * heaviest stack is in too says "by other callers". Then the share of the
+ * samples in stacks the report does not keep (it keeps the heaviest few). */
+static void
+lw_text_also (GString *out, const LagWatchReport *report)
+{
+  g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GArray) samples = g_array_new (FALSE, TRUE, sizeof (guint));
+  g_autofree char *heaviest = NULL;
+  guint kept = 0;
+
+  if (report->n_stacks < 1)
+    return;
+  heaviest = lw_report_stack_label (report->stacks[0].frames, report->stacks[0].n_frames);
+  for (guint i = 1; i < report->n_stacks; i++)
+    {
+      char *label = lw_report_stack_label (report->stacks[i].frames, report->stacks[i].n_frames);
+      guint at = 0;
+
+      while (at < labels->len && !g_str_equal (labels->pdata[at], label))
+        at++;
+      if (at == labels->len)
+        {
+          g_ptr_array_add (labels, label);
+          g_array_set_size (samples, labels->len);
+        }
+      else
+        g_free (label);
+      g_array_index (samples, guint, at) += report->stacks[i].samples;
+    }
+  for (guint shown = 0; shown < LW_TEXT_ALSO && shown < labels->len; shown++)
+    {
+      guint best = shown;
+      g_autofree char *safe = NULL;
+
+      /* Heaviest first, the first seen on a tie: a selection sort of a few. */
+      for (guint j = shown + 1; j < labels->len; j++)
+        if (g_array_index (samples, guint, j) > g_array_index (samples, guint, best))
+          best = j;
+      if (best != shown)
+        {
+          gpointer label = labels->pdata[best];
+          guint n = g_array_index (samples, guint, best);
+
+          memmove (&labels->pdata[shown + 1], &labels->pdata[shown], (best - shown) * sizeof (gpointer));
+          labels->pdata[shown] = label;
+          memmove (&g_array_index (samples, guint, shown + 1), &g_array_index (samples, guint, shown),
+                   (best - shown) * sizeof (guint));
+          g_array_index (samples, guint, shown) = n;
+        }
+      safe = lw_text_escape (labels->pdata[shown]);
+      g_string_append_printf (out, "  also %.0f%% in %s%s\n",
+                              100.0 * g_array_index (samples, guint, shown) / MAX (report->n_samples, 1), safe,
+                              g_str_equal (labels->pdata[shown], heaviest) ? " by other callers" : "");
+    }
+  for (guint i = 0; i < report->n_stacks; i++)
+    kept += report->stacks[i].samples;
+  if (report->n_samples > kept)
+    g_string_append_printf (out, "  the other %.0f%% in lighter stacks, not kept\n",
+                            100.0 * (report->n_samples - kept) / report->n_samples);
+}
+
 char *
 lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
 {
   GString *out = g_string_sized_new (512 + 100 * report->n_frames);
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *time = lw_json_format_time (report->start_time_us);
+  g_autofree char *culprit = NULL;
   const char *what;
 
   if (g_str_equal (report->event, "hang"))
@@ -307,21 +485,24 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
     what = report->complete ? "lag of"
            : g_strcmp0 (report->stopped_by, "exit") == 0 ? "lag still running at exit, after"
            : "lag still running at detach, after";
-  g_string_append_printf (out, "lagwatch: %s %.1f ms (threshold %u ms) on thread %d",
-                          what, report->duration_ms, report->threshold_ms, report->thread_id);
-  if (report->thread_name != NULL)
-    g_string_append_printf (out, " \"%s\"", lw_text_safe (keep, report->thread_name));
-  g_string_append_printf (out, ", began %s [%s]\n", time, lw_text_safe (keep, report->id));
-  if (report->previous_exe != NULL)
-    g_string_append_printf (out, "  program: %s (pid %d)\n", lw_text_safe (keep, report->previous_exe),
-                            report->pid);
-
+  culprit = lw_text_culprit (report);
+  g_string_append_printf (out, "lagwatch: %s %.1f ms", what, report->duration_ms);
+  if (culprit != NULL)
+    g_string_append_printf (out, ": %s", culprit);
   if (report->phase != NULL)
     {
       g_autofree char *where = lw_report_where_to_text (report);
 
-      g_string_append_printf (out, "  %s\n", where);
+      g_string_append_printf (out, "%s%s", culprit != NULL ? ", " : ": ", where);
     }
+  g_string_append_printf (out, " [%s]\n", lw_text_safe (keep, report->id));
+  g_string_append_printf (out, "  on thread %d", report->thread_id);
+  if (report->thread_name != NULL)
+    g_string_append_printf (out, " \"%s\"", lw_text_safe (keep, report->thread_name));
+  g_string_append_printf (out, ", began %s, threshold %u ms\n", time, report->threshold_ms);
+  if (report->previous_exe != NULL)
+    g_string_append_printf (out, "  program: %s (pid %d)\n", lw_text_safe (keep, report->previous_exe),
+                            report->pid);
   if (report->cpu_ms >= 0 && report->duration_ms > 0)
     {
       double share = 100.0 * report->cpu_ms / report->duration_ms;
@@ -355,40 +536,33 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
   lw_text_frames_missed (out, report);
   lw_text_whose_fault (out, report);
   if (report->n_samples > 0 && report->n_stacks > 0)
-    g_string_append_printf (out, "  %u sample%s; heaviest stack (%.0f%%)", report->n_samples,
-                            report->n_samples == 1 ? "" : "s",
-                            100.0 * report->stacks[0].samples / report->n_samples);
+    g_string_append_printf (out, "  heaviest stack: %u of %u sample%s (%.0f%%)", report->stacks[0].samples,
+                            report->n_samples, report->n_samples == 1 ? "" : "s",
+                            lw_report_heaviest_share (report));
   if (report->caught_ms >= 0)
     g_string_append_printf (out, "%sfirst taken %.1f ms in, %s:\n",
-                            report->n_samples > 0 ? ", " : "  ", report->caught_ms,
+                            report->n_samples > 0 && report->n_stacks > 0 ? ", " : "  ", report->caught_ms,
                             g_strcmp0 (report->stack_method, "signal") == 0
                               ? "by signal (the thread was running)"
                               : "from /proc (the thread was sleeping in a system call)");
-  else if (report->n_samples > 0)
+  else if (report->n_samples > 0 && report->n_stacks > 0)
     g_string_append (out, ":\n");
   if (report->stack_error != NULL)
     g_string_append_printf (out, "  (%s)\n", lw_text_safe (keep, report->stack_error));
-  lw_text_frames (out, report->frames, report->n_frames, G_MAXUINT);
+  lw_text_frames_folded (out, report->frames, report->n_frames, G_MAXUINT);
   if (report->stack_truncated && report->stack_at_limit)
     g_string_append (out, "  ... (more frames not shown: the frame limit)\n");
   else if (report->stack_truncated && report->n_frames > 0)
     g_string_append (out, "  ... (the unwind stopped here: no way to step past this frame; "
                           "the stack may be incomplete)\n");
-  for (guint i = 1; i < report->n_stacks && i < 4; i++)
-    {
-      g_autofree char *label = lw_report_stack_label (report->stacks[i].frames,
-                                                      report->stacks[i].n_frames);
-
-      g_string_append_printf (out, "  also %.0f%% in %s\n",
-                              100.0 * report->stacks[i].samples / MAX (report->n_samples, 1),
-                              lw_text_safe (keep, label));
-    }
+  lw_text_also (out, report);
   lw_text_calls (out, report);
   for (guint i = 0; i < report->n_threads; i++)
     {
       const LwReportStack *thread = &report->threads[i];
 
       const char *error = lw_report_thread_stack_error (report, i);
+      guint shown;
 
       g_string_append_printf (out, "  thread %d \"%s\" (%s):\n", thread->thread_id,
                               thread->thread_name ? lw_text_safe (keep, thread->thread_name) : "?",
@@ -398,10 +572,10 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
           g_string_append_printf (out, "    (no stack: %s)\n", lw_text_safe (keep, error));
           continue;
         }
-      lw_text_frames (out, thread->frames, thread->n_frames, 12);
-      if (thread->n_frames > 12)
+      shown = lw_text_frames_folded (out, thread->frames, thread->n_frames, 12);
+      if (shown < thread->n_frames)
         g_string_append_printf (out, "  ... (%u more frames not shown here: all are in the JSON)\n",
-                                thread->n_frames - 12);
+                                thread->n_frames - shown);
     }
   if (report->occurrence > 1)
     {
@@ -426,6 +600,6 @@ lw_report_stack_to_text (const LwFrame *frames, guint n_frames)
 {
   GString *out = g_string_sized_new (100 * n_frames);
 
-  lw_text_frames (out, frames, n_frames, G_MAXUINT);
+  lw_text_frames_folded (out, frames, n_frames, G_MAXUINT);
   return g_string_free (out, FALSE);
 }

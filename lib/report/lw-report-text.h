@@ -19,6 +19,15 @@ char *lw_report_short_name (const char *name);
 char *lw_report_stack_label (const LwFrame *frames,
                              guint          n_frames);
 
+/* Any thread. The heaviest stack's share of @report's lag, in percent:
+ * the samples of its heaviest stack (stacks[0], the JSON record's
+ * "stacks"[0]) over all the samples taken during the lag (the record's
+ * "samples"), not over the samples of the stacks the record keeps (at most
+ * a few). Two samples are one stack when lw_profile_group() says so. The
+ * text report, the JSON record and lagwatch-report give this one number;
+ * 0 when the lag has no samples. */
+double lw_report_heaviest_share (const LagWatchReport *report);
+
 /* Reporting thread. The report as text; @skipped_since_shown: lags like it
  * the back-off kept off stderr since the last one shown (0: none). */
 char *lw_report_to_text_full (LagWatchReport *report,

@@ -62,12 +62,12 @@ struct _LagWatchReport
   char     *stack_method;    /* "signal", "proc" (taken while the thread slept), or NULL */
   char     *stack_error;     /* why the stack is missing or short, or NULL */
   gboolean  stack_truncated; /* stopped at the frame limit or the end of the copy */
-  LwFrame  *frames;          /* the heaviest stack */
+  LwFrame  *frames;          /* the stack that names the cause (lw_report_choose_cause_stack()) */
   guint     n_frames;
 
   const char *event;         /* "lag" or "hang" (static strings) */
   guint     n_samples;       /* stacks taken during the lag */
-  LwReportStack *stacks;     /* distinct stacks, heaviest first, capped */
+  LwReportStack *stacks;     /* distinct stacks, heaviest first but frames' first, capped */
   guint     n_stacks;
   char     *source;          /* name of the GSource being dispatched when caught, or NULL */
   gboolean  source_known;    /* FALSE: which source could not be known */
@@ -77,8 +77,8 @@ struct _LagWatchReport
   const char *thread_state;  /* when caught: "running", "sleeping", "disk" */
   const char *syscall;       /* the system call it slept in, or NULL */
   char     *wchan;           /* the kernel wait point, or NULL */
-  char     *fingerprint;     /* hash of the innermost 4 program frames */
-  char     *fingerprint2;    /* hash of the innermost 2 */
+  char     *fingerprint;     /* hash of the innermost program function and the callback */
+  char     *fingerprint2;    /* hash of the innermost program function */
   guint     occurrence;      /* how many lags with this fingerprint so far, this one included */
   LwReportStack *threads;    /* hang: every other thread of the process */
   guint     n_threads;

@@ -14,7 +14,7 @@
  * Open DWARF handles are kept in a least-recently-used list bounded by a
  * memory budget, 64 MiB by default, in the bytes they may keep resident:
  * the inflated DWARF a lookup reads (compressed debug files are inflated
- * by lw-lines.c into one anonymous mapping, .debug_info and .debug_line
+ * by lw-lines-image.c into one anonymous mapping, .debug_info and .debug_line
  * one compile unit at a time, those looked up), or the sizes of the
  * DWARF sections libdw maps or inflates itself. Past it, the least
  * recently used are closed, though the one in use is always kept; all are

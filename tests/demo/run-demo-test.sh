@@ -277,7 +277,7 @@ else
 fi
 check_freeze ctrl+2 demo_freeze_sleep '^  waiting: .*, sleeping in clock_nanosleep\(\)' \
   '.thread_state == "sleeping" and .syscall == "clock_nanosleep"'
-check_freeze ctrl+6 demo_freeze_timer_callback '^  in GSource "demo: slow timer"' \
+check_freeze ctrl+6 demo_freeze_timer_callback '^lagwatch: lag of .*, in GSource "demo: slow timer"' \
   '.source == "demo: slow timer" and .thread_state == "running"'
 
 wait_until chart_shows || fail "the latency chart shows the freezes (last: $(grep '^chart: ' "$tmp/stdout" | tail -n 1))"

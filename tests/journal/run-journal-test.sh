@@ -195,7 +195,7 @@ test_hang_and_killed() {
   expect "$killed" '.LAGWATCH_ID == $id' --arg id "$hang_id" || return 1
   expect "$killed" '.MESSAGE | startswith("lagwatch: the previous run (pid ")' || return 1
   # MESSAGE stands alone: it says how long the hang went on and which it was.
-  expect "$killed" '.MESSAGE | test("killed during a hang that was still going after [0-9.]+ ms .*\\[" + $id + "\\]$")' \
+  expect "$killed" '.MESSAGE | test("killed during a hang that was still going after [0-9.]+ ms.*\\[" + $id + "\\]$")' \
     --arg id "$hang_id" || return 1
   # journalctl LAGWATCH_FINGERPRINT=... finds the killed hang with its lags.
   expect "$killed" '.LAGWATCH_FINGERPRINT == (.LAGWATCH_RECORD | fromjson | .hang.fingerprint)' || return 1

@@ -251,8 +251,12 @@ test_program_frames (void)
     { "/usr/lib/x86_64-linux-gnu/libffi.so.8", "ffi_call", FALSE },
     { "/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0", "g_main_context_dispatch", FALSE },
     { "/usr/lib/app/libwidgets.so", NULL, TRUE },
+    { "/usr/lib/x86_64-linux-gnu/libgtk-4.so.1", "gtk_widget_snapshot", FALSE },
+    { "/usr/lib/x86_64-linux-gnu/libz.so.1", "deflate", FALSE },
   };
 
+  /* The stacks are /usr/bin/app's, not this test's. */
+  lw_report_program_set_executable ("/usr/bin/app", NULL);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       LwFrame frame = { .module = cases[i].module, .symbol = (char *) cases[i].symbol };
@@ -260,6 +264,7 @@ test_program_frames (void)
       g_test_message ("%s %s", cases[i].module, cases[i].symbol);
       g_assert_cmpint (lw_report_frame_is_program (&frame), ==, cases[i].program);
     }
+  lw_report_program_set_executable (NULL, NULL);
 }
 
 /* Long C++ names lose their template arguments in text, never in JSON. */
@@ -376,7 +381,8 @@ test_consistent_output (void)
   g_assert_nonnull (strstr (table, "(no stack)"));
   g_assert_null (strstr (strstr (table, "(no stack)") + 1, "(no stack)"));
 
-  /* A hang's other threads show 12 frames each and say what they left. */
+  /* A hang's other threads show 12 lines each and say what they left;
+   * their unnamed frames of one module fold into one line. */
   g_clear_pointer (&text, g_free);
   whole->event = "hang";
   whole->threads = g_new0 (LwReportStack, 2);
@@ -387,8 +393,11 @@ test_consistent_output (void)
   whole->threads[0].n_frames = 14;
   whole->threads[1].frames = g_new0 (LwFrame, 12);
   whole->threads[1].n_frames = 12;
+  for (guint i = 0; i < 14; i++)
+    whole->threads[0].frames[i].symbol = g_strdup_printf ("f%u", i);
   text = lagwatch_report_to_text (whole);
   g_assert_nonnull (strstr (text, "  ... (2 more frames not shown here: all are in the JSON)\n  thread 102"));
+  g_assert_nonnull (strstr (text, "  thread 102 \"?\" (?):\n  #0-11 ?? x12 in ?\n"));
   g_assert_null (strstr (strstr (text, "  thread 102"), "more frames"));
 
   lagwatch_report_unref (unnamed);
@@ -423,8 +432,10 @@ test_fingerprint_named_frames (void)
       vdso->frames[2 + i] = (LwFrame) { .ip = 0x4000 + i, .module = "/usr/bin/app",
                                         .symbol = g_strdup (names[i]) };
     }
+  lw_report_program_set_executable ("/usr/bin/app", NULL);
   lw_report_compute_fingerprints (plt);
   lw_report_compute_fingerprints (vdso);
+  lw_report_program_set_executable (NULL, NULL);
   g_assert_cmpstr (plt->fingerprint, ==, vdso->fingerprint);
   g_assert_cmpstr (plt->fingerprint2, ==, vdso->fingerprint2);
   lagwatch_report_unref (plt);
@@ -448,6 +459,10 @@ test_inlined_outputs (void)
   g_autofree char *text = NULL;
   g_autofree char *json = NULL;
 
+  /* The program's frames: of its executable (a frame of no module is
+   * nobody's). */
+  lw_report_program_set_executable ("/usr/bin/demo", NULL);
+  report->frames[0].module = report->frames[1].module = "/usr/bin/demo";
   report->frames[0].symbol = g_strdup ("demo_window_frobnicate");
   report->frames[0].inlined = TRUE;
   report->frames[0].file = g_strdup ("/src/window.vala");
@@ -465,6 +480,7 @@ test_inlined_outputs (void)
   g_assert_false (lagwatch_report_get_frame_inlined (report, 2));
   g_assert_true (lagwatch_report_get_frame_is_program (report, 0));
   g_assert_false (lagwatch_report_get_frame_is_program (report, 9));
+  lw_report_program_set_executable (NULL, NULL);
   lagwatch_report_unref (report);
 }
 

@@ -3,7 +3,11 @@
  * (lw_report_frame_is_program_in()): C++ standard library frames inlined
  * into the program or in libstdc++, CPython's C API, [jit] code under
  * SpiderMonkey, GJS and libgirepository, PyGObject's extension, Python and JavaScript frames over native ones, the
- * sanitizer runtimes, unnamed frames, no program frame at all.
+ * sanitizer runtimes, unnamed frames, no program frame at all, the
+ * program's private libraries (its RUNPATH, a directory named after it)
+ * under GTK, cairo and pixman, the interpreter's standard library and
+ * GJS's own modules. The program is PROGRAM, with RUNPATH
+ * "$ORIGIN/../lib/private".
  *
  * Writes one JSON record per stack to OUT.jsonl, as the JSON sink does, and
  * on stdout one line per record: "fingerprint<TAB>case<TAB>label", the
@@ -26,6 +30,7 @@
 #define MOZJS   "/lib/x86_64-linux-gnu/libmozjs-102.so.0"
 #define GJS     "/lib/x86_64-linux-gnu/libgjs.so.0"
 #define PYTHON  "/usr/bin/python3.11"
+#define SYSLIB  "/usr/lib/x86_64-linux-gnu/"
 #define MAX_FRAMES 8
 
 typedef struct
@@ -97,6 +102,30 @@ static const Case cases[] = {
       { PROGRAM, NULL, NULL, NULL, 0, FALSE },
       { PROGRAM, "copy_all", NULL, "/src/copy.c", 20, FALSE },
       { PROGRAM, "main", NULL, "/src/copy.c", 40, FALSE } } },
+  { "gtk painting over the program's private library", {
+      { SYSLIB "libpixman-1.so.0", "pixman_fill", NULL, NULL, 0, FALSE },
+      { SYSLIB "libcairo.so.2", "cairo_fill", NULL, NULL, 0, FALSE },
+      { "/opt/app/lib/private/libcanvas.so.1", "canvas_draw_grid", NULL, "/src/canvas.c", 40, FALSE },
+      { SYSLIB "libgtk-4.so.1", "gtk_widget_snapshot", NULL, NULL, 0, FALSE },
+      { PROGRAM, "editor_view_snapshot", NULL, "/src/view.c", 80, FALSE },
+      { SYSLIB "libgtk-4.so.1", "gtk_main_do_event", NULL, NULL, 0, FALSE },
+      { GLIB, "g_main_context_dispatch", NULL, NULL, 0, FALSE } } },
+  { "system libraries under a plugin in a directory named after the program", {
+      { SYSLIB "libsystemd.so.0", "sd_bus_call", NULL, NULL, 0, FALSE },
+      { SYSLIB "libgtop-2.0.so.11", "glibtop_get_proclist", NULL, NULL, 0, FALSE },
+      { "/usr/lib/x86_64-linux-gnu/editor/plugins/libprocs.so", "procs_refresh", NULL, "/src/procs.c", 9, FALSE },
+      { SYSLIB "libglibmm-2.68.so.1", "Glib::SignalProxyNormal::slot0_void_callback(_GObject*, void*)", NULL, NULL, 0, FALSE },
+      { PROGRAM, "main", NULL, "/src/main.c", 3, FALSE } } },
+  { "python in the standard library under the program's script", {
+      { PYTHON, "_PyEval_EvalFrameDefault", NULL, NULL, 0, FALSE },
+      { "/usr/lib/python3.11/json/decoder.py", "JSONDecoder.raw_decode", "python", "/usr/lib/python3.11/json/decoder.py", 353, FALSE },
+      { "/usr/lib/python3.11/json/__init__.py", "loads", "python", "/usr/lib/python3.11/json/__init__.py", 346, FALSE },
+      { "/usr/lib/python3/dist-packages/editor/store.py", "Store.load", "python", "/usr/lib/python3/dist-packages/editor/store.py", 12, FALSE },
+      { "/usr/lib/python3/dist-packages/gi/overrides/GLib.py", "MainLoop.run", "python", "/usr/lib/python3/dist-packages/gi/overrides/GLib.py", 497, FALSE } } },
+  { "javascript in gjs's own modules under the program's", {
+      { "[jit]", "_init", "javascript", "resource:///org/gnome/gjs/modules/core/overrides/GObject.js", 700, FALSE },
+      { "[jit]", "Panel.refresh", "javascript", "/usr/share/app/panel.js", 30, FALSE },
+      { "[jit]", "run", "javascript", "resource:///org/gnome/gjs/modules/core/overrides/Gio.js", 90, FALSE } } },
   { "no program frame", {
       { LIBC, "poll", NULL, NULL, 0, FALSE },
       { GLIB, "g_main_loop_run", NULL, NULL, 0, FALSE } } },
@@ -150,6 +179,8 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: %s OUT.jsonl\n", argv[0]);
       return 2;
     }
+  /* The program these stacks are of, not this one. */
+  lw_report_program_set_executable (PROGRAM, "$ORIGIN/../lib/private");
   out = fopen (argv[1], "w");
   if (out == NULL)
     {

@@ -93,11 +93,11 @@ CALLS_B = [call("render_handler", 0.0, 1000.0,
                 call("render_middle", 100.0, 400.0, call("render_leaf", 120.0, 300.0)),
                 call("render_middle", 500.0, 480.0))]
 CALLS_B_SHORT = [call("render_handler", 0.0, 150.0)]
-CALLS_B_TEXT = ("  calls of its longest lag (100-2, 1000.0 ms, from the samples), in order:\n"
-                "    render_handler  1000.0 ms  (at 0.0 ms)\n"
-                "      render_middle  400.0 ms  (at 100.0 ms)\n"
-                "        render_leaf  300.0 ms  (at 120.0 ms)\n"
-                "      render_middle  480.0 ms  (at 500.0 ms)\n")
+CALLS_B_TEXT = ("  calls of its longest lag (100-2, 1000.0 ms, from the samples; time taken, from the lag's start), in order:\n"
+                "    render_handler  1000.0 ms, from +0.0 ms\n"
+                "      render_middle  400.0 ms, from +100.0 ms\n"
+                "        render_leaf  300.0 ms, from +120.0 ms\n"
+                "      render_middle  480.0 ms, from +500.0 ms\n")
 
 
 def known_records():
@@ -171,8 +171,8 @@ def test_grouping_and_numbers(tmp):
     check("programs: editor (3), viewer (1)" in section, "programs of cause A:\n" + section)
     check("fingerprint " + CAUSE_A in section, "fingerprint of cause A")
     check("4 lags (0 hangs, 0 killed)" in section, "counts of cause A")
-    check("heaviest stack (100% of 40 samples)" in section, "samples of cause A:\n" + section)
-    check(re.search(r"^lagwatch-report: 6 lags, .* 2 causes from 6 records in 2 inputs$", out, re.M),
+    check("heaviest stack: 40 of 40 samples (100%)" in section, "samples of cause A:\n" + section)
+    check(re.search(r"^lagwatch-report: 6 lags .* 2 causes, from 6 records in 2 inputs$", out, re.M),
           "summary line:\n" + out)
     check_equal(err, "", "stderr")
 
@@ -190,7 +190,7 @@ def test_calls(tmp):
     bad = dict(first[1], calls=[{"name": "x", "start_ms": "soon", "duration_ms": 1.0, "children": []}])
     path = write(tmp, "bad.jsonl", jsonl([first[0], bad]))
     out, err, _ = run([path], ok_status=(0, 1))
-    check("1 malformed lines" in out and "calls of its longest lag" not in out,
+    check("1 malformed line\n" in out and "calls of its longest lag" not in out,
           "a malformed call tree is a malformed line:\n" + out + err)
 
 
@@ -230,7 +230,7 @@ def test_journal_export(tmp):
     check_equal(sorted(v[0] for v in rows.values()), [2, 4], "lags per cause from the journal")
     check("hosts: alpha (2), beta (2)" in out, "hosts of cause A:\n" + out)
     check("hosts: alpha (1), beta (1)" in out, "hosts of cause B:\n" + out)
-    check("1 journal entries without LAGWATCH_RECORD skipped" in out, "the other entry counted:\n" + out)
+    check("1 journal entry without LAGWATCH_RECORD skipped" in out, "the other entry counted:\n" + out)
     # _EXE names the program of every entry.
     check("programs: editor (4)" in out, "programs from _EXE:\n" + out)
     check_equal(err, "", "stderr")
@@ -336,7 +336,7 @@ def test_hostile_lines(tmp):
     check_equal(len(re.findall(r"hostile.jsonl:\d+: malformed line", err)), 10, "lines named:\n" + err)
     check("hostile.jsonl: 4 more malformed lines not named" in err, "the rest counted:\n" + err)
     check("; 14 malformed lines" in out, "malformed count:\n" + out + err)
-    check("1 records of other events skipped" in out, "the unknown event counted:\n" + out)
+    check("1 record of other events skipped" in out, "the unknown event counted:\n" + out)
 
 
 def test_terminal_escapes(tmp):
@@ -401,7 +401,7 @@ def test_without_is_program(tmp):
         del f["is_program"]
     out, _, _ = run([write(tmp, "old.jsonl", jsonl([record(CAUSE_A, 250.0, "2026-11-21T10:00:00.000Z", a)]))])
     check_equal(list(table_rows(out)), ["clock_nanosleep \u2190 save_leaf"], "the cause's name")
-    check("1 records with frames that do not say is_program: those count as the program's\n" in out,
+    check("1 record with frames that do not say is_program: those count as the program's\n" in out,
           "the report says why:\n" + out)
 
 

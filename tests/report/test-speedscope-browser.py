@@ -361,7 +361,12 @@ def check_export(browser: Browser, release: str, schema: dict[str, Any], export:
           "%s: in the units written: %r" % (what, [p["unit"] for p in imported["profiles"]]))
     placed = sorted({(f["name"], f.get("file"), f.get("line")) for f in imported["shared"]["frames"] if "file" in f})
     written = sorted({(f["name"], f.get("file"), f.get("line")) for f in document["shared"]["frames"] if "file" in f})
-    check(placed == written and bool(placed), "%s: speedscope's frames keep their file and line: %r" % (what, placed))
+    # (Records of a build without libdw have no file:line: nothing to keep
+    # then; the known records always have some.)
+    check(placed == written and (bool(placed) or not written),
+          "%s: speedscope's frames keep their file and line: %r" % (what, placed))
+    if not written:
+        print("# %s: no frame has a file and line (a build without libdw)" % what)
 
 
 def check_tooltips(browser: Browser) -> None:

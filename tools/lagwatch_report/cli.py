@@ -115,7 +115,8 @@ def main(argv: list[str]) -> int:
         if out is not sys.stdout:
             out.close()
     if grouping.malformed:
-        print("lagwatch-report: %d malformed lines skipped" % grouping.malformed, file=sys.stderr)
+        print("lagwatch-report: %d malformed line%s skipped" % (grouping.malformed, "" if grouping.malformed == 1 else "s"),
+              file=sys.stderr)
     return 1 if reader.failed_inputs else 0
 
 

@@ -22,6 +22,7 @@ MAX_DURATION_MS = 365 * 86400 * 1000.0
 EXACT_DURATIONS = 1024       # durations kept exactly per cause before the sketch takes over
 SKETCH_ALPHA = 0.01          # the sketch's quantiles are within 1% of the exact value
 TRUNCATED = "[truncated stack]"
+UNKNOWN_WHERE = "where not known"
 
 
 class Malformed(Exception):
@@ -136,16 +137,38 @@ def frame_place(frame: Json) -> str | None:
 def frame_is_program(frame: Json) -> bool:
     """Whether FRAME is the program's, as the library says.
 
-    The rule (the platform's modules, the C++ runtime, an interpreter's
-    machinery are not the program; in a stack with frames of an
-    interpreted language only those are) lives in the library alone
-    (lw_report_frame_is_program_in() in lib/report/lw-report.c), whose JSON writer
+    The rule (the program is its executable and the libraries it ships;
+    the system's libraries, the C++ runtime, an interpreter's machinery
+    and standard library are not; in a stack with frames of an interpreted
+    language only those can be) lives in the library alone
+    (lw_report_frame_is_program_in() in lib/report/lw-report-program.c), whose JSON writer
     gives its verdict in every frame ("is_program"): this tool keeps no copy
     of it, so the two cannot drift apart. A frame that does not say (a
     record from another writer) counts as the program's: its cause is
     named after its innermost named frames, and the report says so.
     """
     return frame.get("is_program") is not False
+
+
+def where_of(record: Json) -> str:
+    """Where in the loop a record's lag was, as the library's text report
+    says it (lw_report_where_to_text()), shortened: 'GSource "name"', 'g_timeout_add
+    callback fn', 'the prepare phase', 'starved input'."""
+    phase = record.get("phase")
+    source = record.get("source")
+    callback = record.get("source_callback")
+    if phase == "dispatch":
+        if isinstance(source, str):
+            return "GSource \"%s\"" % source
+        if isinstance(callback, str):
+            kind = record.get("source_callback_kind")
+            return "%s callback %s" % (kind if isinstance(kind, str) else "GSource", callback)
+        return "an unnamed GSource"
+    if phase == "starved":
+        return "starved input"
+    if isinstance(phase, str):
+        return "the %s phase" % phase
+    return UNKNOWN_WHERE
 
 
 def as_duration(value: Any) -> float | None:
@@ -267,8 +290,19 @@ class Tally:
         else:
             self.others += 1
 
+    def most(self) -> str:
+        """The name counted most often (the first in order on a tie), and
+        how many others there are: 'GSource "x"', 'GSource "x" and 2 more'."""
+        if not self.counts:
+            return "-"
+        items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        rest = len(items) - 1 + self.others
+        return items[0][0] + (" and %d more" % rest if rest else "")
+
     def describe(self, limit: int = 4) -> str:
         items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not items and not self.others:
+            return "-"
         parts = ["%s (%d)" % kv for kv in items[:limit]]
         rest = sum(c for _, c in items[limit:]) + self.others
         if rest:
@@ -282,8 +316,8 @@ Stack = tuple[FrameKey, ...]   # innermost first
 class Cause:
     """Everything kept about one fingerprint: bounded whatever the record count."""
 
-    __slots__ = ("fingerprint", "lags", "hangs", "killed", "total_ms", "durations", "first", "last",
-                 "programs", "hosts", "stacks", "other_samples", "label", "samples",
+    __slots__ = ("fingerprint", "lags", "hangs", "killed", "total_ms", "durations", "first",
+                 "last", "programs", "hosts", "wheres", "stacks", "other_samples", "label", "samples",
                  "calls", "calls_lag")
 
     def __init__(self, fingerprint: str | None) -> None:
@@ -297,14 +331,17 @@ class Cause:
         self.last: str | None = None
         self.programs = Tally()
         self.hosts = Tally()
+        self.wheres = Tally()   # where in the loop (where_of()), per lag
         self.stacks: dict[Stack, int] = {}   # stack -> samples
         self.other_samples = 0
         self.label: Label | None = None      # what names it: Grouping.label_of()
-        self.samples = 0
+        self.samples = 0                     # every sample of its lags (records' "samples")
         self.calls: list[Call] | None = None  # the call tree of its longest lag that has one
         self.calls_lag: CallsLag | None = None
 
     def count(self) -> int:
+        """Its lags: those that ended and those killed during a hang; a hang
+        record, written while a lag went on, is an early copy of one of them."""
         return self.lags + self.killed
 
 
@@ -376,6 +413,9 @@ class Grouping:
         except (AttributeError, TypeError, KeyError, ValueError) as error:
             raise Malformed("%s record with malformed stacks (%s)" % (event, error)) from None
         program = basename(program) if isinstance(program, str) else "?"
+        lag_id = record.get("id")
+        if not isinstance(lag_id, str):
+            lag_id = None
 
         self.records += 1
         self.events[event] += 1
@@ -391,8 +431,6 @@ class Grouping:
                 cause.first = when
             if cause.last is None or when > cause.last:
                 cause.last = when
-        cause.programs.add(program)
-        cause.hosts.add(host)
         if self.timeline is not None and when is not None:
             self.timeline.append(self.timeline_lag(record, host, program, when, duration, fingerprint,
                                                    "killed" if event == "hang-killed" else event))
@@ -401,10 +439,15 @@ class Grouping:
             # record of the next run carries its duration and samples.
             cause.hangs += 1
             return
+        # Programs, hosts and places count lags, as count() does: a hang
+        # record is an early copy of a lag its lag record (or the
+        # hang-killed record) counts.
+        cause.programs.add(program)
+        cause.hosts.add(host)
+        cause.wheres.add(where_of(record))
         if calls and (cause.calls_lag is None or duration > cause.calls_lag.duration_ms):
-            lag_id = record.get("id")
             cause.calls = calls
-            cause.calls_lag = CallsLag(lag_id if isinstance(lag_id, str) else "?", duration,
+            cause.calls_lag = CallsLag(lag_id or "?", duration,
                                        record.get("calls_exact") is True)
         if event == "lag":
             cause.lags += 1
@@ -415,6 +458,15 @@ class Grouping:
         bin_index = math.floor(10 * math.log10(duration)) if duration > 0 else -1000
         self.histogram[bin_index] = self.histogram.get(bin_index, 0) + 1
         kept = cause.stacks
+        in_stacks = sum(samples for samples, _ in stacks)
+        total = record.get("samples")
+        # The share of a stack is over every sample of the lag (the
+        # record's "samples"), as the library's text report gives it: the
+        # samples of the stacks the record does not keep are "[other
+        # stacks]" (lw_report_heaviest_share() in lib/report/lw-report-text.h).
+        if type(total) is int and total > in_stacks:
+            cause.samples += total - in_stacks
+            cause.other_samples += total - in_stacks
         for samples, key in stacks:
             cause.samples += samples
             if key in kept:

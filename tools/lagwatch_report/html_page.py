@@ -8,7 +8,7 @@ import math
 from typing import TextIO
 
 from .grouping import Call, Cause, Grouping
-from .naming import Path, cause_name, format_ms, merged_stacks, short_time
+from .naming import Path, cause_name, format_ms, merged_stacks, plural, short_time
 from .symbolizer import Names
 
 HTML_STYLE = """
@@ -222,11 +222,11 @@ def write_html(out: TextIO, grouping: Grouping, causes: list[Cause], names: Name
     e = html.escape
     out.write("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
               "<title>lagwatch report</title><style>%s</style></head><body>\n" % HTML_STYLE)
-    out.write("<h1>lagwatch report</h1>\n<p id=summary>%d lags, %d hangs (%d killed) in %d causes, from %d "
-              "records in %d inputs%s.</p>\n"
-              % (grouping.total_lags(), grouping.events["hang"], grouping.events["hang-killed"],
-                 len(grouping.causes), grouping.records, grouping.files,
-                 "; %d malformed lines skipped" % grouping.malformed if grouping.malformed else ""))
+    out.write("<h1>lagwatch report</h1>\n<p id=summary>%s, %s (%d killed) in %s, from %s in %s%s.</p>\n"
+              % (plural(grouping.total_lags(), "lag"), plural(grouping.events["hang"], "hang"),
+                 grouping.events["hang-killed"], plural(len(grouping.causes), "cause"),
+                 plural(grouping.records, "record"), plural(grouping.files, "input"),
+                 "; %s skipped" % plural(grouping.malformed, "malformed line") if grouping.malformed else ""))
     out.write("<h2>Lag durations</h2>\n<div id=histogram>%s</div>\n" % histogram_svg(grouping.histogram))
     out.write("<h2>Causes</h2>\n<table class=causes id=causes><thead><tr><th>#</th><th class=text>cause</th>"
               "<th>lags</th><th>hangs</th><th>total</th><th>p50</th><th>p95</th><th>max</th>"

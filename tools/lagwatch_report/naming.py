@@ -43,3 +43,8 @@ def format_ms(value: float | None) -> str:
 
 def short_time(when: str | None) -> str:
     return when.replace("T", " ").rstrip("Z") if when else "-"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """"1 lag", "2 lags"; WORDS: the plural when it is not WORD + "s"."""
+    return "%d %s" % (n, word if n == 1 else words or word + "s")

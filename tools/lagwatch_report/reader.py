@@ -18,6 +18,7 @@ import time
 from typing import IO, Any, cast
 
 from .grouping import Grouping, Json, Malformed
+from .naming import plural
 
 MAX_MALFORMED_NAMED = 10     # malformed lines named per input; the rest are counted
 # The longest line read, decompressed: a record is a few KiB, a hang's with
@@ -168,8 +169,9 @@ class Reader:
             except OSError:
                 pass
         end = "\n" if done or not sys.stderr.isatty() else "\r"
-        sys.stderr.write("lagwatch-report: %s:%s %d lines, %d records%s%s"
-                         % (name, " done," if done else where, lines, self.grouping.records,
+        sys.stderr.write("lagwatch-report: %s:%s %s, %s%s%s"
+                         % (name, " done," if done else where, plural(lines, "line"),
+                            plural(self.grouping.records, "record"),
                             "" if end == "\n" else "\033[K", end))
         sys.stderr.flush()
 

@@ -30,7 +30,7 @@ def page(records: list[dict[str, object]]) -> tuple[str, Elements]:
 class HtmlTest(unittest.TestCase):
     def test_known_records(self) -> None:
         text, elements = page(known_records())
-        self.assertIn("<p id=summary>4 lags, 0 hangs (0 killed) in 2 causes, from 4 records in 1 inputs.</p>", text)
+        self.assertIn("<p id=summary>4 lags, 0 hangs (0 killed) in 2 causes, from 4 records in 1 input.</p>", text)
         rows = [a["data-fingerprint"] for tag, a in elements.tags if tag == "tr" and a.get("class") == "cause"]
         self.assertEqual(rows, ["bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa"])
         self.assertEqual([a["id"] for tag, a in elements.tags if tag == "section"], ["cause-1", "cause-2"])

@@ -94,6 +94,17 @@ class ReaderTest(unittest.TestCase):
         self.assertEqual(grouping.records, 1)
         self.assertIn("bad.jsonl:3: malformed line: lag record without a valid duration_ms", stderr)
 
+    def test_progress_counts_in_words(self) -> None:
+        path = self.path("one.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(known_records()[0]) + "\n")
+        grouping = Grouping()
+        reader = Reader(grouping, progress=True)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            reader.read_path(path)
+        self.assertEqual(stderr.getvalue(), "lagwatch-report: %s: done, 1 line, 1 record\n" % path)
+
     def test_missing_input(self) -> None:
         grouping, reader, stderr = read([self.path("missing.jsonl")])
         self.assertEqual(reader.failed_inputs, 1)
