@@ -548,6 +548,8 @@ lagwatch_resume (LagWatch *watch)
   if (lw_watch_is_inherited (watch))
     return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
+  /* The busy periods until now were paused, all of them. */
+  atomic_store (&watch->resumed_seq, atomic_load (&watch->slot->seq));
   atomic_store (&watch->paused, FALSE);
   atomic_store (&watch->slot->stats.paused, FALSE);
   sem_post (&watch->slot->wake);
@@ -560,6 +562,7 @@ lagwatch_begin_long_work (LagWatch *watch)
     return;
   g_return_if_fail (watch != NULL && lw_watch_is_live (watch));
   atomic_store (&watch->slot->expected_seq, atomic_load (&watch->slot->seq));
+  atomic_store (&watch->slot->long_work_seq, atomic_load (&watch->slot->seq));
 }
 
 void

@@ -98,15 +98,29 @@ test_garbage_record (void)
  * here, so they take the place of libc's for GLib and lagwatch alike. */
 static volatile gint refuse_proc;
 
+/* The loop thread's stat file ("" until set), and how many of its opens
+ * failed: lagwatch tried to read the thread's state and could not, the
+ * read its line on stderr is about. */
+static char loop_stat_path[64];
+static volatile gint loop_stat_failed;
+
 static int
 hostile_openat (int dirfd, const char *path, int flags, mode_t mode)
 {
+  int fd, saved_errno;
+
   if (g_atomic_int_get (&refuse_proc) && path != NULL && strncmp (path, "/proc/", 6) == 0)
     {
       errno = EACCES;
-      return -1;
+      fd = -1;
     }
-  return (int) syscall (SYS_openat, dirfd, path, flags, mode);
+  else
+    fd = (int) syscall (SYS_openat, dirfd, path, flags, mode);
+  saved_errno = errno;
+  if (fd < 0 && path != NULL && loop_stat_path[0] != '\0' && strcmp (path, loop_stat_path) == 0)
+    g_atomic_int_inc (&loop_stat_failed);
+  errno = saved_errno;
+  return fd;
 }
 
 #define HOSTILE_MODE(flags, mode)                                          \
@@ -187,6 +201,19 @@ exhaust_descriptors (void)
 
 #define N_LAGS 5
 
+/* A lag that lasts until lagwatch has failed to open the loop thread's
+ * stat file once more than @data (an int) times: until the watcher, which
+ * looks at the thread only once the lag passed the threshold, has tried
+ * (on a loaded machine it may get no CPU in a lag of any fixed length). */
+static LAGGY void
+spin_until_stat_failed (gpointer data)
+{
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+
+  while (g_atomic_int_get (&loop_stat_failed) <= GPOINTER_TO_INT (data))
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+}
+
 /* N_LAGS lags in a process where nothing can be opened under /proc (how
  * is @setup's business): every one reaches the report callback, and the
  * reason lagwatch knows less is said once. */
@@ -195,11 +222,12 @@ lags_without_proc (void (*setup) (void))
 {
   Harness h;
 
+  g_snprintf (loop_stat_path, sizeof loop_stat_path, "/proc/self/task/%d/stat", (int) gettid ());
   harness_init (&h, 50);
   setup ();
   for (guint i = 0; i < N_LAGS; i++)
     {
-      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (200));
+      harness_run_lag (&h, spin_until_stat_failed, GINT_TO_POINTER (g_atomic_int_get (&loop_stat_failed)));
       harness_wait_reports (&h, i + 1);
     }
   for (guint i = 0; i < N_LAGS; i++)

@@ -215,22 +215,29 @@ count_posix_timers (void)
   return n;
 }
 
-/* A lag that spins @spin_ms of CPU time, counts the process's timers, then
- * spins @then_ms more. */
+/* A lag that spins @spin_ms of CPU time, counts the process's timers
+ * (once they are @wait_timers, when that is not -1: a watcher kept off the
+ * CPU by a loaded machine may start sampling later), then spins @then_ms
+ * more. */
 typedef struct
 {
   int spin_ms;
   int then_ms;
   int timers_during;
+  int wait_timers;
 } TimedLag;
 
 static LAGGY void
 spin_and_count_timers (gpointer data)
 {
   TimedLag *lag = data;
+  gint64 deadline;
 
   spin_cpu_ms (GINT_TO_POINTER (lag->spin_ms));
-  lag->timers_during = count_posix_timers ();
+  deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+  while ((lag->timers_during = count_posix_timers ()) != lag->wait_timers && lag->wait_timers != -1
+         && g_get_monotonic_time () < deadline)
+    ;
   spin_cpu_ms (GINT_TO_POINTER (lag->then_ms));
   __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays in the stack */
 }
@@ -253,7 +260,7 @@ static void
 test_sampling_way (gconstpointer data)
 {
   gboolean explicit_sampling = GPOINTER_TO_INT (data);
-  TimedLag lag = { 300, 250, -1 };
+  TimedLag lag = { 300, 250, -1, -1 };
   LagWatchReport *report;
   int timers_before;
   Harness h;
@@ -266,6 +273,8 @@ test_sampling_way (gconstpointer data)
     }
   atomic_store (&refuse_cpu_timer, explicit_sampling);
   timers_before = count_posix_timers ();
+  if (timers_before >= 0 && !explicit_sampling)
+    lag.wait_timers = timers_before + 1;
   harness_run_lag (&h, spin_and_count_timers, &lag);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
@@ -292,7 +301,7 @@ test_sampling_through_hang_record (void)
   g_autofree char *dir = g_dir_make_tmp ("lagwatch-watcher-XXXXXX", NULL);
   g_autofree char *state = g_build_filename (dir, "state", NULL);
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
-  TimedLag lag = { 450, 200, -1 };  /* timers counted past the hang record */
+  TimedLag lag = { 450, 200, -1, -1 };  /* timers counted past the hang record */
   LagWatchReport *report;
   int timers_before;
   Harness h;
@@ -359,6 +368,7 @@ typedef struct
   int              watcher_cpu;   /* the CPU the watcher is pinned to */
   int              loop_cpu;      /* another one, for the lag */
   _Atomic gboolean hog_stop;
+  _Atomic gboolean hog_on;        /* the hog runs, real-time, on the watcher's CPU */
   gboolean         hog_refused;   /* SCHED_FIFO not allowed here */
   int              before_ms;     /* CPU the lag spins before the hog starts */
   int              during_ms;     /* ... while it runs */
@@ -379,8 +389,10 @@ starvation_hog (gpointer data)
   if (sched_setscheduler (0, SCHED_FIFO, &param) != 0)
     {
       s->hog_refused = TRUE;
+      atomic_store (&s->hog_on, TRUE);
       return NULL;
     }
+  atomic_store (&s->hog_on, TRUE);
   while (!atomic_load (&s->hog_stop))
     ;
   return NULL;
@@ -457,6 +469,84 @@ test_starved_watcher_keeps_the_lag (gconstpointer data)
   g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
 }
 
+/* Loop thread, in a dispatch: the busy period before has ended. */
+static void
+stop_hog (gpointer data)
+{
+  Starvation *s = data;
+
+  atomic_store (&s->hog_stop, TRUE);
+}
+
+/* A lag that begins and ends while the watcher is kept off the CPU all
+ * along (a real-time hog on its CPU, as a busy machine does) is reported
+ * once the watcher runs: from the loop's own note of it, its true length,
+ * no stack. It used to go unreported. */
+static void
+test_starved_watcher_sees_lag_after (void)
+{
+  Starvation s = { 0 };
+  cpu_set_t allowed, cpus;
+  LagWatchReport *report = NULL;
+  GThread *hog;
+  pid_t watcher;
+  gint64 ran_us;
+  Harness h;
+  int n = 0;
+
+  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+    if (CPU_ISSET (cpu, &allowed))
+      *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
+  if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
+    {
+      g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
+      return;
+    }
+  atomic_store (&oversleep_ns, 0);  /* as the kernel wakes it: only the hog keeps it off the CPU */
+  harness_init (&h, 20);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
+  watcher = find_watcher_tid ();
+  g_assert_cmpint (watcher, >, 0);
+  CPU_ZERO (&cpus);
+  CPU_SET (s.watcher_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (watcher, sizeof cpus, &cpus), ==, 0);
+  CPU_ZERO (&cpus);
+  CPU_SET (s.loop_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+  hog = g_thread_new ("hog", starvation_hog, &s);
+  while (!atomic_load (&s.hog_on))
+    ;
+  if (s.hog_refused)
+    {
+      g_thread_join (hog);
+      harness_clear (&h);
+      sched_setaffinity (0, sizeof allowed, &allowed);
+      g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
+      return;
+    }
+  ran_us = harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
+  /* The hog stops in the next busy period: the lag's has ended (the loop
+   * polled in between). */
+  harness_run_lag (&h, stop_hog, &s);
+  g_thread_join (hog);
+  /* Its report: the first one as long, within 1 ms (lagwatch's ticks and
+   * the test's clock are not calibrated alike; the test's own code may
+   * have lasted a threshold too, before or after). */
+  for (guint i = 1; report == NULL; i++)
+    {
+      harness_wait_reports (&h, i);
+      if (lagwatch_report_get_duration_ms (harness_report (&h, i - 1)) >= ran_us / 1000.0 - 1.0)
+        report = harness_report (&h, i - 1);
+    }
+  g_test_message ("ran %.1f ms, reported %.1f ms", ran_us / 1000.0,
+                  lagwatch_report_get_duration_ms (report));
+  g_assert_true (lagwatch_report_get_complete (report));
+  g_assert_cmpuint (lagwatch_report_get_n_frames (report), ==, 0);
+  harness_clear (&h);
+  g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -470,5 +560,6 @@ main (int argc, char **argv)
                         test_starved_watcher_keeps_the_lag);
   g_test_add_data_func ("/watcher/starved-from-the-start-keeps-the-lag", GINT_TO_POINTER (0),
                         test_starved_watcher_keeps_the_lag);
+  g_test_add_func ("/watcher/starved-watcher-sees-lag-after", test_starved_watcher_sees_lag_after);
   return g_test_run ();
 }

@@ -182,6 +182,27 @@ lw_hooks_leave_poll_tsc (LwSlot *slot)
 }
 #endif
 
+/* Loop thread, at the entry that ends the busy period seq, begun at
+ * @since ticks and ended at @end. Notes it when it lasted the watcher's
+ * threshold or more (and was not declared long): a watcher kept off the
+ * CPU for the whole period (a busy machine) never saw it, and reports it
+ * from this note (lw_watcher_check_unseen()). */
+static void
+lw_hooks_note_long (LwSlot *slot, int64_t since, int64_t end)
+{
+  uint64_t seq = atomic_load_explicit (&slot->seq, memory_order_relaxed);
+  int64_t min_ticks = atomic_load_explicit (&slot->stats.lag_ticks, memory_order_relaxed);
+
+  if (min_ticks <= 0 || end - since < min_ticks
+      || atomic_load_explicit (&slot->long_work_seq, memory_order_relaxed) == seq)
+    return;
+  atomic_store_explicit (&slot->long_seq, 0, memory_order_relaxed);
+  atomic_thread_fence (memory_order_release);
+  atomic_store_explicit (&slot->long_since, since, memory_order_relaxed);
+  atomic_store_explicit (&slot->long_end, end, memory_order_relaxed);
+  atomic_store_explicit (&slot->long_seq, seq, memory_order_release);
+}
+
 /* Loop thread, at a poll entry on the slow path. The busy period this
  * entry ends, measured in full and counted in its bucket; when
  * @short_counted (the fast path added its low 32 bits to busy_ticks
@@ -191,7 +212,7 @@ lw_hooks_leave_poll_tsc (LwSlot *slot)
 static G_GNUC_NO_INLINE void
 lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_counted)
 {
-  int64_t busy;
+  int64_t busy, since, now;
   uint64_t seq;
 
   lw_stats_note_fds (&slot->stats, fds, nfds);
@@ -201,8 +222,14 @@ lw_hooks_count_busy (LwSlot *slot, GPollFD *fds, guint nfds, gboolean short_coun
    * period ends here. */
   if (!short_counted && !(atomic_load_explicit (&slot->seq, memory_order_relaxed) & 1))
     return;
-  busy = lw_clock_ticks () - atomic_load_explicit (&slot->busy_since, memory_order_relaxed);
-  if (busy < 0 || (short_counted && busy <= UINT32_MAX))
+  since = atomic_load_explicit (&slot->busy_since, memory_order_relaxed);
+  now = lw_clock_ticks ();
+  busy = now - since;
+  if (busy < 0)
+    return;
+  if (!short_counted)
+    lw_hooks_note_long (slot, since, now);
+  if (short_counted && busy <= UINT32_MAX)
     return;
   /* seq is still the busy period's (odd) unless the fast path stored the
    * entry: then it is the next one. */
@@ -537,6 +564,8 @@ lw_hooks_attach_full (GMainContext *context,
   atomic_store (&slot->wake_flags, 0);
   atomic_store (&slot->lag_end_ns, 0);
   atomic_store (&slot->entry_seq, 0);
+  atomic_store (&slot->long_seq, 0);
+  atomic_store (&slot->long_work_seq, 0);
   slot->busy_ticks = 0;
   lw_stats_reset (&slot->stats, &slot->stats_cutoff);
   /* The profile's fast path needs the TSC (lw_hooks_count_short_busy). */

@@ -16,6 +16,10 @@
  *   lag_end_ns                        the loop thread, once per lag (CAS)
  *   entry_seq, entry_ticks            the loop thread, once per LW_STAMP_ENTRY;
  *                                     the watcher resets entry_seq before asking
+ *   long_seq, long_since, long_end    the loop thread, at a poll entry ending a busy
+ *                                     period of the threshold or more (seqlock:
+ *                                     long_seq 0 while written)
+ *   long_work_seq                     lagwatch_begin_long_work()
  */
 #pragma once
 
@@ -64,6 +68,14 @@ struct _LwSlot
   _Atomic int64_t  lag_end_ns;     /* first poll entry while LW_WAKE_ON_IDLE; 0 until then */
   _Atomic uint64_t entry_seq;      /* seq after the poll entry stamped for LW_STAMP_ENTRY, 0 none */
   _Atomic int64_t  entry_ticks;    /* lw_clock_ticks() at that entry */
+  /* The last busy period of a threshold or more, as the loop measured it at
+   * its end (only with the latency profile, which measures every period
+   * over its cutoff): the watcher may have been kept off the CPU for all
+   * of it, and then knows of it only from here. */
+  _Atomic uint64_t long_seq;       /* its seq (odd), 0 none or being written */
+  _Atomic int64_t  long_since;     /* busy_since then */
+  _Atomic int64_t  long_end;       /* lw_clock_ticks() at the entry that ended it */
+  _Atomic uint64_t long_work_seq;  /* the last busy period declared long (never cleared) */
   sem_t            wake;           /* the watcher's semaphore */
 
   /* Written by the loop thread when the thread running the context changes. */

@@ -36,6 +36,7 @@ struct _LagWatch
                                       * of the context (g_main_loop_run returned) */
   LwReporter      *reporter;         /* the reporting thread; owns the sinks and the callback */
   _Atomic gboolean paused;           /* lagwatch_pause() */
+  _Atomic guint64  resumed_seq;      /* the loop's seq at the last lagwatch_resume(), 0 none */
   LwSummary       *summary;          /* lags by fingerprint (any thread, locked) */
   LwHangStore     *hangs;            /* NULL when the state directory is unusable */
 
@@ -51,6 +52,9 @@ struct _LagWatch
   int64_t          delay_baseline_ns;    /* its own run-queue delay, read at delay_baseline_at_ns */
   int64_t          delay_baseline_at_ns; /* when (read first as the watcher starts) */
   int64_t          throttled_baseline_ns; /* its cgroup's throttled time then, -1 unknown */
+  int64_t          delay_before_ns;      /* the three above as they were before the last */
+  int64_t          throttled_before_ns;  /* refresh (delay_before_at_ns 0: none yet) */
+  int64_t          delay_before_at_ns;
   LwCgroup        *cgroup;           /* the process's cgroup (lw-cgroup.h) */
   gboolean         noted_debugger;
   uint64_t         observed_seq;     /* the busy period last seen by the watcher */

@@ -30,6 +30,7 @@
 #include "lw-stats-read.h"
 #include "lw-threadinfo.h"
 #include "lw-tracing.h"
+#include "lw-watcher-late.h"
 #include "lw-watcher-sleep.h"
 
 /* While following a lag, how often at least to check that the thread exists. */
@@ -39,12 +40,6 @@
 /* Samples kept per lag; beyond, every other one is dropped and the interval
  * doubles. 256 at 10 ms covers 2.5 s before the first thinning. */
 #define LW_SAMPLE_BUDGET        256
-/* A watcher that wakes this much later than it asked was not running: the
- * process was stopped (SIGSTOP, a frozen cgroup), or the machine or the
- * cgroup's quota kept it off the CPU (lw_watcher_stood_still tells which).
- * Far above any scheduling delay of a live process, far below a
- * human-noticeable stop: shorter stops are not told from the lag. */
-#define LW_OVERSLEEP_NS         (250 * LW_NSEC_PER_MSEC)
 /* The watcher's scheduler slice (lw_watcher_tune_wakeups): the kernel's least. */
 #define LW_WATCHER_SLICE_NS     (100 * 1000)
 /* The periodic "stats" event, while the loop is active: at most this often. */
@@ -64,18 +59,6 @@ typedef enum
   LW_PHASE_STOPPING,  /* the watch stops */
 } LwPhase;
 
-/* One of the watcher's sleeps: when it began, the time it should have
- * ended by (its deadline; -1 when posted by the loop: then by the start of
- * the busy period it was posted for), and the loop thread's CPU clock at
- * its start (-1 unknown), to tell afterwards how long the process stood
- * still if the watcher woke far too late (lw_watcher_stood_still). */
-typedef struct
-{
-  int64_t from_ns;
-  int64_t deadline_ns;
-  int64_t loop_cpu_ns;
-} LwNap;
-
 /* What the watcher knows between two looks. Watcher thread only. */
 typedef struct
 {
@@ -88,6 +71,8 @@ typedef struct
   int64_t  timed_from_ns; /* a busy period is timed from here at the earliest
                            * (lw_watcher_lagging: the poll function replaced) */
   LwNap    nap;          /* the sleep that ended last */
+  uint64_t unseen_seq;   /* the last busy period judged from the loop's note of it
+                          * (lw_watcher_check_unseen) */
 } LwWatcher;
 
 /* What a lag's round found. */
@@ -222,80 +207,6 @@ lw_watcher_maybe_write_stats (LagWatch *watch)
  * so an id is unique in the process (each watch has its own watcher
  * thread). */
 static _Atomic guint64 lw_lag_serial;
-
-/* How often, at most, the watcher reads its own run-queue delay and its
- * cgroup's throttled time while it times busy periods: the baseline of
- * lw_watcher_stood_still() then. */
-#define LW_DELAY_BASELINE_PERIOD_NS (100 * LW_NSEC_PER_MSEC)
-
-/* Watcher thread, woken at @now_ns, @late_ns (over LW_OVERSLEEP_NS) after
- * the time it asked for in the sleep begun as @nap says. How long the whole
- * process stood still meanwhile (SIGSTOP, a frozen cgroup), 0 when it did
- * not: when the watcher's own run-queue delay and its cgroup's throttled
- * time grew by half of @late_ns or more since the baseline, it was
- * runnable, kept off the CPU by a busy machine or its quota. Otherwise
- * (also when the kernel keeps no scheduler statistics) the process was
- * stopped, at least for the part of @late_ns they do not explain, at most
- * for the whole sleep less that; less still the loop thread's CPU time in
- * the sleep when it is known (it ran, so it was not stopped then): exact
- * for a thread that computes. Refreshes the baseline. */
-static int64_t
-lw_watcher_stood_still (LagWatch *watch, const LwNap *nap, int64_t late_ns, int64_t now_ns)
-{
-  int64_t delay_ns = lw_threadinfo_run_delay_ns (gettid ());
-  int64_t throttled_ns = lw_cgroup_throttled_ns (watch->cgroup);
-  int64_t loop_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
-  int64_t explained_ns = 0, stopped_ns;
-
-  if (watch->delay_baseline_ns >= 0 && delay_ns >= watch->delay_baseline_ns)
-    explained_ns += delay_ns - watch->delay_baseline_ns;
-  if (watch->throttled_baseline_ns >= 0 && throttled_ns >= watch->throttled_baseline_ns)
-    explained_ns += throttled_ns - watch->throttled_baseline_ns;
-  watch->delay_baseline_ns = delay_ns;
-  watch->throttled_baseline_ns = throttled_ns;
-  watch->delay_baseline_at_ns = now_ns;
-  if (explained_ns >= late_ns / 2)
-    {
-      g_debug ("the watcher woke %.0f ms late, kept off the CPU (a busy machine, its cgroup's quota)",
-               (double) late_ns / LW_NSEC_PER_MSEC);
-      return 0;
-    }
-  stopped_ns = now_ns - nap->from_ns - explained_ns;
-  if (nap->loop_cpu_ns >= 0 && loop_cpu_ns >= nap->loop_cpu_ns)
-    stopped_ns -= loop_cpu_ns - nap->loop_cpu_ns;
-  stopped_ns = MAX (stopped_ns, late_ns - explained_ns);
-  g_debug ("the watcher woke %.0f ms late: the process stood still for %.0f ms",
-           (double) late_ns / LW_NSEC_PER_MSEC, (double) stopped_ns / LW_NSEC_PER_MSEC);
-  return stopped_ns;
-}
-
-/* Watcher thread, about to sleep until @deadline_ns (-1: until posted).
- * What lw_watcher_stood_still() needs to know of the sleep. @loop_cpu:
- * whether to read the loop thread's CPU clock (only while the loop is
- * busy: it is what tells a stop from the loop's own work). */
-static LwNap
-lw_watcher_nap (LagWatch *watch, int64_t deadline_ns, gboolean loop_cpu)
-{
-  LwNap nap = { lw_clock_now_ns (), deadline_ns, -1 };
-
-  if (loop_cpu)
-    nap.loop_cpu_ns = lw_threadinfo_cpu_ns (atomic_load (&watch->slot->loop_tid));
-  return nap;
-}
-
-/* Watcher thread, awake anyway (and once as it starts). Refreshes the
- * baseline of its own run-queue delay, at most once per
- * LW_DELAY_BASELINE_PERIOD_NS (a /proc read; none while the loop idles, as
- * the watcher sleeps then). */
-static void
-lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
-{
-  if (now_ns - watch->delay_baseline_at_ns < LW_DELAY_BASELINE_PERIOD_NS)
-    return;
-  watch->delay_baseline_ns = lw_threadinfo_run_delay_ns (gettid ());
-  watch->throttled_baseline_ns = lw_cgroup_throttled_ns (watch->cgroup);
-  watch->delay_baseline_at_ns = now_ns;
-}
 
 /* Watcher thread. Starts @lag, the busy period @busy_seq since @since_ns,
  * unless it is excused (then FALSE). */
@@ -539,6 +450,47 @@ lw_watcher_time_busy_period (LagWatch *watch, LwWatcher *w, int64_t now_ns)
                    + watch->observed_stopped_ns;
 }
 
+/* Watcher thread, at each look. A busy period of the threshold or more
+ * that the loop ended and noted (lw_hooks_note_long) while the watcher
+ * never saw it. When the watcher's own run-queue delay (and its cgroup's
+ * throttling) explains half of its lateness or more (from the period's
+ * start plus the threshold to now: lw_watcher_kept_off_cpu()), it was
+ * runnable and kept off the CPU
+ * (a busy machine; seen: 240 to 450 ms after the loop woke it, on two cores
+ * under a load of 15): the lag is reported without a stack, as one that
+ * ended while the watcher slept to its deadline is. Otherwise the watcher
+ * or the whole process was stopped (SIGSTOP, a frozen cgroup, a tracer):
+ * the period stays counted missed (lw-stats.h). */
+static void
+lw_watcher_check_unseen (LagWatch *watch, LwWatcher *w)
+{
+  LwSlot *slot = watch->slot;
+  guint threshold_ms = atomic_load (&watch->threshold_ms);
+  uint64_t seq;
+  int64_t since, end, since_ns, end_ns, now_ns, from_ns;
+
+  /* The note is written whole, its seq last (lw-slot.h): read as a seqlock. */
+  seq = atomic_load_explicit (&slot->long_seq, memory_order_acquire);
+  since = atomic_load_explicit (&slot->long_since, memory_order_relaxed);
+  end = atomic_load_explicit (&slot->long_end, memory_order_relaxed);
+  atomic_thread_fence (memory_order_acquire);
+  if (seq == 0 || seq != atomic_load_explicit (&slot->long_seq, memory_order_relaxed)
+      || seq <= w->unseen_seq || seq <= watch->observed_seq || seq <= atomic_load (&watch->resumed_seq))
+    return;
+  w->unseen_seq = seq;
+  since_ns = lw_clock_ticks_to_ns (since);
+  end_ns = lw_clock_ticks_to_ns (end);
+  now_ns = lw_clock_now_ns ();
+  from_ns = since_ns + (int64_t) threshold_ms * LW_NSEC_PER_MSEC;
+  if (!lw_watcher_kept_off_cpu (watch, from_ns, now_ns - from_ns))
+    {
+      g_debug ("a busy period of %.0f ms ended while the watcher did not run, not kept off the CPU: "
+               "counted missed, not reported", (double) (end_ns - since_ns) / LW_NSEC_PER_MSEC);
+      return;
+    }
+  lw_watcher_report_unseen (watch, seq, since_ns, end_ns);
+}
+
 /* Watcher thread. The one place the watcher's phase changes: at each look
  * at the loop, from its seq (docs/how-it-works.md draws the transitions). */
 static LwPhase
@@ -550,6 +502,7 @@ lw_watcher_next_phase (LagWatch *watch, LwWatcher *w)
   w->seq = atomic_load (&watch->slot->seq);
   if (atomic_load (&watch->stopping))
     return LW_PHASE_STOPPING;
+  lw_watcher_check_unseen (watch, w);
   if (w->seq == 0 || !(w->seq & 1) || paused)
     return w->seq == w->quiet_seq || w->seq == 0 || paused ? LW_PHASE_IDLE : LW_PHASE_LOOKING;
   if (w->seq == w->settled_seq)
@@ -600,9 +553,13 @@ lw_watcher_armed (LagWatch *watch, LwWatcher *w)
     {
       int64_t end_ns = lw_clock_ticks_to_ns (atomic_load_explicit (&slot->entry_ticks, memory_order_relaxed));
 
-      /* (A watcher far later still was stopped with the whole process:
-       * nothing it measured meanwhile is trusted.) */
-      if (end_ns >= w->deadline_ns && lw_clock_now_ns () - w->deadline_ns <= LW_OVERSLEEP_NS)
+      int64_t late_ns = lw_clock_now_ns () - w->deadline_ns;
+
+      /* (A watcher far later still was stopped with the whole process,
+       * nothing it measured meanwhile is trusted; unless it was runnable,
+       * kept off the CPU all along.) */
+      if (end_ns >= w->deadline_ns
+          && (late_ns <= LW_OVERSLEEP_NS || lw_watcher_kept_off_cpu (watch, w->deadline_ns, late_ns)))
         lw_watcher_report_unseen (watch, w->seq, w->since_ns, end_ns);
     }
 }
