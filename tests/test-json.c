@@ -105,6 +105,43 @@ test_report_escapes (void)
   lagwatch_report_unref (report);
 }
 
+/* Records' times: UTC, milliseconds, truncated; the same answer from any
+ * thread (it runs on the watcher and the reporting thread at once). */
+static gpointer
+format_times (gpointer data)
+{
+  for (int i = 0; i < 1000; i++)
+    g_free (lw_json_format_time (1763739612345678 + i));
+  return NULL;
+}
+
+static void
+test_format_time (void)
+{
+  struct
+  {
+    gint64      time_us;
+    const char *text;
+  } cases[] = {
+    { 0, "1970-01-01T00:00:00.000Z" },
+    { 1763739612345678, "2025-11-21T15:40:12.345Z" },
+    { 1700000000999999, "2023-11-14T22:13:20.999Z" },
+    { -5, "1970-01-01T00:00:00.000Z" },  /* before the epoch: the epoch */
+  };
+  GThread *threads[2];
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *text = lw_json_format_time (cases[i].time_us);
+
+      g_assert_cmpstr (text, ==, cases[i].text);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    threads[i] = g_thread_new ("format", format_times, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    g_thread_join (threads[i]);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -118,5 +155,6 @@ main (int argc, char **argv)
   g_test_add_func ("/json/escape/null", test_escape_null);
   g_test_add_func ("/json/reader-agrees", test_reader_agrees);
   g_test_add_func ("/json/report-escapes", test_report_escapes);
+  g_test_add_func ("/json/format-time", test_format_time);
   return g_test_run ();
 }

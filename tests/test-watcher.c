@@ -139,17 +139,25 @@ test_lag_ended_before_late_wake (void)
   Harness h;
   gint64 ran_us;
 
+  guint n = 0;
+
   harness_init (&h, 20);
   harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
   atomic_store (&oversleep_ns, 150 * G_GINT64_CONSTANT (1000000));
   ran_us = run_lag_after_park (&h, 40);
-  harness_wait_reports (&h, 1);
-  report = harness_report (&h, 0);
+  /* Under a slow runtime (ThreadSanitizer) the test's own steps between
+   * iterations can outlast the 20 ms threshold: those lags are reported
+   * too, shorter than this one. */
+  do
+    {
+      harness_wait_reports (&h, ++n);
+      report = harness_report (&h, n - 1);
+    }
+  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
   g_test_message ("ran %.1f ms, reported %.1f ms", ran_us / 1000.0,
                   lagwatch_report_get_duration_ms (report));
   /* Its true length: the dispatch ran for ran_us, and the watcher woke
    * only some 130 ms after its end. */
-  g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), >=, ran_us / 1000.0);
   g_assert_cmpfloat (lagwatch_report_get_duration_ms (report), <, ran_us / 1000.0 + 100.0);
   g_assert_true (lagwatch_report_get_complete (report));
   g_assert_cmpuint (lagwatch_report_get_n_frames (report), ==, 0);
@@ -159,12 +167,15 @@ test_lag_ended_before_late_wake (void)
    * still in a sleep lengthened before the reset could miss a lag that
    * begins and ends within it (README, Limits). */
   atomic_store (&oversleep_ns, 0);
-  run_lag_after_park (&h, 60);
-  harness_wait_reports (&h, 2);
-  report = harness_report (&h, 1);
+  ran_us = run_lag_after_park (&h, 60);
+  do
+    {
+      harness_wait_reports (&h, ++n);
+      report = harness_report (&h, n - 1);
+    }
+  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
   g_assert_cmpuint (lagwatch_report_get_n_frames (report), >, 0);
   g_assert_true (harness_stack_has (report, "spin_ms", NULL));
-  g_assert_cmpuint (harness_n_reports (&h), ==, 2);
   harness_clear (&h);
 }
 
