@@ -9,7 +9,9 @@
  * -fno-omit-frame-pointer (tests/meson.build): in each, a lag sleeping in
  * usleep, poll, a futex and fsync must have every sampled stack that
  * reached the sleep go on through the lag's function, the GSource
- * callback and g_main_context_dispatch to main.
+ * callback and GLib's dispatch to main (g_main_context_dispatch; on
+ * Debian 13's GLib 2.84 the stack holds the static g_main_dispatch, named
+ * from its address, and not the public function).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -108,13 +110,14 @@ check_stacks (LagWatchReport *report, const char *sleeping, const char *function
         continue;
       checked++;
       if (!json_frames_have (stack, function) || !json_frames_have (stack, "harness_run_lag_cb")
-          || !json_frames_have (stack, "g_main_context_dispatch") || !json_frames_have (stack, "main"))
+          || !(json_frames_have (stack, "g_main_context_dispatch") || json_frames_have (stack, "g_main_dispatch"))
+          || !json_frames_have (stack, "main"))
         {
           g_autofree char *text = lagwatch_report_to_text (report);
 
           g_test_message ("%s", text);
           g_error ("a stack sleeping in %s does not reach main through %s, harness_run_lag_cb and "
-                   "g_main_context_dispatch (stack %u of the record)", sleeping, function, i);
+                   "GLib's dispatch (stack %u of the record)", sleeping, function, i);
         }
     }
   return checked;
