@@ -692,6 +692,7 @@ main (int argc, char **argv)
       return 0;
     }
   g_test_init (&argc, &argv, NULL);
+  harness_subprocess_dumpable ();  /* (GLib 2.78+ makes test subprocesses not dumpable) */
   /* An unsafe directory or a forged record is named in a warning:
    * expected, not fatal. */
   g_log_set_always_fatal (G_LOG_FATAL_MASK);

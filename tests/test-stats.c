@@ -714,6 +714,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  harness_subprocess_dumpable ();  /* (GLib 2.78+ makes test subprocesses not dumpable) */
   /* First: it sets LOCPATH, before any other test starts a thread. */
   g_test_add_func ("/stats/json-ignores-locale", test_json_ignores_locale);
   g_test_add_func ("/stats/known-busy-periods", test_known_busy_periods);
