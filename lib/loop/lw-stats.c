@@ -37,7 +37,8 @@ lw_stats_reset (LwStatsCounters *stats, uint32_t *cutoff_ticks)
   *cutoff_ticks = lw_clock_tsc ? (uint32_t) MIN (stats->limit_ticks[0], (int64_t) UINT32_MAX) : 0;
 }
 
-/* Loop thread. A single writer: relaxed load and store, no locked
+/* The counter's only writer (the loop thread for counts and missed, the
+ * watcher for missed_reported): relaxed load and store, no locked
  * instruction. */
 static inline void
 lw_stats_bump (_Atomic uint64_t *counter)
@@ -99,8 +100,7 @@ lw_stats_claim (LwStatsCounters *stats, uint64_t seq)
          * missed: the watcher reports it after all (from the loop's
          * stamps), so it is counted once, as reported. */
         if (claim & LW_STATS_CLAIM_BY_LOOP)
-          atomic_store (&stats->missed_reported[(claim >> 1) & 0xf],
-                        atomic_load (&stats->missed_reported[(claim >> 1) & 0xf]) + 1);
+          lw_stats_bump (&stats->missed_reported[(claim >> 1) & 0xf]);  /* the watcher: its only writer */
         return;
       }
   while (!atomic_compare_exchange_weak (&stats->claim, &claim, seq << 5));
