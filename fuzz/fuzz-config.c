@@ -12,6 +12,7 @@
 
 #include "lw-config.h"
 #include "lw-sink.h"
+#include "lw-unwind.h"
 
 static const char *const fuzz_variables[] = {
   "LAGWATCH_THRESHOLD_MS", "LAGWATCH_HANG_MS", "LAGWATCH_MAX_FRAMES", "LAGWATCH_SAMPLE_MS",
