@@ -22,12 +22,14 @@
  * Each case runs in a subprocess.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
@@ -390,6 +392,116 @@ test_stat_name (void)
   g_assert_null (lw_threadinfo_parse_name ("", 0));
 }
 
+/* A thread that sleeps in a futex with every signal blocked, whose /proc
+ * files the test dup2()s over the watch's. */
+typedef struct
+{
+  GMutex        lock;
+  GCond         cond;
+  gboolean      quit;
+  _Atomic pid_t tid;
+} Sleeper;
+
+static gpointer
+sleeper_main (gpointer data)
+{
+  Sleeper *sleeper = data;
+  sigset_t all;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, NULL);
+  g_mutex_lock (&sleeper->lock);
+  atomic_store (&sleeper->tid, gettid ());
+  while (!sleeper->quit)
+    g_cond_wait (&sleeper->cond, &sleeper->lock);
+  g_mutex_unlock (&sleeper->lock);
+  return NULL;
+}
+
+/* Test thread. Opens @tid's /proc @file onto descriptor @fd, as a program
+ * that reuses a number lagwatch holds; returns the file's inode. */
+static ino_t
+open_over (int fd, pid_t tid, const char *file)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/%s", (int) tid, file);
+  int opened = open (path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+
+  g_assert_cmpint (opened, >=, 0);
+  g_assert_cmpint (dup2 (opened, fd), ==, fd);
+  close (opened);
+  g_assert_cmpint (fstat (fd, &st), ==, 0);
+  return st.st_ino;
+}
+
+/* The program dup2()s files of its own over the loop thread's /proc files
+ * that the watch keeps open: another thread's status file (that thread
+ * blocks every signal), then another thread's syscall file (that thread
+ * sleeps). Each is checked before it is read: the capture reads the loop
+ * thread's own files again (OK by signal: not BLOCKED, not the sleeping
+ * thread's stack), said once, and the program's descriptors are left
+ * open. */
+static void
+test_kept_files_replaced (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread loop = { 0 };
+      Sleeper sleeper = { 0 };
+      PausedWatch w;
+      GThread *thread, *sleeper_thread;
+      LwSlot *slot;
+      int status_fd, syscall_fd;
+      ino_t status_ino, syscall_ino;
+      struct stat st;
+
+      paused_watch_init (&w);
+      slot = w.watch->slot;
+      g_mutex_init (&sleeper.lock);
+      g_cond_init (&sleeper.cond);
+      sleeper_thread = g_thread_new ("sleeper", sleeper_main, &sleeper);
+      while (atomic_load (&sleeper.tid) == 0)
+        g_usleep (1000);
+      thread = loop_thread_start (&loop, w.context);
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_cmpint (slot->proc_status_fd, >=, 0);
+      g_assert_cmpint (slot->proc_syscall_fd, >=, 0);
+
+      status_fd = slot->proc_status_fd;
+      status_ino = open_over (status_fd, atomic_load (&sleeper.tid), "status");
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+
+      syscall_fd = slot->proc_syscall_fd;
+      syscall_ino = open_over (syscall_fd, atomic_load (&sleeper.tid), "syscall");
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+
+      /* The program's descriptors, untouched. */
+      g_assert_cmpint (fstat (status_fd, &st), ==, 0);
+      g_assert_cmpuint (st.st_ino, ==, status_ino);
+      g_assert_cmpint (fstat (syscall_fd, &st), ==, 0);
+      g_assert_cmpuint (st.st_ino, ==, syscall_ino);
+      close (status_fd);
+      close (syscall_fd);
+
+      atomic_store (&loop.stop, 1);
+      g_thread_join (thread);
+      g_mutex_lock (&sleeper.lock);
+      sleeper.quit = TRUE;
+      g_cond_signal (&sleeper.cond);
+      g_mutex_unlock (&sleeper.lock);
+      g_thread_join (sleeper_thread);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*the program closed or replaced descriptor *, which held a /proc file "
+                             "of the loop thread*");
+  g_test_trap_assert_stderr_unmatched ("*closed or replaced descriptor*closed or replaced descriptor*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,6 +510,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);
+  g_test_add_func ("/capture/kept-files-replaced", test_kept_files_replaced);
   g_test_add_func ("/capture/stat-name", test_stat_name);
 
   return g_test_run ();

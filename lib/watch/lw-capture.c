@@ -306,41 +306,34 @@ lw_snapshot_free (LwSnapshot *snapshot)
   g_free (snapshot);
 }
 
-
-/* Watcher thread. Reads the syscall file of @tid: through the slot's open
- * file for the loop thread (one pread), opening it otherwise. A file that
- * cannot be read is not proof that the thread is gone: in a process that
- * is not dumpable (setuid or setgid programs, prctl (PR_SET_DUMPABLE, 0))
- * it belongs to root and stays closed to the process itself. */
-/* Watcher thread of @slot. The /proc files kept open for the loop thread
- * are still the files opened: if the program closed them (and reused the
- * numbers) or dup2()ed something over them, the numbers are the
- * program's, never read nor closed again (said once); they are reopened
- * at the next read. */
-static void
-lw_capture_check_kept (LwSlot *slot)
+/* Watcher thread of the slot that keeps *@fd. TRUE when *@fd, one of the
+ * /proc files kept open for the loop thread (opened as @id), is still the
+ * file opened: checked right before each read of it, one fstat (each file
+ * before its own read, so one check per read). If the program closed it
+ * (and reused the number) or dup2()ed something over it, the number is the
+ * program's, never read nor closed again (said once): *@fd becomes -1 and
+ * the file is opened again by path. FALSE then, and when none is open. */
+static gboolean
+lw_capture_kept_is_ours (int *fd, const LwFdId *id)
 {
   static gint said;
-  int lost = -1;
+  int lost = *fd;
 
-  if (slot->proc_syscall_fd >= 0 && !lw_fd_is (slot->proc_syscall_fd, &slot->proc_syscall_id))
-    {
-      lost = slot->proc_syscall_fd;
-      slot->proc_syscall_fd = -1;
-      slot->proc_syscall_tid = 0;
-    }
-  if (slot->proc_status_fd >= 0 && !lw_fd_is (slot->proc_status_fd, &slot->proc_status_id))
-    {
-      lost = slot->proc_status_fd;
-      slot->proc_status_fd = -1;
-    }
-  if (lost >= 0 && g_atomic_int_compare_and_exchange (&said, 0, 1))
+  if (lost < 0 || lw_fd_is (lost, id))
+    return lost >= 0;
+  *fd = -1;
+  if (g_atomic_int_compare_and_exchange (&said, 0, 1))
     lw_say ("the program closed or replaced descriptor %d, which held a /proc file of the loop thread: "
             "reopened by path", lost);
+  return FALSE;
 }
 
-/* Watcher thread of @slot (lw_capture_read_syscall(), described above).
- * Another thread's file is read through *@other_fd when it is open, else
+/* Watcher thread of @slot. Reads the syscall file of @tid: through the
+ * slot's open file for the loop thread (one pread), opening it otherwise.
+ * A file that cannot be read is not proof that the thread is gone: in a
+ * process that is not dumpable (setuid or setgid programs, prctl
+ * (PR_SET_DUMPABLE, 0)) it belongs to root and stays closed to the process
+ * itself. Another thread's file is read through *@other_fd when it is open, else
  * opened into it for the caller to close (NULL: opened and closed here):
  * one look at a sleeping thread reads the file twice (before and after the
  * copy of its stack), and a hang's snapshot looks at every thread; one
@@ -353,9 +346,8 @@ lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out, int *other
   int fd = -1;
   ssize_t n;
 
-  if (cached)
-    lw_capture_check_kept (slot);
-  if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
+  if (cached && slot->proc_syscall_tid == tid
+      && lw_capture_kept_is_ours (&slot->proc_syscall_fd, &slot->proc_syscall_id))
     fd = slot->proc_syscall_fd;
   else if (!cached && other_fd != NULL && *other_fd >= 0)
     fd = *other_fd;
@@ -418,10 +410,9 @@ lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, 
   char text[4096];
   ssize_t n = -1;
 
-  lw_capture_check_kept (slot);
   if (tid != slot->proc_syscall_tid || slot->proc_syscall_fd < 0)
     return lw_threadinfo_signal_state (tid, signo, blocked, pending);
-  if (slot->proc_status_fd < 0)
+  if (!lw_capture_kept_is_ours (&slot->proc_status_fd, &slot->proc_status_id))
     {
       char path[64];
 
