@@ -392,6 +392,38 @@ test_stat_name (void)
   g_assert_null (lw_threadinfo_parse_name ("", 0));
 }
 
+/* The masks of a status file, in the one pass before every signal: the
+ * thread's own (SigBlk), what is queued for it (SigPnd) or for the whole
+ * process (ShdPnd), a real-time signal's bit among the 64; a text cut
+ * short before its SigBlk line says so. */
+static void
+test_status_masks (void)
+{
+  static const char status[] =
+    "Name:\tloop\nState:\tR (running)\nSigQ:\t1/95432\n"
+    "SigPnd:\t0000000000000000\nShdPnd:\t0000000400000000\n"
+    "SigBlk:\t0000000200000000\nSigIgn:\t0000000000001000\nSigCgt:\t0000000680004a02\n";
+  gboolean blocked, pending;
+
+  /* SIGRTMIN+0 on glibc is 34: bit 33 (0x200000000), 35 bit 34. */
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 34, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_false (pending);
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 35, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_true (pending);
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 13, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_false (pending);
+  /* Cut before SigBlk: not known. */
+  g_assert_false (lw_threadinfo_parse_signal_state (status, strstr (status, "SigBlk") - status, 34,
+                                                    &blocked, &pending));
+  g_assert_false (blocked);
+  /* A malformed mask is no bit set. */
+  g_assert_true (lw_threadinfo_parse_signal_state ("SigBlk:\tzz\n", 11, 34, &blocked, &pending));
+  g_assert_false (blocked);
+}
+
 /* A thread that sleeps in a futex with every signal blocked, whose /proc
  * files the test dup2()s over the watch's. */
 typedef struct
@@ -511,6 +543,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);
   g_test_add_func ("/capture/kept-files-replaced", test_kept_files_replaced);
+  g_test_add_func ("/capture/status-masks", test_status_masks);
   g_test_add_func ("/capture/stat-name", test_stat_name);
 
   return g_test_run ();
