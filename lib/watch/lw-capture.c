@@ -54,8 +54,11 @@ static gboolean          lw_capture_timers_ok;  /* CPU-time timers never cut a c
 static gboolean          lw_capture_timers_decided;
 
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
-/* When, in the spin, the watcher looks whether the thread runs at all. */
-#define LW_CAPTURE_SPIN_LOOK_NS (5 * 1000)
+/* When, in the spin, the watcher looks whether the thread runs at all: its
+ * CPU time, read once the signal is sent, grows within any microsecond
+ * while it is on a CPU (in the kernel too, delivering the signal); the
+ * watcher on the thread's own CPU learns it is in the way after 1 µs. */
+#define LW_CAPTURE_SPIN_LOOK_NS (1 * 1000)
 
 /* A thread found blocking the signal is looked at again this often, this
  * many times (1 ms in all): see lw_capture_may_signal(). */
