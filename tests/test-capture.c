@@ -424,6 +424,38 @@ test_status_masks (void)
   g_assert_false (blocked);
 }
 
+/* A thread's masks read from its status file by path (any thread but the
+ * loop thread): this thread's own, as it changes; no such thread, no
+ * answer. */
+static void
+test_status_by_path (void)
+{
+  sigset_t set;
+  gboolean blocked, pending;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGRTMIN + 3);
+  g_assert_cmpint (pthread_sigmask (SIG_BLOCK, &set, NULL), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_false (pending);
+  g_assert_cmpint (pthread_kill (pthread_self (), SIGRTMIN + 3), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_true (pending);
+  {
+    int got;
+
+    g_assert_cmpint (sigwait (&set, &got), ==, 0);
+    g_assert_cmpint (got, ==, SIGRTMIN + 3);
+  }
+  g_assert_cmpint (pthread_sigmask (SIG_UNBLOCK, &set, NULL), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_false (pending);
+  g_assert_false (lw_threadinfo_signal_state (G_MAXINT32, SIGRTMIN + 3, &blocked, &pending));
+}
+
 /* A thread that sleeps in a futex with every signal blocked, whose /proc
  * files the test dup2()s over the watch's. */
 typedef struct
@@ -544,6 +576,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capture/loop-status", test_loop_status);
   g_test_add_func ("/capture/kept-files-replaced", test_kept_files_replaced);
   g_test_add_func ("/capture/status-masks", test_status_masks);
+  g_test_add_func ("/capture/status-by-path", test_status_by_path);
   g_test_add_func ("/capture/stat-name", test_stat_name);
 
   return g_test_run ();

@@ -290,16 +290,29 @@ lw_threadinfo_blocks_signal (pid_t tid, int signo)
   return lw_threadinfo_signal_state (tid, signo, &blocked, &pending) && blocked;
 }
 
+/* Read before a signal to any thread but the loop thread (whose file
+ * stays open): one read into the stack, no allocation, no fstat, no
+ * second read for the end of the file; the masks are in its first
+ * kilobyte, whatever follows. */
 gboolean
 lw_threadinfo_signal_state (pid_t tid, int signo, gboolean *blocked, gboolean *pending)
 {
-  gsize len;
-  g_autofree char *status = lw_threadinfo_status (tid, &len);
+  char path[64], status[4096];
+  ssize_t len;
+  int fd;
 
   *blocked = *pending = FALSE;
-  if (status == NULL)
+  snprintf (path, sizeof path, "/proc/self/task/%d/status", (int) tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return FALSE;
-  lw_threadinfo_parse_signal_state (status, len, signo, blocked, pending);
+  do
+    len = read (fd, status, sizeof status);
+  while (len < 0 && errno == EINTR);
+  close (fd);
+  if (len <= 0)
+    return FALSE;
+  lw_threadinfo_parse_signal_state (status, (gsize) len, signo, blocked, pending);
   return TRUE;
 }
 
