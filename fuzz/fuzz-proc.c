@@ -25,6 +25,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   (void) lw_threadinfo_parse_mask (text, size, "SigBlk", &mask);
   (void) lw_threadinfo_parse_mask (text, size, "ShdPnd", &mask);
   (void) lw_threadinfo_parse_mask (text, size, "sigmask", &mask);
+  (void) lw_threadinfo_parse_status_state (text, size);
   /* The one-pass parse of the three masks says what the parse of each
    * line says. */
   for (int signo = 1; signo <= 64; signo += 21)

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 
 #include "lag-harness.h"
 #include "lw-capture.h"
+#include "lw-capture-private.h"
 #include "lw-clock.h"
 #include "lw-threadinfo.h"
 #include "lw-watcher.h"
@@ -213,7 +215,7 @@ test_waits_for_cpu (void)
   g_test_trap_assert_passed ();
 }
 
-enum { COMMAND_NONE, COMMAND_BLOCK, COMMAND_UNBLOCK };
+enum { COMMAND_NONE, COMMAND_BLOCK, COMMAND_UNBLOCK, COMMAND_POLL };
 
 /* A loop thread: runs the context once (the watch adopts it), then spins,
  * changing its own signal mask when told. */
@@ -223,6 +225,8 @@ typedef struct
   _Atomic int   tid;      /* set once adopted and spinning */
   _Atomic int   command;  /* COMMAND_*, back to NONE once done */
   _Atomic int   stop;
+  int           wake[2];  /* COMMAND_POLL: polls wake[0] until readable */
+  _Atomic int   eintr;    /* polls cut short by a signal */
 } LoopThread;
 
 /* The loop thread. */
@@ -238,7 +242,18 @@ loop_thread_main (gpointer data)
     {
       int command = atomic_load (&loop->command);
 
-      if (command != COMMAND_NONE)
+      if (command == COMMAND_POLL)
+        {
+          struct pollfd fd = { loop->wake[0], POLLIN, 0 };
+          char byte;
+
+          while (poll (&fd, 1, -1) != 1)
+            if (errno == EINTR)
+              atomic_fetch_add (&loop->eintr, 1);
+          g_assert_cmpint (read (loop->wake[0], &byte, 1), ==, 1);
+          atomic_store (&loop->command, COMMAND_NONE);
+        }
+      else if (command != COMMAND_NONE)
         {
           sigset_t set;
 
@@ -501,10 +516,10 @@ open_over (int fd, pid_t tid, const char *file)
 /* The program dup2()s files of its own over the loop thread's /proc files
  * that the watch keeps open: another thread's status file (that thread
  * blocks every signal), then another thread's syscall file (that thread
- * sleeps). Each is checked before it is read: the capture reads the loop
- * thread's own files again (OK by signal: not BLOCKED, not the sleeping
- * thread's stack), said once, and the program's descriptors are left
- * open. */
+ * sleeps). Each is checked before it is read: the capture and the look
+ * through /proc read the loop thread's own files again (OK by signal: not
+ * BLOCKED; running: not the sleeping thread's stack), said once, and the
+ * program's descriptors are left open. */
 static void
 test_kept_files_replaced (void)
 {
@@ -517,6 +532,7 @@ test_kept_files_replaced (void)
       LwSlot *slot;
       int status_fd, syscall_fd;
       ino_t status_ino, syscall_ino;
+      gboolean running;
       struct stat st;
 
       paused_watch_init (&w);
@@ -536,8 +552,13 @@ test_kept_files_replaced (void)
       g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
       g_assert_true (w.snap->via_signal);
 
+      /* The syscall file, as the sampler's looks through /proc read it:
+       * the loop thread runs (not the sleeper's stack copied). */
       syscall_fd = slot->proc_syscall_fd;
       syscall_ino = open_over (syscall_fd, atomic_load (&sleeper.tid), "syscall");
+      g_assert_cmpint (lw_capture_look (slot, atomic_load (&loop.tid), 0, slot->loop_stack_lo,
+                                        slot->loop_stack_hi, w.snap, &running), ==, LW_CAPTURE_PENDING);
+      g_assert_true (running);
       g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
       g_assert_true (w.snap->via_signal);
 
@@ -566,6 +587,58 @@ test_kept_files_replaced (void)
   g_test_trap_assert_stderr_unmatched ("*closed or replaced descriptor*closed or replaced descriptor*");
 }
 
+/* The loop thread ran at the last capture, then went to sleep in poll():
+ * the next capture, which reads its status file first for a thread last
+ * seen running, takes its stack through /proc, and the poll is not cut
+ * short. */
+static void
+test_running_then_asleep (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread loop = { 0 };
+      PausedWatch w;
+      GThread *thread;
+      pid_t tid;
+      gint64 deadline;
+
+      paused_watch_init (&w);
+      g_assert_cmpint (pipe2 (loop.wake, O_CLOEXEC), ==, 0);
+      thread = loop_thread_start (&loop, w.context);
+      tid = atomic_load (&loop.tid);
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+      g_assert_true (w.watch->slot->proc_seen_running);
+
+      atomic_store (&loop.command, COMMAND_POLL);
+      deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+      while (lw_threadinfo_state (tid) != LW_THREAD_SLEEPING)
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_false (w.snap->via_signal);
+      g_assert_cmpint (w.snap->syscall_nr, >=, 0);
+
+      g_assert_cmpint (write (loop.wake[1], "x", 1), ==, 1);
+      while (atomic_load (&loop.command) != COMMAND_NONE)
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      g_assert_cmpint (atomic_load (&loop.eintr), ==, 0);
+      atomic_store (&loop.stop, 1);
+      g_thread_join (thread);
+      close (loop.wake[0]);
+      close (loop.wake[1]);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -575,6 +648,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);
   g_test_add_func ("/capture/kept-files-replaced", test_kept_files_replaced);
+  g_test_add_func ("/capture/running-then-asleep", test_running_then_asleep);
   g_test_add_func ("/capture/status-masks", test_status_masks);
   g_test_add_func ("/capture/status-by-path", test_status_by_path);
   g_test_add_func ("/capture/stat-name", test_stat_name);

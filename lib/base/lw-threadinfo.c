@@ -349,6 +349,26 @@ lw_threadinfo_status_bit (const char *status, gsize len, const char key[7], int 
   return signo >= 1 && signo <= 64 && lw_threadinfo_parse_hex (value, &mask) && ((mask >> (signo - 1)) & 1);
 }
 
+char
+lw_threadinfo_parse_status_state (const char *status, gsize len)
+{
+  const char *end = status + len, *value;
+
+  if (len >= 6 && memcmp (status, "State:", 6) == 0)
+    value = status + 6;
+  else
+    {
+      const char *line = memmem (status, len, "\nState:", 7);
+
+      if (line == NULL)
+        return '\0';
+      value = line + 7;
+    }
+  while (value < end && (*value == ' ' || *value == '\t'))
+    value++;
+  return value < end && g_ascii_isupper (*value) ? *value : '\0';
+}
+
 gboolean
 lw_threadinfo_parse_signal_state (const char *status, gsize len, int signo, gboolean *blocked,
                                   gboolean *pending)
