@@ -52,15 +52,16 @@ lw_capture_kept_is_ours (int *fd, const LwFdId *id)
 }
 
 /* Watcher thread of @slot. Reads the syscall file of @tid: through the
- * slot's open file for the loop thread (one pread), opening it otherwise.
- * A file that cannot be read is not proof that the thread is gone: in a
- * process that is not dumpable (setuid or setgid programs, prctl
- * (PR_SET_DUMPABLE, 0)) it belongs to root and stays closed to the process
- * itself. Another thread's file is read through *@other_fd when it is open, else
- * opened into it for the caller to close (NULL: opened and closed here):
- * one look at a sleeping thread reads the file twice (before and after the
- * copy of its stack), and a hang's snapshot looks at every thread; one
- * open instead of two saves a path walk through /proc each. */
+ * slot's open file for the loop thread (its descriptor checked, one
+ * pread), opening it otherwise. A file that cannot be read is not proof
+ * that the thread is gone: in a process that is not dumpable (setuid or
+ * setgid programs, prctl (PR_SET_DUMPABLE, 0)) it belongs to root and
+ * stays closed to the process itself. Another thread's file is read
+ * through *@other_fd when it is open, else opened into it for the caller
+ * to close (NULL: opened and closed here): one look at a sleeping thread
+ * reads the file twice (before and after the copy of its stack), and a
+ * hang's snapshot looks at every thread; one open instead of two saves a
+ * path walk through /proc each. */
 static LwSyscallRead
 lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out, int *other_fd)
 {
