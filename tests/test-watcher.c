@@ -7,6 +7,7 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 
 #include <glib.h>
 #include <glib-unix.h>
@@ -16,6 +17,7 @@
 
 #include "lag-harness.h"
 #include "lw-capture.h"
+#include "lw-clock.h"
 #include "lw-threadinfo.h"
 #include "lw-watcher.h"
 #include "lw-watcher-sleep.h"
@@ -579,6 +581,70 @@ test_starved_watcher_sees_lag_after (void)
   g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
 }
 
+/* The stamp test_lag_end_waits_for_stamp()'s loop stand-in writes. */
+#define STAMPED_END_NS ((int64_t) 123456789)
+
+typedef struct
+{
+  LwSlot *slot;
+  pid_t   waiter;   /* the thread that calls lw_watcher_lag_end() */
+} Stamper;
+
+/* TRUE while thread @tid sleeps in futex(): sem_clockwait()'s wait. */
+static gboolean
+in_futex (pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/syscall", (int) tid);
+  g_autofree char *text = NULL;
+
+  return g_file_get_contents (path, &text, NULL, NULL) && g_ascii_strtoll (text, NULL, 10) == SYS_futex;
+}
+
+/* The loop thread's part, late: once the waiter sleeps on the slot's
+ * semaphore, stamp the end and post, as lw-hooks.c's poll entry does
+ * right after its store of seq. */
+static gpointer
+stamp_when_waited (gpointer data)
+{
+  Stamper *stamper = data;
+
+  while (!in_futex (stamper->waiter))
+    g_thread_yield ();
+  atomic_store (&stamper->slot->lag_end_ns, STAMPED_END_NS);
+  sem_post (&stamper->slot->wake);
+  return NULL;
+}
+
+/* The loop stores seq, then stamps the lag's end: a watcher that looks
+ * between the two waits for the stamp (bounded) instead of taking the lag
+ * for one cut short by a detach. The soak beside a full build: "lag still
+ * running at detach, after 305.9 ms" for a lag the loop had ended, its
+ * report not the journal test's expected "lag of". */
+static void
+test_lag_end_waits_for_stamp (void)
+{
+  LwSlot *slot = g_new0 (LwSlot, 1);
+  Stamper stamper = { slot, gettid () };
+  GThread *thread;
+
+  sem_init (&slot->wake, 0, 0);
+  /* The lag's busy period goes on: no end, no wait. */
+  atomic_store (&slot->seq, 3);
+  g_assert_cmpint (lw_watcher_lag_end (slot, 3, 10 * LW_NSEC_PER_SEC), ==, 0);
+
+  /* Ended (seq moved on), stamped later: the stamp. */
+  atomic_store (&slot->seq, 4);
+  thread = g_thread_new ("stamper", stamp_when_waited, &stamper);
+  g_assert_cmpint (lw_watcher_lag_end (slot, 3, 60 * LW_NSEC_PER_SEC), ==, STAMPED_END_NS);
+  g_thread_join (thread);
+
+  /* Ended, never stamped: 0 once the wait is over. */
+  atomic_store (&slot->lag_end_ns, 0);
+  g_assert_cmpint (lw_watcher_lag_end (slot, 3, 20 * LW_NSEC_PER_MSEC), ==, 0);
+  sem_destroy (&slot->wake);
+  g_free (slot);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -593,5 +659,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/watcher/starved-from-the-start-keeps-the-lag", GINT_TO_POINTER (0),
                         test_starved_watcher_keeps_the_lag);
   g_test_add_func ("/watcher/starved-watcher-sees-lag-after", test_starved_watcher_sees_lag_after);
+  g_test_add_func ("/watcher/lag-end-waits-for-stamp", test_lag_end_waits_for_stamp);
   return g_test_run ();
 }

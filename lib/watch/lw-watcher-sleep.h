@@ -25,4 +25,15 @@ void lw_watcher_park  (LagWatch *watch,
                        unsigned  flags,
                        int64_t   deadline_ns);
 
+/* The watcher follows the lag of busy period @busy_seq (LW_WAKE_ON_IDLE
+ * raised before it looked at seq). The time the loop ended it, stamped at
+ * its next poll entry (lag_end_ns), or 0 while seq says it goes on. The
+ * loop stores seq, then stamps: a watcher that runs between the two (the
+ * loop thread preempted there, on a loaded machine) sees the period ended
+ * but no end yet, and sleeps for the stamp, at most @wait_ns, rather than
+ * call the lag cut short (0 then). */
+int64_t lw_watcher_lag_end (LwSlot   *slot,
+                            uint64_t  busy_seq,
+                            int64_t   wait_ns);
+
 G_END_DECLS

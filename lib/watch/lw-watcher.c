@@ -47,6 +47,10 @@
 /* How long lagwatch_attach() waits at most for the watcher thread's
  * first look (lw_watcher_start). */
 #define LW_WATCHER_START_WAIT_NS (2000 * LW_NSEC_PER_MSEC)
+/* The longest the watcher waits, once a lag's busy period has ended, for
+ * the loop's stamp of its end (lw_watcher_lag_end()): the loop thread
+ * stamps right after it stores seq, unless the scheduler stops it there. */
+#define LW_LAG_END_WAIT_NS      (1000 * LW_NSEC_PER_MSEC)
 
 /* The watcher's phases. */
 typedef enum
@@ -371,7 +375,7 @@ lw_watcher_follow_lag (LagWatch *watch, uint64_t busy_seq, int64_t since_ns)
 
   g_source_destroy (lag.sentinel);
   g_source_unref (lag.sentinel);
-  end_ns = atomic_load (&slot->lag_end_ns);
+  end_ns = lw_watcher_lag_end (slot, busy_seq, LW_LAG_END_WAIT_NS);
   complete = end_ns != 0;
   if (!complete)
     end_ns = lw_clock_now_ns ();
