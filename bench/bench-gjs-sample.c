@@ -73,7 +73,8 @@ bench_take (Series *series, guint wanted_js)
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, 128, &truncated);
   t2 = lw_clock_now_ns ();
-  merged = lw_gjs_merge (bench.tid, ips, lw_unwinder_stack_pointers (bench.unwinder), native,
+  merged = lw_gjs_merge (bench.tid, bench.snap->lang, bench.snap->lang_len, ips,
+                         lw_unwinder_stack_pointers (bench.unwinder), native,
                          G_N_ELEMENTS (ips), &truncated);
   t3 = lw_clock_now_ns ();
   for (guint i = 0; i < merged; i++)

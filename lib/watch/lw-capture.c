@@ -452,6 +452,7 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, int *other_fd, const LwProcSyscal
   snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
   snap->syscall_nr = before->nr;
   snap->via_signal = 0;
+  snap->lang_len = 0;
   lw_core_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
@@ -762,6 +763,7 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
     return LW_CAPTURE_IN_FLIGHT;
   snap->regs_valid = 0;
   snap->stack_len = 0;
+  snap->lang_len = 0;
   snap->syscall_nr = -1;
 
   for (int attempt = 0; attempt < 3; attempt++)

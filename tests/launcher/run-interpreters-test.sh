@@ -161,6 +161,25 @@ if [ -s "$tmp/gjs-loop-run.jsonl" ] \
     echo "ok gjs-names: $expected; fingerprints $(fingerprint gjs-loop-run) (again: $(fingerprint gjs-again)), other $(fingerprint gjs-other)$unchecked"
   fi
 fi
+# JavaScript the JIT compiled: jit-hot.js's handler spins in jitHot(), both
+# called thousands of times first, so neither runs in the interpreter and
+# the profiling stack has no entry for them (without lagwatch's sampler in
+# the handler, its stacks name only the arrow function GLib calls and the
+# script's top level). Some stack names jitHot inside jitHandler, each with
+# the line of its definition, inside GLib's dispatch; no stack has them out
+# of that order.
+if run gjs-jit gjs "$programs/jit-hot.js"; then
+  jit_line() { grep -n "^function $1(" "$programs/jit-hot.js" | cut -d: -f1; }
+  jit_expected="[[\"jitHot\",\"jit-hot.js\",$(jit_line jitHot)],[\"jitHandler\",\"jit-hot.js\",$(jit_line jitHandler)]]"
+  if ! js_stacks "$tmp/gjs-jit.jsonl" | jq -e --argjson expected "$jit_expected" 'any(.[0:2] == $expected)' > /dev/null; then
+    fail "gjs-jit: no stack names jitHot inside jitHandler ($jit_expected): $(js_stacks "$tmp/gjs-jit.jsonl")"
+  elif ! lag_check "$tmp/gjs-jit.jsonl" '[.stacks[].stack | map(.symbol) | select(index("jitHandler") != null)
+         | index("jitHandler") < '"$dispatch"' and (index("jitHot") // -1) < index("jitHandler")] | all'; then
+    fail "gjs-jit: compiled JavaScript frames out of place: $(jq -c "$freeze | [.stacks[].stack | map(.symbol)]" "$tmp/gjs-jit.jsonl")"
+  else
+    echo "ok gjs-jit: $jit_expected inside GLib's dispatch; stacks $(js_stacks "$tmp/gjs-jit.jsonl" | jq -c 'map(map(.[0]))')"
+  fi
+fi
 # An unnamed source is named by its callback's function; a name set with
 # g_source_set_name() wins.
 if run c-dlsym-loop "$dlsym_loop"; then
