@@ -10,8 +10,11 @@
  * twenty calls deep (GJS: the samples with JavaScript frames; calls the JIT
  * made from compiled code have no entry, so fewer than twenty are named),
  * then spinning in C twenty calls deep (native: lw_gjs_merge() finds no
- * engine frame and returns). Prints the medians, in µs, and the frames of
- * the last sample of each.
+ * engine frame and returns). Then the same JavaScript spin once it is
+ * compiled (compiled: benchSpin called 3000 times first; its frames are
+ * named by the signal handler, lw-gjs-jit.c, whose cost is in the
+ * capture's time). Prints the medians, in µs, and the frames of the last
+ * sample of each.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -50,10 +53,11 @@ static struct
   _Atomic int phase;     /* a BenchPhase */
   _Atomic int stop;      /* the C spin's end */
   Series     *js;
+  Series     *jit;
   Series     *native;
 } bench;
 
-typedef enum { PHASE_WAIT, PHASE_JS, PHASE_NATIVE, PHASE_DONE } BenchPhase;
+typedef enum { PHASE_WAIT, PHASE_JS, PHASE_NATIVE, PHASE_WARM, PHASE_JIT, PHASE_DONE } BenchPhase;
 
 /* The sampler. One sample of the main thread, timed into @series when it
  * has @wanted_js JavaScript frames or more (the JavaScript series leaves
@@ -104,6 +108,8 @@ bench_sampler (gpointer data)
     {
       if (phase == PHASE_JS)
         bench_take (bench.js, 1);
+      else if (phase == PHASE_JIT)
+        bench_take (bench.jit, 1);
       else if (phase == PHASE_NATIVE)
         {
           if (native_start == 0)
@@ -147,7 +153,7 @@ series_new (void)
 static void
 series_print (const char *name, Series *series)
 {
-  printf ("%-7s %4u samples:", name, series->times[TIME_WHOLE]->len);
+  printf ("%-8s %4u samples:", name, series->times[TIME_WHOLE]->len);
   for (int k = 0; k < N_TIMES; k++)
     printf (" %s %.1f", time_names[k], bench_median (series->times[k]));
   printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript\n",
@@ -162,6 +168,7 @@ main (int argc, char **argv)
   void *(*context_new) (void);
   gboolean (*eval) (void *, const char *, gssize, const char *, int *, GError **);
   g_autofree char *script = NULL;
+  g_autoptr(GError) error = NULL;
   GThread *sampler;
   void *context;
   int status = 0;
@@ -180,6 +187,7 @@ main (int argc, char **argv)
   bench.snap = lw_snapshot_new (256 * 1024);
   bench.unwinder = lw_unwinder_new ();
   bench.js = series_new ();
+  bench.jit = series_new ();
   bench.native = series_new ();
   lagwatch_config_set_output (config, "none", NULL);
   /* Attached on the JavaScript thread with GJS's context made: the
@@ -200,17 +208,31 @@ main (int argc, char **argv)
     "        x += Math.sqrt(x + 1);\n"
     "    return x > 0 ? 1 : 0;\n"
     "}\n"
-    "benchSpin(%d, GLib.get_monotonic_time() + %d * 1000);\n", BENCH_DEPTH, BENCH_SPIN_MS);
+    "benchSpin(%d, GLib.get_monotonic_time() + %d * 1000);\n"
+    "globalThis.benchSpin = benchSpin;\n"  /* each script has its own scope */
+    "globalThis.benchNow = () => GLib.get_monotonic_time();\n", BENCH_DEPTH, BENCH_SPIN_MS);
   atomic_store (&bench.phase, PHASE_JS);
   if (!eval (context, script, -1, "bench-gjs-sample.js", &status, NULL))
     g_error ("the JavaScript spin failed");
   atomic_store (&bench.phase, PHASE_NATIVE);
   bench_spin (BENCH_DEPTH);
+  atomic_store (&bench.phase, PHASE_WARM);
+  g_free (script);
+  script = g_strdup_printf ("for (let i = 0; i < 3000; i++)\n    benchSpin(%d, 0);\n", BENCH_DEPTH);
+  if (!eval (context, script, -1, "bench-gjs-warm.js", &status, &error))
+    g_error ("the JavaScript warm-up failed: %s", error->message);
+  atomic_store (&bench.phase, PHASE_JIT);
+  g_free (script);
+  script = g_strdup_printf ("benchSpin(%d, benchNow() + %d * 1000);\n", BENCH_DEPTH, BENCH_SPIN_MS);
+  if (!eval (context, script, -1, "bench-gjs-compiled.js", &status, &error))
+    g_error ("the compiled JavaScript spin failed: %s", error->message);
   atomic_store (&bench.phase, PHASE_DONE);
   g_thread_join (sampler);
 
   series_print ("GJS", bench.js);
   series_print ("native", bench.native);
+  series_print ("compiled", bench.jit);
   lagwatch_detach (bench.watch);
-  return bench.js->times[TIME_WHOLE]->len > 0 && bench.native->times[TIME_WHOLE]->len > 0 ? 0 : 1;
+  return bench.js->times[TIME_WHOLE]->len > 0 && bench.native->times[TIME_WHOLE]->len > 0
+         && bench.jit->times[TIME_WHOLE]->len > 0 ? 0 : 1;
 }

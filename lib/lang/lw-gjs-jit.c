@@ -6,12 +6,12 @@
 #include <dlfcn.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <ucontext.h>
 
 #include "lw-capture-core.h"
-#include "lw-gjs.h"
 #include "lw-load.h"
 
 /* JS::ProfilingFrameIterator's exported functions (the same mangled names
@@ -195,6 +195,11 @@ lw_jit_walk (const LwJsRegisterState *state)
   return n;
 }
 
+/* The handler's copies of the descriptions (static, as above), and the
+ * pieces of one read through the kernel for all of them. */
+static char lw_jit_text[LW_JS_JIT_MAX_FRAMES][LW_JS_JIT_MAX_LABEL + 1];
+static struct iovec lw_jit_local[LW_JS_JIT_MAX_FRAMES], lw_jit_remote[LW_JS_JIT_MAX_FRAMES];
+
 /* Async-signal-safe: lagwatch's signal handler on the JavaScript thread,
  * stopped (lw_core_set_sample_hook()). Writes the compiled frames' records
  * into @snap->lang, innermost first, up to the first one that cannot be
@@ -208,23 +213,49 @@ lw_jit_sample (const void *ucontext, LwSnapshot *snap)
     .sp = (void *) uc->uc_mcontext.gregs[REG_RSP],
     .fp = (void *) uc->uc_mcontext.gregs[REG_RBP],
   };
-  char label[LW_JS_JIT_MAX_LABEL + 1];
-  guint n = lw_jit_walk (&state);
-  gsize at = 0;
+  guint n = lw_jit_walk (&state), m = 0;
+  guint index[LW_JS_JIT_MAX_FRAMES];  /* per piece: its frame */
+  gsize at = 0, offset = 0;
+  ssize_t got;
 
+  /* The JIT's frames (wasm's left out) up to the first without a
+   * description; each description's piece runs to its page's end at most
+   * (the kernel stops at the first unmapped page: the pieces after it are
+   * not read). */
   for (guint i = 0; i < n; i++)
     {
       const guint8 *frame = lw_jit_frames + (gsize) i * LW_JS_FRAME_SIZE;
-      uint32_t kind = lw_load_u32 (frame, LW_JS_FRAME_KIND);
       uintptr_t text = lw_load_uptr (frame, LW_JS_FRAME_LABEL);
+
+      if (lw_load_u32 (frame, LW_JS_FRAME_KIND) >= LW_JS_JIT_KINDS)
+        continue;
+      if (text == 0)
+        break;
+      lw_jit_remote[m].iov_base = (void *) text;
+      lw_jit_remote[m].iov_len = MIN (LW_JS_JIT_MAX_LABEL, 4096 - (text & 4095));
+      lw_jit_local[m].iov_base = lw_jit_text[m];
+      lw_jit_local[m].iov_len = lw_jit_remote[m].iov_len;
+      index[m++] = i;
+    }
+  got = m > 0 ? lw_core_read_memory (lw_jit_local, m, lw_jit_remote, m) : 0;
+  for (guint j = 0; j < m && got > 0; j++)
+    {
+      const guint8 *frame = lw_jit_frames + (gsize) index[j] * LW_JS_FRAME_SIZE;
+      gsize have = (gsize) got > offset ? MIN ((gsize) got - offset, lw_jit_local[j].iov_len) : 0;
+      const char *nul = memchr (lw_jit_text[j], '\0', have);
       gssize len;
 
-      if (kind >= LW_JS_JIT_KINDS)
-        continue;  /* wasm */
-      if (text == 0 || (len = lw_jit_read_label (text, label, sizeof label)) <= 0
-          || !lw_gjs_jit_put (snap->lang, sizeof snap->lang, &at, lw_load_uptr (frame, LW_JS_FRAME_STACK), kind,
-                              label, (gsize) len))
+      /* One that runs on past its page is read again whole. */
+      if (nul != NULL)
+        len = nul - lw_jit_text[j];
+      else if (have == lw_jit_local[j].iov_len && have < LW_JS_JIT_MAX_LABEL)
+        len = lw_jit_read_label ((uintptr_t) lw_jit_remote[j].iov_base, lw_jit_text[j], sizeof lw_jit_text[j]);
+      else
+        len = -1;
+      if (len <= 0 || !lw_gjs_jit_put (snap->lang, sizeof snap->lang, &at, lw_load_uptr (frame, LW_JS_FRAME_STACK),
+                                       lw_load_u32 (frame, LW_JS_FRAME_KIND), lw_jit_text[j], (gsize) len))
         break;
+      offset += lw_jit_local[j].iov_len;
     }
   snap->lang_len = at;
 }
@@ -232,8 +263,9 @@ lw_jit_sample (const void *ucontext, LwSnapshot *snap)
 /* The JavaScript thread, normal context. Runs the iterator once, here, on
  * room filled with a pattern: the constructor must store @cx where the
  * layout says, the whole walk stay within the iterator's size, and every
- * frame be of a known kind with a label that is none or a description
- * lw_gjs_parse_label() reads. FALSE with *@why otherwise. */
+ * frame be of a known kind with a label that is none or a C string of at
+ * most 1023 bytes (parsed on the watcher, lw_gjs_merge()). FALSE with
+ * *@why otherwise. */
 static gboolean
 lw_jit_probe (void *cx, char **why)
 {
@@ -267,16 +299,15 @@ lw_jit_probe (void *cx, char **why)
   for (guint i = 0; i < n; i++)
     {
       const guint8 *frame = lw_jit_frames + (gsize) i * LW_JS_FRAME_SIZE;
-      const char *label = (const char *) lw_load_uptr (frame, LW_JS_FRAME_LABEL);
-      g_autofree char *name = NULL, *file = NULL;
-      guint line;
+      uintptr_t label = lw_load_uptr (frame, LW_JS_FRAME_LABEL);
+      char text[LW_JS_JIT_MAX_LABEL + 1];
 
       if (lw_load_u32 (frame, LW_JS_FRAME_KIND) >= LW_JS_FRAME_KINDS
-          || (label != NULL && lw_load_u32 (frame, LW_JS_FRAME_KIND) < LW_JS_JIT_KINDS
-              && !lw_gjs_parse_label (label, &name, &file, &line)))
+          || (label != 0 && lw_load_u32 (frame, LW_JS_FRAME_KIND) < LW_JS_JIT_KINDS
+              && lw_jit_read_label (label, text, sizeof text) <= 0))
         {
           *why = g_strdup_printf ("its frame %u is of kind %u, labelled %s", i, lw_load_u32 (frame, LW_JS_FRAME_KIND),
-                                  label != NULL ? "in a way not known" : "none");
+                                  label != 0 ? "by no string" : "none");
           return FALSE;
         }
     }

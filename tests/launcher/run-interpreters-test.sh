@@ -111,10 +111,13 @@ js_stacks() {
   jq -c "$freeze"' | [.stacks[] | [.stack[] | select(.lang == "javascript") | [.symbol, (.file | split("/") | last), .line]]]' "$1"
 }
 # js_named FILE EXPECTED: every stack's JavaScript frames are the bottom of
-# EXPECTED, and one stack has them all.
+# EXPECTED, and one stack has them all. jsSpinFor's own callee
+# threadCpuUs(), compiled (called once a millisecond) and named as such,
+# may be innermost, right inside jsSpinFor.
 js_named() {
   js_stacks "$1" | jq -e --argjson expected "$2" \
-    'any(. == $expected) and all(length <= ($expected | length) and . == $expected[($expected | length) - length:])' > /dev/null
+    'map(if (.[0][0] == "threadCpuUs" and .[1][0] == "jsSpinFor") then .[1:] else . end)
+     | any(. == $expected) and all(length <= ($expected | length) and . == $expected[($expected | length) - length:])' > /dev/null
 }
 # heaviest_named FILE HANDLER: the report's own stack names HANDLER.
 heaviest_named() {
