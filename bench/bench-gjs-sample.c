@@ -42,6 +42,7 @@ typedef struct
   guint   native;
   guint   merged;
   guint   js;
+  guint   deep;    /* samples with BENCH_DEPTH JavaScript frames or more */
 } Series;
 
 static struct
@@ -95,6 +96,7 @@ bench_take (Series *series, guint wanted_js)
   series->native = native;
   series->merged = merged;
   series->js = js;
+  series->deep += js >= BENCH_DEPTH;
 }
 
 /* The sampler thread. */
@@ -156,8 +158,9 @@ series_print (const char *name, Series *series)
   printf ("%-8s %4u samples:", name, series->times[TIME_WHOLE]->len);
   for (int k = 0; k < N_TIMES; k++)
     printf (" %s %.1f", time_names[k], bench_median (series->times[k]));
-  printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript\n",
-          series->native, series->merged, series->js);
+  printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript;"
+          " %u samples with %d or more\n",
+          series->native, series->merged, series->js, series->deep, BENCH_DEPTH);
 }
 
 int

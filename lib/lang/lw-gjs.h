@@ -31,10 +31,10 @@
  * frame whose stack holds that address (the engine's entry, js::RunScript),
  * so a JavaScript callback run from C run from JavaScript reads in order.
  *
- * Limits, by the engine's design: a function the JIT compiler called from
- * another compiled function has no entry (its innermost caller entered
- * from native code or from the interpreter stands for it); the line is the
- * function's first line, not the line being run.
+ * Limits, by the engine's design: a function running as compiled code
+ * (the baseline interpreter, Baseline, Ion) has no entry; the signal
+ * handler names those frames (lw-gjs-jit.h) and lw_gjs_merge() puts them
+ * in. The line is the function's first line, not the line being run.
  */
 #pragma once
 
