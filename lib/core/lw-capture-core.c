@@ -267,9 +267,13 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       snap->via_signal = 1;
       snap->taken_ns = lw_clock_now_ns ();
       snap->lang_len = 0;
+      snap->lang_ns = 0;
       hook = atomic_load (&lw_core_hook);
       if (hook != NULL && atomic_load (&lw_core_hook_tid) == req->target_tid)
-        hook (uc, snap);
+        {
+          hook (uc, snap);
+          snap->lang_ns = lw_clock_now_ns () - snap->taken_ns;
+        }
       result = LW_CAPTURE_OK;
     }
   /* The semaphore is read before DONE: from then on the watcher may fill

@@ -52,6 +52,7 @@ typedef struct
   size_t    stack_len;      /* bytes copied */
   size_t    stack_capacity; /* size of stack[] */
   size_t    lang_len;       /* bytes of lang[] a language's sampler wrote (lw_core_set_sample_hook), 0 when none */
+  int64_t   lang_ns;        /* the time that sampler took in the handler, 0 when none ran */
   unsigned char lang[LW_SNAPSHOT_LANG_BYTES];
   unsigned char stack[];    /* the copy */
 } LwSnapshot;

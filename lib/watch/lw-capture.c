@@ -453,6 +453,7 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, int *other_fd, const LwProcSyscal
   snap->syscall_nr = before->nr;
   snap->via_signal = 0;
   snap->lang_len = 0;
+  snap->lang_ns = 0;
   lw_core_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 
@@ -764,6 +765,7 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
   snap->regs_valid = 0;
   snap->stack_len = 0;
   snap->lang_len = 0;
+  snap->lang_ns = 0;
   snap->syscall_nr = -1;
 
   for (int attempt = 0; attempt < 3; attempt++)
