@@ -35,7 +35,8 @@
  *
  * The signal's delivery is also measured alone: a bare real-time signal to
  * the C thread, from send to handler entry, is the floor under every
- * signalled sample on this machine.
+ * signalled sample on this machine. So are the checks' parts
+ * (bench_check_parts()), after the same sleep as a sample.
  */
 #include <errno.h>
 #include <sched.h>
@@ -43,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +78,13 @@ enum
   BENCH_MERGE_HOT, /* apart: the merge again on the same sample, caches warm, CPU time each */
   BENCH_WHOLE,     /* one whole sample: capture + unwind + merge */
   BENCH_BY_PATH,   /* apart: the thread's status file read by path (as the checks did) */
+  /* Apart, after the same sleep, the checks' parts one after the other,
+   * on the descriptors the watch keeps open for the thread: */
+  BENCH_PART_FSTAT,     /* one descriptor checked (fstat) */
+  BENCH_PART_SYSCALL,   /* the syscall file read */
+  BENCH_PART_SIGACTION, /* the disposition read */
+  BENCH_PART_STATUS,    /* the status file read */
+  BENCH_PART_PARSE,     /* its SigBlk, SigPnd and ShdPnd lines parsed */
   BENCH_N_TIMES
 };
 
@@ -250,6 +259,42 @@ bench_cpu_ns (void)
   return (int64_t) now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
+/* The sampler. What each of lagwatch's checks before a signal costs, as
+ * cold as they are (after the same sleep), in the order they run, on the
+ * /proc files the watch keeps open for its loop thread. */
+static void
+bench_check_parts (BenchResults *results, LwSlot *slot)
+{
+  char text[4096];
+  struct sigaction action;
+  struct stat st;
+  gboolean blocked, pending;
+  ssize_t n;
+  int64_t t[6];
+
+  if (slot->proc_syscall_fd < 0 || slot->proc_status_fd < 0)
+    return;
+  g_usleep (BENCH_GAP_US);
+  t[0] = lw_clock_now_ns ();
+  fstat (slot->proc_syscall_fd, &st);
+  t[1] = lw_clock_now_ns ();
+  pread (slot->proc_syscall_fd, text, 256, 0);
+  t[2] = lw_clock_now_ns ();
+  sigaction (lw_capture_get_signal (), NULL, &action);
+  t[3] = lw_clock_now_ns ();
+  n = pread (slot->proc_status_fd, text, sizeof text, 0);
+  t[4] = lw_clock_now_ns ();
+  if (n <= 0)
+    return;
+  lw_threadinfo_parse_signal_state (text, (gsize) n, lw_capture_get_signal (), &blocked, &pending);
+  t[5] = lw_clock_now_ns ();
+  append_us (results->times[BENCH_PART_FSTAT], t[1] - t[0]);
+  append_us (results->times[BENCH_PART_SYSCALL], t[2] - t[1]);
+  append_us (results->times[BENCH_PART_SIGACTION], t[3] - t[2]);
+  append_us (results->times[BENCH_PART_STATUS], t[4] - t[3]);
+  append_us (results->times[BENCH_PART_PARSE], t[5] - t[4]);
+}
+
 /* The sampler. One sample of the watch's loop thread, as the watcher takes
  * one during a lag. */
 static void
@@ -309,6 +354,7 @@ bench_take (BenchResults *results)
   t0 = lw_clock_now_ns ();
   if (lw_threadinfo_signal_state (tid, lw_capture_get_signal (), &blocked, &pending))
     append_us (results->times[BENCH_BY_PATH], lw_clock_now_ns () - t0);
+  bench_check_parts (results, slot);
   results->counts[BENCH_SAMPLES]++;
   results->counts[BENCH_NATIVE_FRAMES] = (int) native;
   results->counts[BENCH_MERGED_FRAMES] = (int) merged;
@@ -317,11 +363,13 @@ bench_take (BenchResults *results)
 
 /* The sampler. The median, in µs, from sending a bare real-time signal to
  * @tid to its handler's entry (@samples of them, 1 ms apart); 0 when no
- * signal was free or none arrived. */
+ * signal was free or none arrived. *@send_us: the median time the sending
+ * system call took to return. */
 static double
-bench_bare_signal (pid_t tid, int samples)
+bench_bare_signal (pid_t tid, int samples, double *send_us)
 {
   g_autoptr(GArray) delays = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr(GArray) sends = g_array_new (FALSE, FALSE, sizeof (double));
   struct sigaction bare = { 0 }, old;
   int signo = 0;
 
@@ -349,6 +397,7 @@ bench_bare_signal (pid_t tid, int samples)
       sent = lw_clock_now_ns ();
       if (syscall (SYS_rt_tgsigqueueinfo, info.si_pid, tid, signo, &info) != 0)
         break;
+      append_us (sends, lw_clock_now_ns () - sent);
       /* Yielding, so the thread runs even if it shares this CPU. */
       deadline = sent + BENCH_WAIT_NS;
       while (atomic_load (&bench_signal_entry_ns) == 0 && lw_clock_now_ns () < deadline)
@@ -360,6 +409,7 @@ bench_bare_signal (pid_t tid, int samples)
   /* Left installed if a signal may still be queued. */
   if (atomic_load (&bench_signal_entry_ns) != 0 || delays->len == 0)
     sigaction (signo, &old, NULL);
+  *send_us = bench_median (sends);
   return bench_median (delays);
 }
 
@@ -428,7 +478,8 @@ lw_bench_python_take (int python, int same_cpu, int samples)
 
 /* Any thread, after the last lw_bench_python_take(). Fills @medians_us
  * (BENCH_N_TIMES per thread sampled and place, then the median delivery
- * of @samples bare signals to the C thread from another CPU) and @counts
+ * of @samples bare signals to the C thread from another CPU, then the
+ * median time their sending system call took) and @counts
  * (BENCH_N_COUNTS per thread sampled and place), and frees everything. */
 __attribute__ ((visibility ("default"))) void lw_bench_python_finish (int     samples,
                                                                       double *medians_us,
@@ -440,7 +491,9 @@ lw_bench_python_finish (int samples, double *medians_us, int *counts)
   lagwatch_detach (bench.watch);
   bench_pin (bench.cpus[BENCH_OTHER_CPU]);
   bench_spinner_run (&bench.spinner);
-  medians_us[BENCH_N_THREADS * BENCH_N_PLACES * BENCH_N_TIMES] = bench_bare_signal (atomic_load (&bench.spinner.tid), samples);
+  medians_us[BENCH_N_THREADS * BENCH_N_PLACES * BENCH_N_TIMES]
+    = bench_bare_signal (atomic_load (&bench.spinner.tid), samples,
+                         &medians_us[BENCH_N_THREADS * BENCH_N_PLACES * BENCH_N_TIMES + 1]);
   bench_spinner_park (&bench.spinner);
   g_mutex_lock (&bench.spinner.lock);
   bench.spinner.quit = TRUE;

@@ -12,11 +12,16 @@ to C (and the merge in the sampler's CPU time too: on a busy machine the
 wall time of a merge is mostly waiting for a CPU; and the same stack
 merged again ten times, warm, in CPU time each), and checks that every
 Python frame was found and that the C thread's samples have all their
-frames and no Python frame. Full runs also check
-the times: a whole Python sample at most 20 us (like a native one:
-bench-overhead section 3), and a capture from the thread's own CPU no
-slower than from another; the suite's --short run, beside whatever else
-the machine does, reports them only.
+frames and no Python frame. Beside the floor (a bare real-time signal to
+the C thread, sent to handler entry, and the time its sending system call
+takes to return), it prints lagwatch's checks before a signal, their ratio
+to the floor, and their parts timed one after the other on the files the
+watch keeps open (a descriptor check, the syscall file, sigaction, the
+status file, its parse). Full runs also check the times: a whole Python
+sample at most 20 us (like a native one: bench-overhead section 3) and
+within x1.3 of the C one, the checks within 2 us, and a capture from the
+thread's own CPU no slower than from another; the suite's --short run,
+beside whatever else the machine does, reports them only.
 """
 import ctypes
 import sys
@@ -25,7 +30,7 @@ import threading
 DEPTH = 20
 BLOCK = 20  # samples of one thread before the other's turn
 TIMES = ("checks", "delivery", "collect", "capture", "unwind", "merge", "merge_cpu", "merge_hot", "whole",
-         "by_path")
+         "by_path", "part_fstat", "part_syscall", "part_sigaction", "part_status", "part_parse")
 COUNTS = ("samples", "native", "merged", "python")
 PLACES = ("from another CPU", "from its own CPU")
 THREADS = ("Python", "C")
@@ -34,7 +39,7 @@ module.lw_bench_python_finish.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_
                                           ctypes.POINTER(ctypes.c_int))
 short = "--short" in sys.argv
 blocks = 3 if short else 50
-medians = (ctypes.c_double * (len(THREADS) * len(PLACES) * len(TIMES) + 1))()
+medians = (ctypes.c_double * (len(THREADS) * len(PLACES) * len(TIMES) + 2))()
 counts = (ctypes.c_int * (len(THREADS) * len(PLACES) * len(COUNTS)))()
 at_bottom = threading.Event()
 turn_over = False  # the sampler took its block of the spinning main thread
@@ -88,6 +93,7 @@ for k, name in enumerate(THREADS):
         series[name, place] = (dict(zip(TIMES, medians[i * len(TIMES):(i + 1) * len(TIMES)])),
                                dict(zip(COUNTS, counts[i * len(COUNTS):(i + 1) * len(COUNTS)])))
 bare = medians[len(THREADS) * len(PLACES) * len(TIMES)]
+bare_send = medians[len(THREADS) * len(PLACES) * len(TIMES) + 1]
 failures = 0
 
 
@@ -117,8 +123,30 @@ for place in PLACES:
     verdict(python["whole"] <= 20.0, not short,
             "a whole Python sample %.1f us (target <= 20 us), x%.2f the C one (%.1f us)"
             % (python["whole"], ratio, native["whole"]))
+    verdict(ratio <= 1.3, not short,
+            "a whole Python sample x%.2f the C one (target <= x1.3); capture x%.2f, merge %.1f us "
+            "of the difference %.1f us"
+            % (ratio, python["capture"] / native["capture"] if native["capture"] > 0 else 0.0,
+               python["merge"] - native["merge"], python["whole"] - native["whole"]))
 verdict(True, False, "a bare real-time signal to the C thread from another CPU, sent to handler "
-        "entry: %.1f us (the floor under a signalled sample from there)" % bare)
+        "entry: %.1f us (the floor under a signalled sample from there; its sending system call "
+        "returns after %.1f us)" % (bare, bare_send))
+for place in PLACES:
+    times = series["C", place][0]
+    if series["C", place][1]["samples"] == 0:
+        continue
+    parts = (times["part_fstat"], times["part_syscall"], times["part_sigaction"], times["part_status"],
+             times["part_parse"])
+    # A loop thread found running at the last look costs sigaction, one
+    # descriptor check and its status file; the syscall file (and its own
+    # check) only when it was not running then.
+    verdict(times["checks"] <= 2.0, not short,
+            "the C thread sampled %s: checks before the signal %.1f us (target <= 2 us), x%.2f the "
+            "floor; their parts, one after the other after the same sleep: a descriptor check %.1f, "
+            "the syscall file %.1f, sigaction %.1f, the status file %.1f, its parse %.1f us (a thread "
+            "running at the last look: sigaction + one descriptor check + status file + parse = %.1f us)"
+            % (place, times["checks"], times["checks"] / bare if bare > 0 else 0.0, *parts,
+               parts[0] + parts[2] + parts[3] + parts[4]))
 other, own = series["C", PLACES[0]][0], series["C", PLACES[1]][0]
 place = PLACES[0] if series["C", PLACES[0]][1]["samples"] > 0 else PLACES[1]
 verdict(series["C", place][0]["checks"] < series["C", place][0]["by_path"], not short,

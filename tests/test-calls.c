@@ -25,8 +25,9 @@ test_profile_timeline (void)
   int64_t taken;
 
   for (guint i = 0; i < 7; i++)
-    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS, FALSE));
-  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS, FALSE));
+    g_assert_false (lw_profile_add (profile, i % 3 == 2 ? y : x, 2, FALSE, (int64_t) (i + 1) * 10 * MS, FALSE,
+                                    LW_LANG_MISSING_NONE));
+  g_assert_true (lw_profile_add (profile, x, 2, FALSE, 80 * MS, FALSE, LW_LANG_MISSING_NONE));
   first = lw_profile_sample (profile, 0, &taken, NULL);
   g_assert_cmpint (taken, ==, 10 * MS);
   g_assert_cmpuint (first->ips[0], ==, 0x10);

@@ -22,16 +22,20 @@
  * Each case runs in a subprocess.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
 #include "lw-capture.h"
+#include "lw-capture-private.h"
 #include "lw-clock.h"
 #include "lw-threadinfo.h"
 #include "lw-watcher.h"
@@ -211,7 +215,7 @@ test_waits_for_cpu (void)
   g_test_trap_assert_passed ();
 }
 
-enum { COMMAND_NONE, COMMAND_BLOCK, COMMAND_UNBLOCK };
+enum { COMMAND_NONE, COMMAND_BLOCK, COMMAND_UNBLOCK, COMMAND_POLL };
 
 /* A loop thread: runs the context once (the watch adopts it), then spins,
  * changing its own signal mask when told. */
@@ -221,6 +225,8 @@ typedef struct
   _Atomic int   tid;      /* set once adopted and spinning */
   _Atomic int   command;  /* COMMAND_*, back to NONE once done */
   _Atomic int   stop;
+  int           wake[2];  /* COMMAND_POLL: polls wake[0] until readable */
+  _Atomic int   eintr;    /* polls cut short by a signal */
 } LoopThread;
 
 /* The loop thread. */
@@ -236,7 +242,18 @@ loop_thread_main (gpointer data)
     {
       int command = atomic_load (&loop->command);
 
-      if (command != COMMAND_NONE)
+      if (command == COMMAND_POLL)
+        {
+          struct pollfd fd = { loop->wake[0], POLLIN, 0 };
+          char byte;
+
+          while (poll (&fd, 1, -1) != 1)
+            if (errno == EINTR)
+              atomic_fetch_add (&loop->eintr, 1);
+          g_assert_cmpint (read (loop->wake[0], &byte, 1), ==, 1);
+          atomic_store (&loop->command, COMMAND_NONE);
+        }
+      else if (command != COMMAND_NONE)
         {
           sigset_t set;
 
@@ -390,6 +407,238 @@ test_stat_name (void)
   g_assert_null (lw_threadinfo_parse_name ("", 0));
 }
 
+/* The masks of a status file, in the one pass before every signal: the
+ * thread's own (SigBlk), what is queued for it (SigPnd) or for the whole
+ * process (ShdPnd), a real-time signal's bit among the 64; a text cut
+ * short before its SigBlk line says so. */
+static void
+test_status_masks (void)
+{
+  static const char status[] =
+    "Name:\tloop\nState:\tR (running)\nSigQ:\t1/95432\n"
+    "SigPnd:\t0000000000000000\nShdPnd:\t0000000400000000\n"
+    "SigBlk:\t0000000200000000\nSigIgn:\t0000000000001000\nSigCgt:\t0000000680004a02\n";
+  gboolean blocked, pending;
+
+  /* SIGRTMIN+0 on glibc is 34: bit 33 (0x200000000), 35 bit 34. */
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 34, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_false (pending);
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 35, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_true (pending);
+  g_assert_true (lw_threadinfo_parse_signal_state (status, sizeof status - 1, 13, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_false (pending);
+  /* Cut before SigBlk: not known. */
+  g_assert_false (lw_threadinfo_parse_signal_state (status, strstr (status, "SigBlk") - status, 34,
+                                                    &blocked, &pending));
+  g_assert_false (blocked);
+  /* A malformed mask is no bit set. */
+  g_assert_true (lw_threadinfo_parse_signal_state ("SigBlk:\tzz\n", 11, 34, &blocked, &pending));
+  g_assert_false (blocked);
+}
+
+/* A thread's masks read from its status file by path (any thread but the
+ * loop thread): this thread's own, as it changes; no such thread, no
+ * answer. */
+static void
+test_status_by_path (void)
+{
+  sigset_t set;
+  gboolean blocked, pending;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGRTMIN + 3);
+  g_assert_cmpint (pthread_sigmask (SIG_BLOCK, &set, NULL), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_false (pending);
+  g_assert_cmpint (pthread_kill (pthread_self (), SIGRTMIN + 3), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_true (blocked);
+  g_assert_true (pending);
+  {
+    int got;
+
+    g_assert_cmpint (sigwait (&set, &got), ==, 0);
+    g_assert_cmpint (got, ==, SIGRTMIN + 3);
+  }
+  g_assert_cmpint (pthread_sigmask (SIG_UNBLOCK, &set, NULL), ==, 0);
+  g_assert_true (lw_threadinfo_signal_state (gettid (), SIGRTMIN + 3, &blocked, &pending));
+  g_assert_false (blocked);
+  g_assert_false (pending);
+  g_assert_false (lw_threadinfo_signal_state (G_MAXINT32, SIGRTMIN + 3, &blocked, &pending));
+}
+
+/* A thread that sleeps in a futex with every signal blocked, whose /proc
+ * files the test dup2()s over the watch's. */
+typedef struct
+{
+  GMutex        lock;
+  GCond         cond;
+  gboolean      quit;
+  _Atomic pid_t tid;
+} Sleeper;
+
+static gpointer
+sleeper_main (gpointer data)
+{
+  Sleeper *sleeper = data;
+  sigset_t all;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, NULL);
+  g_mutex_lock (&sleeper->lock);
+  atomic_store (&sleeper->tid, gettid ());
+  while (!sleeper->quit)
+    g_cond_wait (&sleeper->cond, &sleeper->lock);
+  g_mutex_unlock (&sleeper->lock);
+  return NULL;
+}
+
+/* Test thread. Opens @tid's /proc @file onto descriptor @fd, as a program
+ * that reuses a number lagwatch holds; returns the file's inode. */
+static ino_t
+open_over (int fd, pid_t tid, const char *file)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/%s", (int) tid, file);
+  int opened = open (path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+
+  g_assert_cmpint (opened, >=, 0);
+  g_assert_cmpint (dup2 (opened, fd), ==, fd);
+  close (opened);
+  g_assert_cmpint (fstat (fd, &st), ==, 0);
+  return st.st_ino;
+}
+
+/* The program dup2()s files of its own over the loop thread's /proc files
+ * that the watch keeps open: another thread's status file (that thread
+ * blocks every signal), then another thread's syscall file (that thread
+ * sleeps). Each is checked before it is read: the capture and the look
+ * through /proc read the loop thread's own files again (OK by signal: not
+ * BLOCKED; running: not the sleeping thread's stack), said once, and the
+ * program's descriptors are left open. */
+static void
+test_kept_files_replaced (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread loop = { 0 };
+      Sleeper sleeper = { 0 };
+      PausedWatch w;
+      GThread *thread, *sleeper_thread;
+      LwSlot *slot;
+      int status_fd, syscall_fd;
+      ino_t status_ino, syscall_ino;
+      gboolean running;
+      struct stat st;
+
+      paused_watch_init (&w);
+      slot = w.watch->slot;
+      g_mutex_init (&sleeper.lock);
+      g_cond_init (&sleeper.cond);
+      sleeper_thread = g_thread_new ("sleeper", sleeper_main, &sleeper);
+      while (atomic_load (&sleeper.tid) == 0)
+        g_usleep (1000);
+      thread = loop_thread_start (&loop, w.context);
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_cmpint (slot->proc_status_fd, >=, 0);
+      g_assert_cmpint (slot->proc_syscall_fd, >=, 0);
+
+      status_fd = slot->proc_status_fd;
+      status_ino = open_over (status_fd, atomic_load (&sleeper.tid), "status");
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+
+      /* The syscall file, as the sampler's looks through /proc read it:
+       * the loop thread runs (not the sleeper's stack copied). */
+      syscall_fd = slot->proc_syscall_fd;
+      syscall_ino = open_over (syscall_fd, atomic_load (&sleeper.tid), "syscall");
+      g_assert_cmpint (lw_capture_look (slot, atomic_load (&loop.tid), 0, slot->loop_stack_lo,
+                                        slot->loop_stack_hi, w.snap, &running), ==, LW_CAPTURE_PENDING);
+      g_assert_true (running);
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+
+      /* The program's descriptors, untouched. */
+      g_assert_cmpint (fstat (status_fd, &st), ==, 0);
+      g_assert_cmpuint (st.st_ino, ==, status_ino);
+      g_assert_cmpint (fstat (syscall_fd, &st), ==, 0);
+      g_assert_cmpuint (st.st_ino, ==, syscall_ino);
+      close (status_fd);
+      close (syscall_fd);
+
+      atomic_store (&loop.stop, 1);
+      g_thread_join (thread);
+      g_mutex_lock (&sleeper.lock);
+      sleeper.quit = TRUE;
+      g_cond_signal (&sleeper.cond);
+      g_mutex_unlock (&sleeper.lock);
+      g_thread_join (sleeper_thread);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*the program closed or replaced descriptor *, which held a /proc file "
+                             "of the loop thread*");
+  g_test_trap_assert_stderr_unmatched ("*closed or replaced descriptor*closed or replaced descriptor*");
+}
+
+/* The loop thread ran at the last capture, then went to sleep in poll():
+ * the next capture, which reads its status file first for a thread last
+ * seen running, takes its stack through /proc, and the poll is not cut
+ * short. */
+static void
+test_running_then_asleep (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread loop = { 0 };
+      PausedWatch w;
+      GThread *thread;
+      pid_t tid;
+      gint64 deadline;
+
+      paused_watch_init (&w);
+      g_assert_cmpint (pipe2 (loop.wake, O_CLOEXEC), ==, 0);
+      thread = loop_thread_start (&loop, w.context);
+      tid = atomic_load (&loop.tid);
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_true (w.snap->via_signal);
+      g_assert_true (w.watch->slot->proc_seen_running);
+
+      atomic_store (&loop.command, COMMAND_POLL);
+      deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+      while (lw_threadinfo_state (tid) != LW_THREAD_SLEEPING)
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      g_assert_cmpint (capture_loop_thread (w.watch, w.snap), ==, LW_CAPTURE_OK);
+      g_assert_false (w.snap->via_signal);
+      g_assert_cmpint (w.snap->syscall_nr, >=, 0);
+
+      g_assert_cmpint (write (loop.wake[1], "x", 1), ==, 1);
+      while (atomic_load (&loop.command) != COMMAND_NONE)
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      g_assert_cmpint (atomic_load (&loop.eintr), ==, 0);
+      atomic_store (&loop.stop, 1);
+      g_thread_join (thread);
+      close (loop.wake[0]);
+      close (loop.wake[1]);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,6 +647,10 @@ main (int argc, char **argv)
 
   g_test_add_func ("/capture/waits-for-cpu", test_waits_for_cpu);
   g_test_add_func ("/capture/loop-status", test_loop_status);
+  g_test_add_func ("/capture/kept-files-replaced", test_kept_files_replaced);
+  g_test_add_func ("/capture/running-then-asleep", test_running_then_asleep);
+  g_test_add_func ("/capture/status-masks", test_status_masks);
+  g_test_add_func ("/capture/status-by-path", test_status_by_path);
   g_test_add_func ("/capture/stat-name", test_stat_name);
 
   return g_test_run ();

@@ -271,7 +271,9 @@ test_proc_refused (void)
 }
 
 /* The first record of @path holding @needle, or NULL; waits for it
- * (polling, a 20 s deadline): written by lagwatch's sink thread. */
+ * (polling, a 20 s deadline): written by lagwatch's sink thread. Only a
+ * whole line counts: read while the sink writes, a long record (a hang's,
+ * with every thread) can be there in part, its needle in the part. */
 static char *
 wait_for_record (const char *path, const char *needle)
 {
@@ -285,7 +287,9 @@ wait_for_record (const char *path, const char *needle)
         {
           g_auto(GStrv) lines = g_strsplit (contents, "\n", -1);
 
-          for (guint i = 0; lines[i] != NULL; i++)
+          /* The last piece follows the last newline: empty, or a line
+           * still being written. */
+          for (guint i = 0; lines[i] != NULL && lines[i + 1] != NULL; i++)
             if (strstr (lines[i], needle) != NULL)
               return g_strdup (lines[i]);
         }
@@ -495,8 +499,15 @@ count_records (const char *path, const char *needle)
   g_autofree char *contents = NULL;
   guint n = 0;
 
+  char *end;
+
   if (!g_file_get_contents (path, &contents, NULL, NULL))
     return 0;
+  /* Whole lines only (wait_for_record()). */
+  end = strrchr (contents, '\n');
+  if (end == NULL)
+    return 0;
+  end[1] = '\0';
   for (const char *p = contents; (p = strstr (p, needle)) != NULL; p++)
     n++;
   return n;

@@ -105,6 +105,44 @@ test_report_escapes (void)
   lagwatch_report_unref (report);
 }
 
+/* Samples that ran Python without their Python frames say why, on their
+ * stack and counted in the record and the text report; a record with
+ * none has neither. */
+static void
+test_python_frames_missing (void)
+{
+  static const LwLangMissing why[] = { LW_LANG_MISSING_NONE, LW_LANG_MISSING_MOVED, LW_LANG_MISSING_UNREADABLE };
+  static const guint samples[] = { 10, 2, 1 };
+  LagWatchReport *report = lw_report_new ();
+  g_autofree char *json = NULL, *text = NULL, *json_none = NULL;
+
+  report->id = g_strdup ("1-1");
+  report->event = "lag";
+  report->n_samples = 13;
+  report->n_stacks = G_N_ELEMENTS (why);
+  report->stacks = g_new0 (LwReportStack, report->n_stacks);
+  for (guint i = 0; i < report->n_stacks; i++)
+    {
+      report->stacks[i].samples = samples[i];
+      report->stacks[i].lang_missing = why[i];
+    }
+  json = lagwatch_report_to_json (report);
+  g_assert_nonnull (strstr (json, "{\"samples\":10,\"truncated\":false,\"stack\":"));
+  g_assert_nonnull (strstr (json, "{\"samples\":2,\"truncated\":false,\"python_frames_missing\":\"moved\","));
+  g_assert_nonnull (strstr (json, "{\"samples\":1,\"truncated\":false,\"python_frames_missing\":\"unreadable\","));
+  g_assert_nonnull (strstr (json, "\"samples_python_missing\":{\"moved\":2,\"unreadable\":1}"));
+  text = lagwatch_report_to_text (report);
+  g_assert_nonnull (strstr (text, "(3 samples ran Python without its Python frames: 2 read after the thread had "
+                                  "returned or called on; 1 whose frames changed while read)"));
+
+  report->stacks[1].lang_missing = LW_LANG_MISSING_NONE;
+  report->stacks[2].lang_missing = LW_LANG_MISSING_NONE;
+  json_none = lagwatch_report_to_json (report);
+  g_assert_null (strstr (json_none, "python_frames_missing"));
+  g_assert_null (strstr (json_none, "samples_python_missing"));
+  lagwatch_report_unref (report);
+}
+
 /* Records' times: UTC, milliseconds, truncated; the same answer from any
  * thread (it runs on the watcher and the reporting thread at once). */
 static gpointer
@@ -156,5 +194,6 @@ main (int argc, char **argv)
   g_test_add_func ("/json/reader-agrees", test_reader_agrees);
   g_test_add_func ("/json/report-escapes", test_report_escapes);
   g_test_add_func ("/json/format-time", test_format_time);
+  g_test_add_func ("/json/python-frames-missing", test_python_frames_missing);
   return g_test_run ();
 }

@@ -43,7 +43,7 @@ add (LwProfile *profile, uintptr_t frame0, uintptr_t caller)
 {
   uintptr_t ips[2] = { frame0, caller };
 
-  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE);
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE, LW_LANG_MISSING_NONE);
 }
 
 /* The profile's stacks as the watcher hands them over (exact, most recent
@@ -61,6 +61,7 @@ group (LwProfile *profile, guint max_kept, guint *n_groups)
 
       stacks[i].samples = stack->count;
       stacks[i].truncated = stack->truncated;
+      stacks[i].lang_missing = stack->lang_missing;
       stacks[i].n_frames = stack->n_ips;
       stacks[i].frames = g_new0 (LwFrame, MAX (stack->n_ips, 1));
       for (guint j = 0; j < stack->n_ips; j++)
@@ -76,6 +77,35 @@ free_stacks (LwReportStack *stacks, guint n)
   for (guint i = 0; i < n; i++)
     lw_report_stack_clear (&stacks[i]);
   g_free (stacks);
+}
+
+/* A sample that ran Python without its Python frames is a stack of its
+ * own, with its reason, before and after grouping: the same native frames
+ * with the frames read and without them are two things a reader must tell
+ * apart. */
+static void
+test_python_missing_apart (void)
+{
+  LwProfile *profile = lw_profile_new (256);
+  uintptr_t ips[2] = { in_function (spinning_here, 4), CALLER_A };
+  LwReportStack *stacks;
+  guint n;
+
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE, LW_LANG_MISSING_NONE);
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE, LW_LANG_MISSING_NONE);
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE, LW_LANG_MISSING_MOVED);
+  ips[0] = in_function (spinning_here, 8);
+  lw_profile_add (profile, ips, 2, FALSE, 0, FALSE, LW_LANG_MISSING_MOVED);
+  g_assert_cmpuint (lw_profile_exact_stacks (profile)->len, ==, 3);
+  stacks = group (profile, 5, &n);
+  g_assert_cmpuint (n, ==, 2);
+  /* Two of each; the tie goes to the most recent, the moved one. */
+  g_assert_cmpuint (stacks[0].samples, ==, 2);
+  g_assert_cmpint (stacks[0].lang_missing, ==, LW_LANG_MISSING_MOVED);
+  g_assert_cmpuint (stacks[1].samples, ==, 2);
+  g_assert_cmpint (stacks[1].lang_missing, ==, LW_LANG_MISSING_NONE);
+  free_stacks (stacks, n);
+  lw_profile_free (profile);
 }
 
 /* A spin loop samples many addresses of one function: one stack. Another
@@ -271,5 +301,6 @@ main (int argc, char **argv)
   g_test_add_func ("/profile/ties-go-to-the-latest", test_ties_go_to_the_latest);
   g_test_add_func ("/profile/ties-go-to-the-script", test_ties_go_to_the_script);
   g_test_add_func ("/profile/budget-and-thinning", test_budget_and_thinning);
+  g_test_add_func ("/profile/python-missing-apart", test_python_missing_apart);
   return g_test_run ();
 }

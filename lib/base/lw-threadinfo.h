@@ -72,6 +72,11 @@ gboolean      lw_threadinfo_signal_state (pid_t     tid,
                                           gboolean *blocked,
                                           gboolean *pending);
 
+/* Any thread. The letter of the "State:" line of a status file's text
+ * (R running or runnable, S, D, T, t, Z, X...), '\0' when there is none. */
+char          lw_threadinfo_parse_status_state (const char *status,
+                                                gsize       len);
+
 /* Any thread. The same from the text of a status file already read; FALSE
  * when the text has no SigBlk line (a read cut short). */
 gboolean      lw_threadinfo_parse_signal_state (const char *status,

@@ -99,3 +99,18 @@ lw_lang_frame_resolve (uintptr_t ip, LwFrame *frame)
   frame->lang = entry.lang;
   return TRUE;
 }
+
+const char *
+lw_lang_missing_name (LwLangMissing why)
+{
+  switch (why)
+    {
+    case LW_LANG_MISSING_MOVED:
+      return "moved";
+    case LW_LANG_MISSING_UNREADABLE:
+      return "unreadable";
+    case LW_LANG_MISSING_NONE:
+    default:
+      return NULL;
+    }
+}

@@ -31,6 +31,22 @@ uintptr_t lw_lang_frame_intern  (const char *lang,
                                  const char *file,
                                  guint       line);
 
+/* Why a sample that ran interpreted code holds none of its interpreted
+ * frames. The watcher reads them after the native stack was copied, while
+ * the thread runs on: what it reads must fit the copy, else the sample
+ * keeps its native frames and says why. */
+typedef enum
+{
+  LW_LANG_MISSING_NONE,        /* it has them, or it ran no interpreted code */
+  LW_LANG_MISSING_MOVED,       /* the frames read did not fit the stack copied: the
+                                * thread returned or called in between */
+  LW_LANG_MISSING_UNREADABLE,  /* the interpreter's frames or code objects changed or
+                                * were freed while being read */
+} LwLangMissing;
+
+/* Any thread. "moved", "unreadable", or NULL for LW_LANG_MISSING_NONE. */
+const char *lw_lang_missing_name (LwLangMissing why);
+
 /* Any thread, async-signal-safe. TRUE when @ip is a tag, whatever its
  * language. */
 gboolean  lw_lang_frame_is      (uintptr_t ip);

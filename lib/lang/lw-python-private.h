@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "lw-lang-frames.h"
 #include "lw-modules.h"
 #include "lw-python-layout.h"
 
@@ -118,6 +119,7 @@ struct _LwPython
   uintptr_t     spec_codes[LW_PY_MAX_FRAMES];  /* distinct */
   guint         n_spec;                   /* code_heads hold spec_codes' heads when heads_fresh */
   gboolean      heads_fresh;
+  LwLangMissing missing;       /* why the last merge kept a Python stack native */
   uintptr_t    *scratch;       /* scratch_len of each */
   gint         *loop_of;       /* per native frame: the entry frame it ran, or -1 */
   guint         scratch_len;

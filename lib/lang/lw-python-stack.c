@@ -242,8 +242,20 @@ lw_python_prefetch (LwPython *python, const LwPyInterpreter *interp, pid_t tid, 
   return TRUE;
 }
 
+/* Watcher thread. Ends lw_python_read_frames() on what could not be
+ * read consistently (a read that failed, an object that did not check,
+ * a chain over its bound): the sample keeps its native frames, and says
+ * why (lw_python_last_missing()). */
+static guint
+lw_python_unreadable (LwPython *python)
+{
+  python->missing = LW_LANG_MISSING_UNREADABLE;
+  return 0;
+}
+
 /* Watcher thread. Reads thread @tid's Python frames, innermost first,
- * into python->frames; returns how many (0 on any inconsistency). */
+ * into python->frames; returns how many (0 on any inconsistency, which
+ * python->missing then names, or when there were none). */
 guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
@@ -254,18 +266,19 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
   guint n = 0;
 
   python->merges++;
+  python->missing = LW_LANG_MISSING_NONE;
   python->window_len = 0;
   python->window2_len = 0;
   python->heads_fresh = FALSE;
   prefetched = lw_python_prefetch (python, interp, tid, tstate_block, &spec_frame);
   if (lw_python_thread_state (python, interp, tid, prefetched ? tstate_block : NULL, &frame_at) == 0)
-    return 0;
+    return 0;  /* not a Python thread (or its state not found): nothing missing */
   if (!o->has_cframe)
     frame = frame_at;
   else if (prefetched && frame_at == python->spec_cframe)
     frame = spec_frame;
   else if (!lw_python_read_word (frame_at + o->cframe_current_frame, &frame))
-    return 0;
+    return lw_python_unreadable (python);
   python->spec_cframe = o->has_cframe ? frame_at : 0;
   /* Shims count against the bound too: every chain read ends. */
   for (guint records = 0; frame != 0; records++)
@@ -276,7 +289,7 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
 
       g_assert (o->frame_read <= sizeof block);
       if (records == 2 * LW_PY_MAX_FRAMES || !lw_python_frame_block (python, frame, block, o->frame_read))
-        return 0;
+        return lw_python_unreadable (python);
       if (records == 0)
         {
           gboolean first = lw_python_window_has (python->window_start, python->window_len, frame,
@@ -289,19 +302,19 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       at = frame;
       frame = record.previous;
       if (record.kind == LW_PY_FRAME_BAD)
-        return 0;
+        return lw_python_unreadable (python);
       if (record.kind == LW_PY_FRAME_SHIM)
         {
           /* The shim below the first frame an evaluation loop ran; one
            * with no frame above it matches no loop. */
           if (n == 0 || python->frames[n - 1].is_entry)
-            return 0;
+            return lw_python_unreadable (python);
           python->frames[n - 1].is_entry = TRUE;
           python->frames[n - 1].entry_at = at;
           continue;
         }
       if (n == LW_PY_MAX_FRAMES)
-        return 0;
+        return lw_python_unreadable (python);
       python->frames[n].code = record.code;
       python->frames[n].instr = record.instr;
       python->frames[n].is_entry = record.kind == LW_PY_FRAME_CODE_ENTRY;
@@ -315,7 +328,9 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
   if (n == 0 || !lw_python_read_code_heads (python, interp))
     {
       python->n_spec = 0;
-      return 0;
+      /* No frame: the thread ran no Python code (a C call out of the
+       * interpreter finalizing, say), nothing missing. */
+      return n == 0 ? 0 : lw_python_unreadable (python);
     }
   memcpy (python->spec_codes, python->stack_codes, python->n_codes * sizeof *python->stack_codes);
   python->n_spec = python->n_codes;
@@ -328,15 +343,15 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
       gssize index;
 
       if (code == NULL)
-        return 0;
+        return lw_python_unreadable (python);
       /* The code unit (2 bytes) executing: prev_instr (3.11, 3.12) is
        * one before the first when the frame has not started. */
       index = ((gssize) read->instr - (gssize) (read->code + o->code_code_adaptive)) / 2;
       if (index < -1 || index >= code->n_units)
-        return 0;
+        return lw_python_unreadable (python);
       read->tag = lw_python_code_tag (code, index);
       if (read->tag == 0)
-        return 0;
+        return lw_python_unreadable (python);
     }
   return n;
 }

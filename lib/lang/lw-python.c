@@ -108,6 +108,7 @@ lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *i
   guint n_frames, out = 0, next = 0;
   gint *loop_of;
 
+  python->missing = LW_LANG_MISSING_NONE;
   if (n_ips == 0 || (interp = lw_python_interpreter ()) == NULL)
     return n_ips;
   /* Cheap first: a stack with no evaluation loop (by its symbol, or, to
@@ -123,8 +124,13 @@ lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *i
       return n_ips;
   }
   n_frames = lw_python_read_frames (python, interp, tid);
-  if (n_frames == 0 || !python->frames[n_frames - 1].is_entry)
+  if (n_frames == 0)
     return n_ips;
+  if (!python->frames[n_frames - 1].is_entry)
+    {
+      python->missing = LW_LANG_MISSING_UNREADABLE;
+      return n_ips;
+    }
 
   if (python->scratch_len < MAX (max_ips, n_ips))
     {
@@ -136,7 +142,11 @@ lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *i
   if (!(interp->offsets->entry == LW_PY_ENTRY_SHIM && sps != NULL
         && lw_python_place_by_stack (python, sps, n_ips, n_frames, *truncated, loop_of))
       && !lw_python_place_by_symbol (python, interp, ips, n_ips, n_frames, *truncated, loop_of))
-    return n_ips;
+    {
+      /* Read whole, but not the frames the copied stack was running. */
+      python->missing = LW_LANG_MISSING_MOVED;
+      return n_ips;
+    }
 
   for (guint i = 0; i < n_ips && out < max_ips; i++)
     {
@@ -157,6 +167,12 @@ lw_python_merge (LwPython *python, pid_t tid, const uintptr_t *sps, uintptr_t *i
     *truncated = TRUE;
   memcpy (ips, python->scratch, out * sizeof *ips);
   return out;
+}
+
+LwLangMissing
+lw_python_last_missing (LwPython *python)
+{
+  return python->missing;
 }
 
 /* Any thread, normal context. */

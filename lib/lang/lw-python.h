@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lw-lang-frames.h"
 #include "lw-symbols.h"
 
 G_BEGIN_DECLS
@@ -66,6 +67,12 @@ guint     lw_python_merge (LwPython        *python,
                            guint            n_ips,
                            guint            max_ips,
                            gboolean        *truncated);
+
+/* Watcher thread. Why the last lw_python_merge() of @python left a stack
+ * that ran Python without its Python frames: LW_LANG_MISSING_NONE when it
+ * merged them, or when the thread ran no Python frame (no thread state,
+ * an empty frame chain: a C thread, the interpreter finalizing). */
+LwLangMissing lw_python_last_missing (LwPython *python);
 
 /* Any thread, normal context. TRUE when @ip is a Python frame made by
  * lw_python_merge(). */

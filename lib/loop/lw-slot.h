@@ -117,6 +117,9 @@ struct _LwSlot
   /* Its status file the same way, read before every signal sent to it. */
   int               proc_status_fd;
   LwFdId            proc_status_id;
+  /* The last look at it through /proc found it running: its status file
+   * is read first (lw_capture_start()). */
+  gboolean          proc_seen_running;
 
   /* Prepares seen by the starvation sentinel while a lag is followed. */
   _Atomic unsigned  sentinel_prepares;

@@ -44,7 +44,7 @@ static guint
 lw_profile_exact_hash (gconstpointer key)
 {
   const LwProfileStack *stack = key;
-  guint64 h = LW_PROFILE_HASH_SEED ^ stack->n_ips;
+  guint64 h = LW_PROFILE_HASH_SEED ^ stack->n_ips ^ ((guint64) stack->lang_missing << 32);
 
   for (guint i = 0; i < stack->n_ips; i++)
     h = lw_profile_mix (h, stack->ips[i]);
@@ -56,7 +56,8 @@ lw_profile_exact_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileStack *x = a, *y = b;
 
-  return x->n_ips == y->n_ips && memcmp (x->ips, y->ips, x->n_ips * sizeof (uintptr_t)) == 0;
+  return x->n_ips == y->n_ips && x->lang_missing == y->lang_missing
+         && memcmp (x->ips, y->ips, x->n_ips * sizeof (uintptr_t)) == 0;
 }
 
 /* Bytes of a stack of @n_ips addresses. */
@@ -110,7 +111,7 @@ lw_profile_reset (LwProfile *profile)
 
 gboolean
 lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean truncated,
-                int64_t taken_ns, gboolean asleep)
+                int64_t taken_ns, gboolean asleep, LwLangMissing missing)
 {
   LwProfileStack *stack;
   LwProfileTime when = { taken_ns, asleep };
@@ -121,7 +122,7 @@ lw_profile_add (LwProfile *profile, const uintptr_t *ips, guint n_ips, gboolean 
       profile->probe_room = MAX (n_ips, 64);
       profile->probe = g_realloc (profile->probe, lw_profile_stack_size (profile->probe_room));
     }
-  *profile->probe = (LwProfileStack) { .n_ips = n_ips, .truncated = truncated };
+  *profile->probe = (LwProfileStack) { .n_ips = n_ips, .truncated = truncated, .lang_missing = missing };
   memcpy (profile->probe->ips, ips, n_ips * sizeof (uintptr_t));
   stack = g_hash_table_lookup (profile->exact, profile->probe);
   if (stack == NULL)
@@ -221,7 +222,7 @@ static guint
 lw_profile_member_hash (gconstpointer key)
 {
   const LwProfileMember *member = key;
-  guint64 h = LW_PROFILE_HASH_SEED ^ member->stack->n_frames;
+  guint64 h = LW_PROFILE_HASH_SEED ^ member->stack->n_frames ^ ((guint64) member->stack->lang_missing << 32);
 
   for (guint i = 0; i < member->stack->n_frames; i++)
     h = lw_profile_mix (h, member->keys[i]);
@@ -234,7 +235,7 @@ lw_profile_member_equal (gconstpointer a, gconstpointer b)
 {
   const LwProfileMember *x = a, *y = b;
 
-  if (x->stack->n_frames != y->stack->n_frames)
+  if (x->stack->n_frames != y->stack->n_frames || x->stack->lang_missing != y->stack->lang_missing)
     return FALSE;
   return x->stack->n_frames == 0 || memcmp (x->keys, y->keys, x->stack->n_frames * sizeof (uintptr_t)) == 0;
 }

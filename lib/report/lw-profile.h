@@ -30,6 +30,7 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "lw-lang-frames.h"
 #include "lw-report.h"
 
 G_BEGIN_DECLS
@@ -39,6 +40,8 @@ typedef struct
   guint      count;        /* samples in this stack */
   guint64    last_serial;  /* serial of its most recent sample */
   gboolean   truncated;
+  LwLangMissing lang_missing;  /* why it holds no interpreted frame though it ran some:
+                                * a sample of another reason is another stack */
   guint      n_ips;
   uintptr_t  ips[];        /* innermost first, as captured */
 } LwProfileStack;
@@ -50,14 +53,16 @@ void       lw_profile_free       (LwProfile       *profile);
 void       lw_profile_reset      (LwProfile       *profile);
 
 /* Adds one sample, taken at @taken_ns (CLOCK_MONOTONIC); @asleep: taken
- * while the thread slept (through /proc), not while it ran. Returns TRUE
- * when the profile is now full. */
+ * while the thread slept (through /proc), not while it ran; @missing: why
+ * it ran interpreted code but holds none of its frames (lw-lang-frames.h).
+ * Returns TRUE when the profile is now full. */
 gboolean   lw_profile_add        (LwProfile       *profile,
                                   const uintptr_t *ips,
                                   guint            n_ips,
                                   gboolean         truncated,
                                   int64_t          taken_ns,
-                                  gboolean         asleep);
+                                  gboolean         asleep,
+                                  LwLangMissing    missing);
 
 /* Drops every other sample, keeping the later of each pair. */
 void       lw_profile_thin       (LwProfile       *profile);

@@ -182,12 +182,27 @@ lagwatch_report_to_json (LagWatchReport *report)
   g_string_append (out, ",\"stacks\":[");
   for (guint i = 0; i < report->n_stacks; i++)
     {
-      g_string_append_printf (out, "%s{\"samples\":%u,\"truncated\":%s,\"stack\":", i ? "," : "",
+      const char *missing = lw_lang_missing_name (report->stacks[i].lang_missing);
+
+      g_string_append_printf (out, "%s{\"samples\":%u,\"truncated\":%s,", i ? "," : "",
                               report->stacks[i].samples, report->stacks[i].truncated ? "true" : "false");
+      /* Only on a stack that ran Python without its frames: why. */
+      if (missing != NULL)
+        g_string_append_printf (out, "\"python_frames_missing\":\"%s\",", missing);
+      g_string_append (out, "\"stack\":");
       lw_json_frames (out, report->stacks[i].frames, report->stacks[i].n_frames);
       g_string_append_c (out, '}');
     }
   g_string_append_c (out, ']');
+  {
+    guint moved = lw_report_python_missing (report, LW_LANG_MISSING_MOVED);
+    guint unreadable = lw_report_python_missing (report, LW_LANG_MISSING_UNREADABLE);
+
+    /* Only when some sample ran Python without its frames. */
+    if (moved + unreadable > 0)
+      g_string_append_printf (out, ",\"samples_python_missing\":{\"moved\":%u,\"unreadable\":%u}", moved,
+                              unreadable);
+  }
   /* A hang's other threads: [] when it has none (a single-threaded
    * program), so a reader tells "none" from "not a hang record". */
   if (report->threads != NULL || g_strcmp0 (report->event, "hang") == 0)

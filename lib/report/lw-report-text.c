@@ -373,6 +373,25 @@ lw_report_heaviest_share (const LagWatchReport *report)
   return MIN (100.0 * report->stacks[0].samples / report->n_samples, 100.0);
 }
 
+/* Any thread. One line for the samples that ran Python without their
+ * Python frames, with why, when there are any. */
+static void
+lw_text_python_missing (GString *out, const LagWatchReport *report)
+{
+  guint moved = lw_report_python_missing (report, LW_LANG_MISSING_MOVED);
+  guint unreadable = lw_report_python_missing (report, LW_LANG_MISSING_UNREADABLE);
+
+  if (moved + unreadable == 0)
+    return;
+  g_string_append_printf (out, "  (%u sample%s ran Python without its Python frames:", moved + unreadable,
+                          moved + unreadable == 1 ? "" : "s");
+  if (moved > 0)
+    g_string_append_printf (out, " %u read after the thread had returned or called on", moved);
+  if (unreadable > 0)
+    g_string_append_printf (out, "%s %u whose frames changed while read", moved > 0 ? ";" : "", unreadable);
+  g_string_append (out, ")\n");
+}
+
 /* Any thread. The culprit the header names: the innermost program frame
  * of the heaviest stack (lw_report_program_frame()), "name (file:line)"
  * when its line is known; else the innermost named frame, else NULL when
@@ -556,6 +575,7 @@ lw_report_to_text_full (LagWatchReport *report, guint skipped_since_shown)
     g_string_append (out, "  ... (the unwind stopped here: no way to step past this frame; "
                           "the stack may be incomplete)\n");
   lw_text_also (out, report);
+  lw_text_python_missing (out, report);
   lw_text_calls (out, report);
   for (guint i = 0; i < report->n_threads; i++)
     {

@@ -476,3 +476,16 @@ lw_report_sample_interval (const LagWatchReport *report, int64_t fallback_ns)
   qsort (gaps, n, sizeof *gaps, lw_report_compare_gaps);
   return gaps[n / 2];
 }
+
+/* Any thread. */
+guint
+lw_report_python_missing (const LagWatchReport *report, LwLangMissing why)
+{
+  const LwReportStack *stacks = report->n_sampled > 0 ? report->sampled : report->stacks;
+  guint n = report->n_sampled > 0 ? report->n_sampled : report->n_stacks, count = 0;
+
+  for (guint i = 0; i < n; i++)
+    if (stacks[i].lang_missing == why)
+      count += stacks[i].samples;
+  return count;
+}

@@ -11,6 +11,7 @@
 
 #include "lagwatch.h"
 #include "lw-calls.h"
+#include "lw-lang-frames.h"
 #include "lw-symbols.h"
 
 G_BEGIN_DECLS
@@ -32,6 +33,8 @@ typedef struct
   char     *thread_state;
   gboolean  truncated;
   gboolean  at_limit;        /* truncated at the frame limit, not where the unwind stopped */
+  LwLangMissing lang_missing;  /* profile: why its samples ran Python but hold no Python
+                                * frame (lw-lang-frames.h), or LW_LANG_MISSING_NONE */
   LwFrame  *frames;
   guint     n_frames;
   char     *stack_error;     /* thread snapshot: why it has no stack, or NULL */
@@ -167,5 +170,12 @@ int64_t lw_report_sample_interval (const LagWatchReport *report,
 
 /* Watcher thread. A zeroed report holding one reference. */
 LagWatchReport *lw_report_new (void);
+
+/* Any thread. The samples of @report's lag that ran Python but hold none
+ * of its frames, for reason @why (lw-lang-frames.h): counted over every
+ * sample (the lag's timeline), or over its kept stacks when it has no
+ * timeline. */
+guint lw_report_python_missing (const LagWatchReport *report,
+                                LwLangMissing         why);
 
 G_END_DECLS

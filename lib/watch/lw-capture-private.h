@@ -37,6 +37,14 @@ uintptr_t       lw_capture_prepare           (LwSlot     *slot,
                                               uintptr_t   lo,
                                               uintptr_t   hi,
                                               LwSnapshot *snap);
+/* Signal @signo as thread @tid sees it, and the letter of its State
+ * line in *@state ('\0' when not known): lw-capture-proc.c. */
+gboolean        lw_capture_signal_state      (LwSlot     *slot,
+                                              pid_t       tid,
+                                              int         signo,
+                                              gboolean   *blocked,
+                                              gboolean   *pending,
+                                              char       *state);
 /* One look at thread @tid through /proc, no signal. */
 LwCaptureResult lw_capture_look              (LwSlot     *slot,
                                               pid_t       tid,

@@ -2,8 +2,10 @@
  *
  * The signal handler and the stack copy live in lw-capture-core.c, built
  * without GLib (lw-capture-core.h). This file decides, on the watcher
- * thread, how each stack is taken, and installs the handler; sampling by a
- * CPU-time timer during a lag is lw-capture-periodic.c's.
+ * thread, how each stack is taken, and installs the handler; what /proc
+ * shows of the thread (running or asleep, a sleeping stack, its mask) is
+ * lw-capture-proc.c's, sampling by a CPU-time timer during a lag
+ * lw-capture-periodic.c's.
  *
  * Before every signal (an explicit one, or arming a CPU-time timer) the
  * watcher checks that the signal is still lagwatch's and may be sent: its
@@ -16,6 +18,12 @@
  * queued for it. A program that took the signal over is never sent
  * another (said once); stacks are then taken from /proc only, which shows
  * the stacks of threads asleep in a system call.
+ *
+ * The thread's status file is what tells its mask, and it is read before
+ * the send, never after: a signal sent to a thread that blocks it cannot
+ * be taken back, and a signalfd or sigwaitinfo() of the program would take
+ * it as its own. For the loop thread last seen running, that read comes
+ * first and its State line stands for the syscall file's verdict.
  */
 #include "lw-seccomp.h"
 #include "lw-capture.h"
@@ -39,7 +47,6 @@
 #include "lw-private.h"
 #include "lw-threadinfo.h"
 #include "lw-say.h"
-#include "lw-fd.h"
 
 /* Signal state, process-wide. Written under the library lock in normal
  * context, read by watcher threads. */
@@ -54,21 +61,16 @@ static gboolean          lw_capture_timers_ok;  /* CPU-time timers never cut a c
 static gboolean          lw_capture_timers_decided;
 
 #define LW_CAPTURE_SPIN_NS (50 * 1000)
-/* When, in the spin, the watcher looks whether the thread runs at all. */
-#define LW_CAPTURE_SPIN_LOOK_NS (5 * 1000)
+/* When, in the spin, the watcher looks whether the thread runs at all: its
+ * CPU time, read once the signal is sent, grows within any microsecond
+ * while it is on a CPU (in the kernel too, delivering the signal); the
+ * watcher on the thread's own CPU learns it is in the way after 1 µs. */
+#define LW_CAPTURE_SPIN_LOOK_NS (1 * 1000)
 
 /* A thread found blocking the signal is looked at again this often, this
  * many times (1 ms in all): see lw_capture_may_signal(). */
 #define LW_CAPTURE_MASK_RETRY_NS (200 * 1000)
 #define LW_CAPTURE_MASK_RETRIES  5
-
-/* What reading /proc/self/task/TID/syscall gave. */
-typedef enum
-{
-  LW_SYSCALL_READ,
-  LW_SYSCALL_GONE,    /* the thread no longer exists */
-  LW_SYSCALL_CLOSED,  /* it exists, but the file is closed to us (not dumpable) */
-} LwSyscallRead;
 
 int
 lw_capture_get_signal (void)
@@ -306,163 +308,6 @@ lw_snapshot_free (LwSnapshot *snapshot)
   g_free (snapshot);
 }
 
-
-/* Watcher thread. Reads the syscall file of @tid: through the slot's open
- * file for the loop thread (one pread), opening it otherwise. A file that
- * cannot be read is not proof that the thread is gone: in a process that
- * is not dumpable (setuid or setgid programs, prctl (PR_SET_DUMPABLE, 0))
- * it belongs to root and stays closed to the process itself. */
-/* Watcher thread of @slot. The /proc files kept open for the loop thread
- * are still the files opened: if the program closed them (and reused the
- * numbers) or dup2()ed something over them, the numbers are the
- * program's, never read nor closed again (said once); they are reopened
- * at the next read. */
-static void
-lw_capture_check_kept (LwSlot *slot)
-{
-  static gint said;
-  int lost = -1;
-
-  if (slot->proc_syscall_fd >= 0 && !lw_fd_is (slot->proc_syscall_fd, &slot->proc_syscall_id))
-    {
-      lost = slot->proc_syscall_fd;
-      slot->proc_syscall_fd = -1;
-      slot->proc_syscall_tid = 0;
-    }
-  if (slot->proc_status_fd >= 0 && !lw_fd_is (slot->proc_status_fd, &slot->proc_status_id))
-    {
-      lost = slot->proc_status_fd;
-      slot->proc_status_fd = -1;
-    }
-  if (lost >= 0 && g_atomic_int_compare_and_exchange (&said, 0, 1))
-    lw_say ("the program closed or replaced descriptor %d, which held a /proc file of the loop thread: "
-            "reopened by path", lost);
-}
-
-/* Watcher thread of @slot (lw_capture_read_syscall(), described above).
- * Another thread's file is read through *@other_fd when it is open, else
- * opened into it for the caller to close (NULL: opened and closed here):
- * one look at a sleeping thread reads the file twice (before and after the
- * copy of its stack), and a hang's snapshot looks at every thread; one
- * open instead of two saves a path walk through /proc each. */
-static LwSyscallRead
-lw_capture_read_syscall (LwSlot *slot, pid_t tid, LwProcSyscall *out, int *other_fd)
-{
-  gboolean cached = tid == atomic_load (&slot->loop_tid);
-  char text[256];
-  int fd = -1;
-  ssize_t n;
-
-  if (cached)
-    lw_capture_check_kept (slot);
-  if (cached && slot->proc_syscall_fd >= 0 && slot->proc_syscall_tid == tid)
-    fd = slot->proc_syscall_fd;
-  else if (!cached && other_fd != NULL && *other_fd >= 0)
-    fd = *other_fd;
-  else
-    {
-      char path[64];
-
-      snprintf (path, sizeof path, "/proc/self/task/%d/syscall", (int) tid);
-      fd = open (path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        return lw_threadinfo_exists (tid) ? LW_SYSCALL_CLOSED : LW_SYSCALL_GONE;
-      if (cached)
-        {
-          lw_capture_forget_thread (slot);
-          slot->proc_syscall_fd = fd;
-          lw_fd_id_take (fd, &slot->proc_syscall_id);
-          slot->proc_syscall_tid = tid;
-        }
-    }
-  n = pread (fd, text, sizeof text, 0);
-  if (!cached && other_fd != NULL && n > 0)
-    *other_fd = fd;
-  else if (!cached)
-    {
-      close (fd);
-      if (other_fd != NULL)
-        *other_fd = -1;
-    }
-  if (n <= 0)
-    {
-      if (cached)
-        lw_capture_forget_thread (slot);
-      return lw_threadinfo_exists (tid) ? LW_SYSCALL_CLOSED : LW_SYSCALL_GONE;
-    }
-  lw_threadinfo_parse_syscall (text, (gsize) n, out);
-  return LW_SYSCALL_READ;
-}
-
-/* Watcher thread of @slot. */
-void
-lw_capture_forget_thread (LwSlot *slot)
-{
-  if (slot->proc_syscall_fd >= 0)
-    lw_fd_close (slot->proc_syscall_fd, &slot->proc_syscall_id);
-  slot->proc_syscall_fd = -1;
-  slot->proc_syscall_tid = 0;
-  if (slot->proc_status_fd >= 0)
-    lw_fd_close (slot->proc_status_fd, &slot->proc_status_id);
-  slot->proc_status_fd = -1;
-}
-
-/* Watcher thread of @slot. Signal @signo as thread @tid sees it
- * (lw_threadinfo_signal_state()). For the loop thread, whose syscall file
- * is open already, through its status file kept open beside it: one pread
- * (measured 3 µs) instead of a path walk, an allocation and two reads
- * (8-11 µs), before every signal. */
-static gboolean
-lw_capture_signal_state (LwSlot *slot, pid_t tid, int signo, gboolean *blocked, gboolean *pending)
-{
-  char text[4096];
-  ssize_t n = -1;
-
-  lw_capture_check_kept (slot);
-  if (tid != slot->proc_syscall_tid || slot->proc_syscall_fd < 0)
-    return lw_threadinfo_signal_state (tid, signo, blocked, pending);
-  if (slot->proc_status_fd < 0)
-    {
-      char path[64];
-
-      snprintf (path, sizeof path, "/proc/self/task/%d/status", (int) tid);
-      slot->proc_status_fd = open (path, O_RDONLY | O_CLOEXEC);
-      lw_fd_id_take (slot->proc_status_fd, &slot->proc_status_id);
-    }
-  if (slot->proc_status_fd >= 0)
-    n = pread (slot->proc_status_fd, text, sizeof text, 0);
-  if (n > 0 && lw_threadinfo_parse_signal_state (text, (gsize) n, signo, blocked, pending))
-    return TRUE;
-  /* Gone, closed to us, or cut short: the file is read the long way. */
-  return lw_threadinfo_signal_state (tid, signo, blocked, pending);
-}
-
-/* Watcher thread. The thread sleeps in the kernel: copy its stack from
- * here. TRUE when the copy is consistent (the thread did not move while we
- * copied: same /proc line before and after, same busy period). */
-static gboolean
-lw_capture_from_proc (LwSlot *slot, pid_t tid, int *other_fd, const LwProcSyscall *before,
-                      uint64_t busy_seq, uintptr_t lo, uintptr_t hi, LwSnapshot *snap)
-{
-  LwProcSyscall after;
-
-  memset (snap->regs, 0, sizeof snap->regs);
-  snap->regs[LW_REG_RIP] = before->pc;
-  snap->regs[LW_REG_RSP] = before->sp;
-  snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
-  snap->syscall_nr = before->nr;
-  snap->via_signal = 0;
-  snap->lang_len = 0;
-  snap->lang_ns = 0;
-  lw_core_copy_stack (snap, before->sp, lo, hi);
-  snap->taken_ns = lw_clock_now_ns ();
-
-  return lw_capture_read_syscall (slot, tid, &after, other_fd) == LW_SYSCALL_READ
-         && !after.running && after.nr == before->nr && after.sp == before->sp
-         && after.pc == before->pc && memcmp (after.args, before->args, sizeof after.args) == 0
-         && (busy_seq == 0 || atomic_load (&slot->seq) == busy_seq);
-}
-
 /* Watcher thread. Waits a little for the handler by spinning: it has
  * usually copied the stack some 10 µs after the signal was sent, and a
  * watcher asleep on the semaphore costs a futex wake on the stuck thread
@@ -585,12 +430,14 @@ lw_capture_signal_still_ours (void)
 }
 
 /* Watcher thread of @slot. Whether lagwatch's signal may go to thread
- * @tid now: OK; SIGNAL_TAKEN (never again); BLOCKED (not this thread);
- * IN_FLIGHT (one of ours is still queued for it); THREAD_GONE; FAILED. */
-LwCaptureResult
-lw_capture_may_signal (LwSlot *slot, pid_t tid)
+ * @tid now (lw_capture_may_signal()). With @only_running, PENDING when the
+ * thread's status does not say it runs (or cannot say): then nothing is
+ * decided, and the caller looks at it through /proc first. */
+static LwCaptureResult
+lw_capture_check_signal (LwSlot *slot, pid_t tid, gboolean only_running)
 {
   gboolean blocked, pending;
+  char state;
 
   if (lw_signo == 0)
     return LW_CAPTURE_FAILED;
@@ -607,8 +454,16 @@ lw_capture_may_signal (LwSlot *slot, pid_t tid)
     {
       struct timespec pause = { 0, LW_CAPTURE_MASK_RETRY_NS };
 
-      if (!lw_capture_signal_state (slot, tid, lw_signo, &blocked, &pending))
-        return lw_threadinfo_exists (tid) ? LW_CAPTURE_FAILED : LW_CAPTURE_THREAD_GONE;
+      if (!lw_capture_signal_state (slot, tid, lw_signo, &blocked, &pending, &state))
+        return only_running ? LW_CAPTURE_PENDING
+               : lw_threadinfo_exists (tid) ? LW_CAPTURE_FAILED : LW_CAPTURE_THREAD_GONE;
+      /* Asleep in a call (or stopped): its stack is taken through /proc,
+       * never by a signal that would cut the call short. */
+      if (only_running && state != 'R')
+        {
+          slot->proc_seen_running = FALSE;
+          return LW_CAPTURE_PENDING;
+        }
       if (!blocked || retry == LW_CAPTURE_MASK_RETRIES
           || (tid != slot->capture.target_tid && tid != atomic_load (&slot->loop_tid)))
         break;
@@ -626,19 +481,25 @@ lw_capture_may_signal (LwSlot *slot, pid_t tid)
   return LW_CAPTURE_OK;
 }
 
-/* Watcher thread. Sends the signal of a new request for @tid: PENDING
- * once it is on its way. */
+/* Watcher thread of @slot. Whether lagwatch's signal may go to thread
+ * @tid now: OK; SIGNAL_TAKEN (never again); BLOCKED (not this thread);
+ * IN_FLIGHT (one of ours is still queued for it); THREAD_GONE; FAILED. */
+LwCaptureResult
+lw_capture_may_signal (LwSlot *slot, pid_t tid)
+{
+  return lw_capture_check_signal (slot, tid, FALSE);
+}
+
+/* Watcher thread. Sends the signal of a new request for @tid, which
+ * lw_capture_check_signal() allowed: PENDING once it is on its way. */
 static LwCaptureResult
 lw_capture_send_signal (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t lo, uintptr_t hi,
                         LwSnapshot *snap)
 {
   LwCaptureRequest *req = &slot->capture;
-  LwCaptureResult allowed = lw_capture_may_signal (slot, tid);
   uintptr_t cookie;
   siginfo_t info;
 
-  if (allowed != LW_CAPTURE_OK)
-    return allowed;
   while (sem_trywait (&req->done) == 0)
     ;
   cookie = lw_capture_prepare (slot, tid, busy_seq, lo, hi, snap);
@@ -711,55 +572,13 @@ lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
   return (LwCaptureResult) atomic_load (&req->result);
 }
 
-/* Watcher thread of @slot. One look at thread @tid through /proc, no
- * signal: OK when it sleeps in the kernel and its stack was copied; STALE,
- * THREAD_GONE, PROC_CLOSED (it sleeps, and /proc hides where); else
- * PENDING, with *@running TRUE when it runs, FALSE when it moved during
- * the copy. */
-LwCaptureResult
-lw_capture_look (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
-                 uintptr_t stack_hi, LwSnapshot *snap, gboolean *running)
-{
-  LwProcSyscall now;
-  int other_fd = -1;
-  gboolean ok;
-
-  *running = FALSE;
-  if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
-    return LW_CAPTURE_STALE;
-  if (tid == 0)
-    return LW_CAPTURE_THREAD_GONE;
-  switch (lw_capture_read_syscall (slot, tid, &now, &other_fd))
-    {
-    case LW_SYSCALL_GONE:
-      return LW_CAPTURE_THREAD_GONE;
-    case LW_SYSCALL_CLOSED:
-      /* The stat file stays readable: a running thread is taken by signal. */
-      switch (lw_threadinfo_state (tid))
-        {
-        case LW_THREAD_GONE:
-          return LW_CAPTURE_THREAD_GONE;
-        case LW_THREAD_RUNNING:
-          *running = TRUE;
-          return LW_CAPTURE_PENDING;
-        default:
-          return LW_CAPTURE_PROC_CLOSED;
-        }
-    case LW_SYSCALL_READ:
-      break;
-    }
-  *running = now.running;
-  ok = !now.running && lw_capture_from_proc (slot, tid, &other_fd, &now, busy_seq, stack_lo, stack_hi, snap);
-  if (other_fd >= 0)
-    close (other_fd);
-  return ok ? LW_CAPTURE_OK : LW_CAPTURE_PENDING;
-}
-
 /* Watcher thread of @slot. */
 LwCaptureResult
 lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo,
                   uintptr_t stack_hi, LwSnapshot *snap)
 {
+  LwCaptureResult allowed;
+
   if (lw_capture_handler_busy (slot))
     return LW_CAPTURE_IN_FLIGHT;
   snap->regs_valid = 0;
@@ -767,6 +586,23 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
   snap->lang_len = 0;
   snap->lang_ns = 0;
   snap->syscall_nr = -1;
+
+  /* The loop thread, running at the last look: its status file first. Its
+   * State line says whether it runs as the syscall file would (both show
+   * the kernel's state of the task: "running" there is R here), beside
+   * the masks read before any signal, so a thread that still runs costs
+   * one file read, not two. A thread that sleeps now is looked at through
+   * /proc as below. */
+  if (slot->proc_seen_running && tid != 0 && tid == atomic_load (&slot->loop_tid))
+    {
+      if (busy_seq != 0 && atomic_load (&slot->seq) != busy_seq)
+        return LW_CAPTURE_STALE;
+      allowed = lw_capture_check_signal (slot, tid, TRUE);
+      if (allowed == LW_CAPTURE_OK)
+        return lw_capture_send_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap);
+      if (allowed != LW_CAPTURE_PENDING)
+        return allowed;
+    }
 
   for (int attempt = 0; attempt < 3; attempt++)
     {
@@ -779,6 +615,9 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
       if (running)
         break;
     }
+  allowed = lw_capture_check_signal (slot, tid, FALSE);
+  if (allowed != LW_CAPTURE_OK)
+    return allowed;
   return lw_capture_send_signal (slot, tid, busy_seq, stack_lo, stack_hi, snap);
 }
 

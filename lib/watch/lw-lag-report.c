@@ -120,6 +120,7 @@ lw_lag_add_timeline (LagWatch *watch, LwLag *lag, LagWatchReport *report)
 
           sampled->samples = stack->count;
           sampled->truncated = stack->truncated;
+          sampled->lang_missing = stack->lang_missing;
           sampled->frames = lw_lag_frames (stack->ips, stack->n_ips);
           sampled->n_frames = stack->n_ips;
           at = ++report->n_sampled;
@@ -174,6 +175,7 @@ lw_lag_build_report (LagWatch *watch, LwLag *lag, const char *event, int64_t end
 
       report->stacks[i].samples = stack->count;
       report->stacks[i].truncated = stack->truncated;
+      report->stacks[i].lang_missing = stack->lang_missing;
       report->stacks[i].at_limit = stack->truncated && stack->n_ips >= watch->config->max_frames;
       report->stacks[i].frames = lw_lag_frames (stack->ips, stack->n_ips);
       report->stacks[i].n_frames = stack->n_ips;

@@ -83,7 +83,8 @@ lw_sampler_took (LwSampler *sampler, LagWatch *watch, LwCaptureResult result)
   n = lw_python_merge (watch->python, sampler->tid,
                        n == walked ? lw_unwinder_stack_pointers (watch->unwinder) : NULL,
                        watch->ips, n, watch->config->max_frames, &truncated);
-  if (lw_profile_add (watch->profile, watch->ips, n, truncated, snap->taken_ns, !snap->via_signal))
+  if (lw_profile_add (watch->profile, watch->ips, n, truncated, snap->taken_ns, !snap->via_signal,
+                      lw_python_last_missing (watch->python)))
     {
       lw_profile_thin (watch->profile);
       sampler->interval_ns *= 2;

@@ -10,6 +10,7 @@
  * that interpreter with.
  */
 #include <dlfcn.h>
+#include <string.h>
 
 #include "lagwatch.h"
 #include "lw-capture.h"
@@ -108,6 +109,76 @@ void
 lw_test_python_sample_kept_free (void)
 {
   g_clear_pointer (&kept_python, lw_python_free);
+}
+
+__attribute__ ((visibility ("default"))) int lw_test_python_capture (int tid);
+__attribute__ ((visibility ("default"))) int lw_test_python_merge_captured (char *why, int size);
+
+/* One stack of a thread, copied and walked by lw_test_python_capture(),
+ * merged with its Python frames later by lw_test_python_merge_captured(). */
+static struct
+{
+  pid_t     tid;
+  uintptr_t ips[256];
+  uintptr_t sps[256];
+  guint     n;
+  gboolean  truncated;
+} captured;
+
+/* Any thread but @tid's. Copies and walks thread @tid's stack, as the
+ * watcher does before it reads the Python frames; keeps it for
+ * lw_test_python_merge_captured(). Returns its native frames, 0 when the
+ * capture failed. */
+int
+lw_test_python_capture (int tid)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  GMainContext *context = g_main_context_new ();
+  LwSnapshot *snap = lw_snapshot_new (128 * 1024);
+  LwUnwinder *unwinder = lw_unwinder_new ();
+  LagWatch *watch;
+
+  lagwatch_config_set_output (config, "none", NULL);
+  watch = lagwatch_attach_with_config (context, config);
+  lagwatch_pause (watch);
+  captured.n = 0;
+  captured.tid = tid;
+  if (lw_capture_take_thread (watch->slot, tid, 0, 0, 0, snap, 50 * LW_NSEC_PER_MSEC) == LW_CAPTURE_OK)
+    {
+      captured.n = lw_unwinder_walk (unwinder, snap, captured.ips, G_N_ELEMENTS (captured.ips),
+                                     &captured.truncated);
+      memcpy (captured.sps, lw_unwinder_stack_pointers (unwinder), captured.n * sizeof (uintptr_t));
+    }
+  lagwatch_detach (watch);
+  g_main_context_unref (context);
+  lw_unwinder_free (unwinder);
+  lw_snapshot_free (snap);
+  return (int) captured.n;
+}
+
+/* The thread that called lw_test_python_capture(). Reads the captured
+ * thread's Python frames now and merges them into the stack captured, as
+ * the watcher does; writes into @why the reason lw_python_last_missing()
+ * gives ("moved", "unreadable", or "none"). Returns the Python frames the
+ * merged stack holds. */
+int
+lw_test_python_merge_captured (char *why, int size)
+{
+  LwPython *python = lw_python_new ();
+  uintptr_t ips[256];
+  gboolean truncated = captured.truncated;
+  const char *name;
+  guint n;
+  int with_python = 0;
+
+  memcpy (ips, captured.ips, captured.n * sizeof (uintptr_t));
+  n = lw_python_merge (python, captured.tid, captured.sps, ips, captured.n, G_N_ELEMENTS (ips), &truncated);
+  for (guint i = 0; i < n; i++)
+    with_python += lw_python_is_frame (ips[i]);
+  name = lw_lang_missing_name (lw_python_last_missing (python));
+  g_strlcpy (why, name != NULL ? name : "none", size);
+  lw_python_free (python);
+  return with_python;
 }
 
 __attribute__ ((visibility ("default"))) int lw_test_python_layout (char *out, int size);

@@ -100,6 +100,12 @@ def check_named(label, result, handler):
     innermost = frames[0] if frames else {}
     print("# %s %s: python frames %s" % (label, handler,
                                          [(f["symbol"], os.path.basename(f["file"]), f["line"]) for f in frames]))
+    if not frames:
+        # Why, when a failure needs it: the samples, those that ran Python
+        # without their frames (and the reason), the stack's innermost.
+        print("# %s %s: %s samples, %s without Python frames; stack %s" % (
+            label, handler, report.get("samples"), report.get("samples_python_missing", "none"),
+            [f.get("symbol") or f.get("module_offset") for f in report["stack"][:8]]))
     check(innermost.get("symbol") == handler and innermost.get("line") == line
           and os.path.realpath(innermost.get("file", "")) == os.path.realpath(child),
           "%s %s: the innermost Python frame is %s (%s:%d)" % (label, handler, handler, os.path.basename(child), line))

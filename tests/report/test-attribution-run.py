@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from launched import child_env, summary_labels
+
 LAUNCHER, TOOL, SOURCES, PYTHON_PROGRAM = sys.argv[1:5]
 PYTHON = "/usr/bin/python3"   # Debian's, with python3-gi
 results = []
@@ -39,17 +41,6 @@ def check(ok, what):
 
 def skip(what, why):
     results.append((True, "%s # SKIP %s" % (what, why)))
-
-
-def child_env(report_file):
-    env = dict(os.environ)
-    env["LW_TEST_REPORT_FILE"] = report_file
-    # An ASan build of the library in an uninstrumented program needs
-    # ASan's runtime first; the program's own leaks are not ours.
-    if env.get("LW_ASAN_RUNTIME"):
-        env["LD_PRELOAD"] = env["LW_ASAN_RUNTIME"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    return env
 
 
 def pkg_config(*names):
@@ -73,20 +64,6 @@ def run(command, json_file):
             print("# " + line)
         print("# %s: exit %d" % (command[0], proc.returncode))
     return records, proc.stderr
-
-
-def summary_labels(stderr):
-    """fingerprint -> the summary's "innermost program frame" column."""
-    labels = {}
-    in_table = False
-    for line in stderr.splitlines():
-        if line.startswith("lagwatch: summary of this run's lags"):
-            in_table = True
-            continue
-        row = re.match(r"^ +\d+ +[\d.]+ +[\d.]+ +([0-9a-f]{16}) +(.*)$", line) if in_table else None
-        if row:
-            labels[row.group(1)] = row.group(2)
-    return labels
 
 
 def tool_causes(tmp, name, records):

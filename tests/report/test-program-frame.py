@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from launched import child_env, summary_labels
+
 TOOL, LAUNCHER, PYTHON_PROGRAM, RECORDS, LAG_EXAMPLE, CXX_LAG, JS_PROGRAM = sys.argv[1:8]
 PYTHON = "/usr/bin/python3"   # Debian's, with python3-gi
 results = []
@@ -35,31 +37,6 @@ results = []
 
 def check(ok, what):
     results.append((ok, what))
-
-
-def child_env(report_file):
-    env = dict(os.environ)
-    env["LW_TEST_REPORT_FILE"] = report_file
-    # An ASan build of the library in an uninstrumented interpreter needs
-    # ASan's runtime first; the interpreter's own leaks are not ours.
-    if env.get("LW_ASAN_RUNTIME"):
-        env["LD_PRELOAD"] = env["LW_ASAN_RUNTIME"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    return env
-
-
-def summary_labels(stderr):
-    """fingerprint -> the summary's "innermost program frame" column."""
-    labels = {}
-    in_table = False
-    for line in stderr.splitlines():
-        if line.startswith("lagwatch: summary of this run's lags"):
-            in_table = True
-            continue
-        row = re.match(r"^ +\d+ +[\d.]+ +[\d.]+ +([0-9a-f]{16}) +(.*)$", line) if in_table else None
-        if row:
-            labels[row.group(1)] = row.group(2)
-    return labels
 
 
 def run_launched(tmp, name, command):
