@@ -4,7 +4,9 @@
  * tests/check-core-symbols.sh: everything here is async-signal-safe. Plain
  * loads and stores, lock-free atomics, the gettid/getpid/tgkill/
  * process_vm_readv/pread64 system calls, sigaction and sem_post. Nothing
- * else.
+ * else, but the one language sampler a caller registered
+ * (lw_core_set_sample_hook(): GJS's compiled frames, lw-gjs-jit.c), which
+ * keeps to the same rules.
  */
 #include "lw-capture-core.h"
 
