@@ -10,8 +10,11 @@
  * twenty calls deep (GJS: the samples with JavaScript frames; calls the JIT
  * made from compiled code have no entry, so fewer than twenty are named),
  * then spinning in C twenty calls deep (native: lw_gjs_merge() finds no
- * engine frame and returns). Prints the medians, in µs, and the frames of
- * the last sample of each.
+ * engine frame and returns). Then the same JavaScript spin once it is
+ * compiled (compiled: benchSpin called 3000 times first; its frames are
+ * named by the signal handler, lw-gjs-jit.c, whose cost is in the
+ * capture's time, and timed apart as "sampler": LwSnapshot.lang_ns).
+ * Prints the medians, in µs, and the frames of the last sample of each.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -30,8 +33,8 @@
 #define BENCH_SPIN_MS  1500
 #define BENCH_GAP_US   1000
 
-enum { TIME_CAPTURE, TIME_UNWIND, TIME_MERGE, TIME_WHOLE, N_TIMES };
-static const char *time_names[N_TIMES] = { "capture", "unwind", "merge", "whole" };
+enum { TIME_CAPTURE, TIME_HOOK, TIME_UNWIND, TIME_MERGE, TIME_WHOLE, N_TIMES };
+static const char *time_names[N_TIMES] = { "capture", "sampler", "unwind", "merge", "whole" };
 
 typedef struct
 {
@@ -39,6 +42,7 @@ typedef struct
   guint   native;
   guint   merged;
   guint   js;
+  guint   deep;    /* samples with BENCH_DEPTH JavaScript frames or more */
 } Series;
 
 static struct
@@ -50,10 +54,11 @@ static struct
   _Atomic int phase;     /* a BenchPhase */
   _Atomic int stop;      /* the C spin's end */
   Series     *js;
+  Series     *jit;
   Series     *native;
 } bench;
 
-typedef enum { PHASE_WAIT, PHASE_JS, PHASE_NATIVE, PHASE_DONE } BenchPhase;
+typedef enum { PHASE_WAIT, PHASE_JS, PHASE_NATIVE, PHASE_WARM, PHASE_JIT, PHASE_DONE } BenchPhase;
 
 /* The sampler. One sample of the main thread, timed into @series when it
  * has @wanted_js JavaScript frames or more (the JavaScript series leaves
@@ -73,7 +78,8 @@ bench_take (Series *series, guint wanted_js)
   t1 = lw_clock_now_ns ();
   native = lw_unwinder_walk (bench.unwinder, bench.snap, ips, 128, &truncated);
   t2 = lw_clock_now_ns ();
-  merged = lw_gjs_merge (bench.tid, ips, lw_unwinder_stack_pointers (bench.unwinder), native,
+  merged = lw_gjs_merge (bench.tid, bench.snap->lang, bench.snap->lang_len, ips,
+                         lw_unwinder_stack_pointers (bench.unwinder), native,
                          G_N_ELEMENTS (ips), &truncated);
   t3 = lw_clock_now_ns ();
   for (guint i = 0; i < merged; i++)
@@ -82,7 +88,8 @@ bench_take (Series *series, guint wanted_js)
     return;
   for (int k = 0; k < N_TIMES; k++)
     {
-      int64_t ns = k == TIME_CAPTURE ? t1 - t0 : k == TIME_UNWIND ? t2 - t1 : k == TIME_MERGE ? t3 - t2 : t3 - t0;
+      int64_t ns = k == TIME_CAPTURE ? t1 - t0 : k == TIME_HOOK ? bench.snap->lang_ns : k == TIME_UNWIND ? t2 - t1
+                   : k == TIME_MERGE ? t3 - t2 : t3 - t0;
       double us = (double) ns / 1000.0;
 
       g_array_append_val (series->times[k], us);
@@ -90,6 +97,7 @@ bench_take (Series *series, guint wanted_js)
   series->native = native;
   series->merged = merged;
   series->js = js;
+  series->deep += js >= BENCH_DEPTH;
 }
 
 /* The sampler thread. */
@@ -103,6 +111,8 @@ bench_sampler (gpointer data)
     {
       if (phase == PHASE_JS)
         bench_take (bench.js, 1);
+      else if (phase == PHASE_JIT)
+        bench_take (bench.jit, 1);
       else if (phase == PHASE_NATIVE)
         {
           if (native_start == 0)
@@ -146,11 +156,12 @@ series_new (void)
 static void
 series_print (const char *name, Series *series)
 {
-  printf ("%-7s %4u samples:", name, series->times[TIME_WHOLE]->len);
+  printf ("%-8s %4u samples:", name, series->times[TIME_WHOLE]->len);
   for (int k = 0; k < N_TIMES; k++)
     printf (" %s %.1f", time_names[k], bench_median (series->times[k]));
-  printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript\n",
-          series->native, series->merged, series->js);
+  printf (" µs (medians); last sample %u native frames, %u after the merge, %u JavaScript;"
+          " %u samples with %d or more\n",
+          series->native, series->merged, series->js, series->deep, BENCH_DEPTH);
 }
 
 int
@@ -161,6 +172,7 @@ main (int argc, char **argv)
   void *(*context_new) (void);
   gboolean (*eval) (void *, const char *, gssize, const char *, int *, GError **);
   g_autofree char *script = NULL;
+  g_autoptr(GError) error = NULL;
   GThread *sampler;
   void *context;
   int status = 0;
@@ -179,6 +191,7 @@ main (int argc, char **argv)
   bench.snap = lw_snapshot_new (256 * 1024);
   bench.unwinder = lw_unwinder_new ();
   bench.js = series_new ();
+  bench.jit = series_new ();
   bench.native = series_new ();
   lagwatch_config_set_output (config, "none", NULL);
   /* Attached on the JavaScript thread with GJS's context made: the
@@ -199,17 +212,31 @@ main (int argc, char **argv)
     "        x += Math.sqrt(x + 1);\n"
     "    return x > 0 ? 1 : 0;\n"
     "}\n"
-    "benchSpin(%d, GLib.get_monotonic_time() + %d * 1000);\n", BENCH_DEPTH, BENCH_SPIN_MS);
+    "benchSpin(%d, GLib.get_monotonic_time() + %d * 1000);\n"
+    "globalThis.benchSpin = benchSpin;\n"  /* each script has its own scope */
+    "globalThis.benchNow = () => GLib.get_monotonic_time();\n", BENCH_DEPTH, BENCH_SPIN_MS);
   atomic_store (&bench.phase, PHASE_JS);
   if (!eval (context, script, -1, "bench-gjs-sample.js", &status, NULL))
     g_error ("the JavaScript spin failed");
   atomic_store (&bench.phase, PHASE_NATIVE);
   bench_spin (BENCH_DEPTH);
+  atomic_store (&bench.phase, PHASE_WARM);
+  g_free (script);
+  script = g_strdup_printf ("for (let i = 0; i < 3000; i++)\n    benchSpin(%d, 0);\n", BENCH_DEPTH);
+  if (!eval (context, script, -1, "bench-gjs-warm.js", &status, &error))
+    g_error ("the JavaScript warm-up failed: %s", error->message);
+  atomic_store (&bench.phase, PHASE_JIT);
+  g_free (script);
+  script = g_strdup_printf ("benchSpin(%d, benchNow() + %d * 1000);\n", BENCH_DEPTH, BENCH_SPIN_MS);
+  if (!eval (context, script, -1, "bench-gjs-compiled.js", &status, &error))
+    g_error ("the compiled JavaScript spin failed: %s", error->message);
   atomic_store (&bench.phase, PHASE_DONE);
   g_thread_join (sampler);
 
   series_print ("GJS", bench.js);
   series_print ("native", bench.native);
+  series_print ("compiled", bench.jit);
   lagwatch_detach (bench.watch);
-  return bench.js->times[TIME_WHOLE]->len > 0 && bench.native->times[TIME_WHOLE]->len > 0 ? 0 : 1;
+  return bench.js->times[TIME_WHOLE]->len > 0 && bench.native->times[TIME_WHOLE]->len > 0
+         && bench.jit->times[TIME_WHOLE]->len > 0 ? 0 : 1;
 }

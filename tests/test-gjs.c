@@ -20,6 +20,12 @@
  * The stack is read after the native stack was captured: a read that
  * cannot be the captured stack's (an entry gone, or one deeper) is not
  * merged.
+ *
+ * Compiled frames are taken in the signal handler as records in the
+ * snapshot (stack address, kind, description): what is written reads
+ * back the same, a record that does not fit is not written, and the
+ * decoder stops at a record that is cut, too long or of a kind not the
+ * JIT's, keeping those before it.
  */
 #include <dlfcn.h>
 #include <glib.h>
@@ -29,6 +35,7 @@
 #include <unistd.h>
 
 #include "lw-gjs.h"
+#include "lw-gjs-jit.h"
 #include "lw-modules.h"
 
 typedef struct
@@ -251,6 +258,9 @@ test_decode (void)
   g_assert_cmpint (entries[2].kind, ==, LW_JS_ENTRY_LABEL);
   g_assert_cmpint (entries[3].kind, ==, LW_JS_ENTRY_FUNCTION);
   g_assert_cmphex (entries[3].value, ==, 0x3000);
+  /* Went on in compiled code (JS_OSR): a compiled frame stands for it. */
+  g_assert_false (entries[1].osr);
+  g_assert_true (entries[3].osr);
 
   /* Shorter than the frames asked for. */
   g_assert_false (lw_gjs_decode_frames (layout, raw, sizeof raw - 1, 4, entries));
@@ -259,6 +269,47 @@ test_decode (void)
   g_assert_false (lw_gjs_decode_frames (layout, raw, sizeof raw, 4, entries));
   put_frame (raw + 40, 0x1000, 0x5000, 0x7u << 16);
   g_assert_false (lw_gjs_decode_frames (layout, raw, sizeof raw, 4, entries));
+}
+
+static void
+test_jit_records (void)
+{
+  static const char inner[] = "jitHot (/home/u/app.js:22:15)", outer[] = "resource:///org/x/js/w.js:7:30";
+  guint8 lang[64];
+  LwJsJitFrame frames[4];
+  gsize at = 0, full;
+
+  g_assert_true (lw_gjs_jit_put (lang, sizeof lang, &at, 0x7ffd1000, 2, inner, strlen (inner)));
+  g_assert_false (lw_gjs_jit_put (lang, sizeof lang, &at, 0x7ffd2000, 0, outer, strlen (outer)));  /* no room */
+  full = at;
+  g_assert_cmpuint (lw_gjs_jit_decode (lang, at, frames, G_N_ELEMENTS (frames)), ==, 1);
+  g_assert_cmphex (frames[0].stack_address, ==, 0x7ffd1000);
+  g_assert_cmpuint (frames[0].kind, ==, 2);
+  g_assert_cmpmem (frames[0].label, frames[0].label_len, inner, strlen (inner));
+
+  {
+    guint8 big[256];
+
+    at = 0;
+    g_assert_true (lw_gjs_jit_put (big, sizeof big, &at, 0x7ffd1000, 2, inner, strlen (inner)));
+    g_assert_true (lw_gjs_jit_put (big, sizeof big, &at, 0x7ffd2000, 0, outer, strlen (outer)));
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at, frames, G_N_ELEMENTS (frames)), ==, 2);
+    g_assert_cmpmem (frames[1].label, frames[1].label_len, outer, strlen (outer));
+    g_assert_cmpuint (frames[1].kind, ==, 0);
+    /* Room for one only; the second cut short. */
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at, frames, 1), ==, 1);
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at - 1, frames, G_N_ELEMENTS (frames)), ==, 1);
+    /* A kind that is not the JIT's (wasm) ends them. */
+    big[full + 8] = 3;
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at, frames, G_N_ELEMENTS (frames)), ==, 1);
+    /* A length past the bytes, or none. */
+    big[8] = 2;
+    big[9] = 0xff, big[10] = 0xff;
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at, frames, G_N_ELEMENTS (frames)), ==, 0);
+    big[9] = 0, big[10] = 0;
+    g_assert_cmpuint (lw_gjs_jit_decode (big, at, frames, G_N_ELEMENTS (frames)), ==, 0);
+  }
+  g_assert_cmpuint (lw_gjs_jit_decode (lang, 0, frames, G_N_ELEMENTS (frames)), ==, 0);
 }
 
 /* A stack read after the capture, checked against the captured stack.
@@ -344,6 +395,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gjs/layout/probe", test_layout_probe);
   g_test_add_func ("/gjs/decode", test_decode);
   g_test_add_func ("/gjs/read-fits", test_read_fits);
+  g_test_add_func ("/gjs/jit/records", test_jit_records);
   g_test_add_func ("/gjs/engine/installed", test_engine_installed);
   return g_test_run ();
 }

@@ -4,7 +4,9 @@
  * tests/check-core-symbols.sh: everything here is async-signal-safe. Plain
  * loads and stores, lock-free atomics, the gettid/getpid/tgkill/
  * process_vm_readv/pread64 system calls, sigaction and sem_post. Nothing
- * else.
+ * else, but the one language sampler a caller registered
+ * (lw_core_set_sample_hook(): GJS's compiled frames, lw-gjs-jit.c), which
+ * keeps to the same rules.
  */
 #include "lw-capture-core.h"
 
@@ -26,6 +28,9 @@ static LwCaptureRequest *_Atomic lw_core_requests[LW_MAX_SLOTS];
  * handler is not installed (lw-capture.c), read by the handler. */
 static struct sigaction lw_core_chained;
 static _Atomic int      lw_core_in_flight;  /* explicit signals sent, handler not yet entered */
+/* A language's sampler and the thread it is for (lw_core_set_sample_hook). */
+static _Atomic (LwCoreSampleHook) lw_core_hook;
+static _Atomic pid_t              lw_core_hook_tid;
 
 /* Any thread, normal context. */
 void
@@ -33,6 +38,15 @@ lw_core_register_request (unsigned index, LwCaptureRequest *req)
 {
   if (index < LW_MAX_SLOTS)
     atomic_store (&lw_core_requests[index], req);
+}
+
+/* Any thread, normal context. */
+void
+lw_core_set_sample_hook (pid_t tid, LwCoreSampleHook hook)
+{
+  atomic_store (&lw_core_hook, NULL);
+  atomic_store (&lw_core_hook_tid, tid);
+  atomic_store (&lw_core_hook, hook);
 }
 
 /* Any thread, normal context, handler not installed. */
@@ -218,6 +232,7 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
   int result = LW_CAPTURE_STALE;
   int by_timer;
   sem_t *wake;
+  LwCoreSampleHook hook;
 
   if (info == NULL || (cookie >> 48) != LW_COOKIE_MAGIC
       || !((info->si_code == SI_QUEUE && info->si_pid == getpid ()) || info->si_code == SI_TIMER))
@@ -253,6 +268,14 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       snap->syscall_nr = -1;
       snap->via_signal = 1;
       snap->taken_ns = lw_clock_now_ns ();
+      snap->lang_len = 0;
+      snap->lang_ns = 0;
+      hook = atomic_load (&lw_core_hook);
+      if (hook != NULL && atomic_load (&lw_core_hook_tid) == req->target_tid)
+        {
+          hook (uc, snap);
+          snap->lang_ns = lw_clock_now_ns () - snap->taken_ns;
+        }
       result = LW_CAPTURE_OK;
     }
   /* The semaphore is read before DONE: from then on the watcher may fill

@@ -87,6 +87,17 @@ void lw_core_on_signal (int signo, siginfo_t *info, void *ucontext);
  * request lives as long as the process). */
 void lw_core_register_request (unsigned index, LwCaptureRequest *req);
 
+/* A language's sampler, run by the handler on the thread it was set for,
+ * right after the registers and stack were copied, while the thread is
+ * stopped in the handler: writes at most LW_SNAPSHOT_LANG_BYTES into
+ * @snap->lang and their count into @snap->lang_len. Must be
+ * async-signal-safe and bounded; the handler restores errno after it. */
+typedef void (*LwCoreSampleHook) (const void *ucontext, LwSnapshot *snap);
+
+/* Any thread, normal context. Runs @hook in the handler of captures of
+ * thread @tid from now on (one hook per process; NULL removes it). */
+void lw_core_set_sample_hook (pid_t tid, LwCoreSampleHook hook);
+
 /* Any thread, normal context, while the handler is not installed or
  * before it is: the disposition a foreign signal is passed on to. */
 void lw_core_set_chained (const struct sigaction *action);

@@ -23,6 +23,10 @@ enum
   LW_N_REGS
 };
 
+/* Room for what a language's sampler takes in the handler (the names of
+ * JavaScript functions running as compiled code: lw-gjs-jit.c). */
+#define LW_SNAPSHOT_LANG_BYTES 4096
+
 typedef enum
 {
   LW_CAPTURE_OK,           /* registers and stack in hand */
@@ -47,5 +51,8 @@ typedef struct
   uintptr_t stack_base;     /* address the copy starts at (the stack pointer) */
   size_t    stack_len;      /* bytes copied */
   size_t    stack_capacity; /* size of stack[] */
+  size_t    lang_len;       /* bytes of lang[] a language's sampler wrote (lw_core_set_sample_hook), 0 when none */
+  int64_t   lang_ns;        /* the time that sampler took in the handler, 0 when none ran */
+  unsigned char lang[LW_SNAPSHOT_LANG_BYTES];
   unsigned char stack[];    /* the copy */
 } LwSnapshot;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lw-gjs-jit.h"
 #include "lw-lang-frames.h"
 #include "lw-load.h"
 #include "lw-unwind.h"
@@ -53,6 +54,9 @@ static const struct
 #define LW_JS_FRAME_IS_SP_MARKER (1u << 1)
 #define LW_JS_FRAME_IS_JS        (1u << 2)
 #define LW_JS_FRAME_KIND_MASK    (LW_JS_FRAME_IS_LABEL | LW_JS_FRAME_IS_SP_MARKER | LW_JS_FRAME_IS_JS)
+/* A JavaScript function the interpreter ran that went on in compiled code
+ * (on-stack replacement): a compiled frame stands for it. */
+#define LW_JS_FRAME_JS_OSR       (1u << 3)
 /* The category pair sits above the 16 bits of flags. */
 #define LW_JS_CATEGORY_SHIFT 16
 
@@ -294,6 +298,7 @@ lw_gjs_try (void)
 {
   LwUnwindTable engine;
   void *gjs_context, *cx;
+  g_autofree char *why = NULL;
 
   if (!lw_gjs_looked && lw_gjs_look () == LW_GJS_NOTHING)
     return LW_GJS_NOTHING;
@@ -318,6 +323,10 @@ lw_gjs_try (void)
   lw_gjs_engine.set_stack (cx, lw_gjs_stack);
   lw_gjs_engine.enable_stack (cx, true);
   atomic_store (&lw_gjs_ready, 1);
+  /* With the Gecko profiler on (above), compiled frames are named by the
+   * engine's sampler interface, in the signal handler. */
+  if (!lw_gjs_jit_start (lw_gjs_engine.node, gjs_context, cx, lw_gjs_tid, &why))
+    lw_say ("%s", why);
   return LW_GJS_ON;
 }
 
@@ -514,7 +523,8 @@ lw_gjs_decode_frames (const LwJsLayout *layout, const guint8 *raw, gsize raw_len
           entries[i] = (LwJsEntry) { LW_JS_ENTRY_MARKER, lw_load_uptr (frame, layout->sp_or_script) };
           break;
         case LW_JS_FRAME_IS_JS:
-          entries[i] = (LwJsEntry) { LW_JS_ENTRY_FUNCTION, lw_load_uptr (frame, layout->dynamic_string) };
+          entries[i] = (LwJsEntry) { LW_JS_ENTRY_FUNCTION, lw_load_uptr (frame, layout->dynamic_string),
+                                     (lw_load_u32 (frame, layout->flags) & LW_JS_FRAME_JS_OSR) != 0 };
           break;
         default:
           return FALSE;
@@ -539,9 +549,10 @@ lw_gjs_stack_pointer_field (guint offset)
 
 /* Watcher thread. The profiling stack's entries that matter, outermost
  * first, into @reads; their count, 0 when there is none or they changed
- * during the read. */
+ * during the read. With @skip_osr, functions that went on in compiled
+ * code are left out (the sample's compiled frames name them). */
 static guint
-lw_gjs_read_frames (LwJsRead *reads)
+lw_gjs_read_frames (LwJsRead *reads, gboolean skip_osr)
 {
   const LwJsLayout *layout = lw_gjs_layout;
   guint8 raw[LW_GJS_MAX_FRAMES * LW_JS_MAX_FRAME_SIZE], again[LW_GJS_MAX_FRAMES * LW_JS_MAX_FRAME_SIZE];
@@ -575,6 +586,11 @@ lw_gjs_read_frames (LwJsRead *reads)
        * (js::RunScript): nothing to name. */
       if (entries[i].kind != LW_JS_ENTRY_FUNCTION || entries[i].value == 0)
         continue;
+      if (skip_osr && entries[i].osr)
+        {
+          used = i + 1;
+          continue;
+        }
       /* A frame that cannot be named ends the read: a stack may lack its
        * JavaScript frames, it never shows a wrong one. */
       if (!lw_modules_read_string (entries[i].value, label, sizeof label, &whole) || !whole
@@ -610,20 +626,70 @@ lw_gjs_frame_of (const uintptr_t *sps, guint n_ips, uintptr_t addr)
   return -1;
 }
 
+/* Watcher thread. The native frame whose stack holds @addr; with
+ * @beyond (the walk was cut, its last frame's stack pointer), @n_ips for
+ * an address past the walked stack; else -1. */
+static int
+lw_gjs_place (const uintptr_t *sps, guint n_ips, uintptr_t beyond, uintptr_t addr)
+{
+  int k = sps != NULL ? lw_gjs_frame_of (sps, n_ips, addr) : -1;
+
+  return k < 0 && beyond != 0 && addr >= beyond ? (int) n_ips : k;
+}
+
+/* Watcher thread. The compiled frames the handler took (@jit, @jit_len
+ * bytes of the snapshot), innermost first: their tags into @tags, their
+ * stack addresses into @addrs and the native frame each goes in front of
+ * into @at (lw_gjs_place(): the generated code running it); their count.
+ * A frame off the walked stack, or whose description does not parse, ends
+ * them: outer ones are left out, never misplaced. */
+static guint
+lw_gjs_jit_frames (const guint8 *jit, gsize jit_len, const uintptr_t *sps, guint n_ips, uintptr_t beyond,
+                   uintptr_t *tags, uintptr_t *addrs, int *at)
+{
+  LwJsJitFrame frames[LW_GJS_MAX_FRAMES];
+  guint n = sps != NULL ? lw_gjs_jit_decode (jit, jit_len, frames, G_N_ELEMENTS (frames)) : 0;
+
+  for (guint j = 0; j < n; j++)
+    {
+      g_autofree char *label = g_strndup (frames[j].label, frames[j].label_len);
+      g_autofree char *name = NULL, *file = NULL;
+      guint line;
+
+      at[j] = lw_gjs_place (sps, n_ips, beyond, frames[j].stack_address);
+      addrs[j] = frames[j].stack_address;
+      /* Outward only: a frame placed inward of the one before it is not
+       * where the walk put its code. */
+      if (at[j] < 0 || (j > 0 && (at[j] < at[j - 1] || addrs[j] < addrs[j - 1]))
+          || strlen (label) != frames[j].label_len || !lw_gjs_parse_label (label, &name, &file, &line)
+          || (tags[j] = lw_lang_frame_intern (LW_LANG_JS, name, file, line)) == 0)
+        return j;
+    }
+  return n;
+}
+
 guint
-lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guint max_ips,
-              gboolean *truncated)
+lw_gjs_merge (pid_t tid, const guint8 *jit, gsize jit_len, uintptr_t *ips, const uintptr_t *sps, guint n_ips,
+              guint max_ips, gboolean *truncated)
 {
   LwJsRead reads[LW_GJS_MAX_FRAMES];
-  uintptr_t out[LW_GJS_MAX_FRAMES + LW_MAX_FRAMES_LIMIT];
+  uintptr_t out[2 * LW_GJS_MAX_FRAMES + LW_MAX_FRAMES_LIMIT], jit_tags[LW_GJS_MAX_FRAMES];
+  uintptr_t jit_addrs[LW_GJS_MAX_FRAMES], keys[LW_GJS_MAX_FRAMES];
   guint8 kinds[LW_MAX_FRAMES_LIMIT];
   int at[LW_GJS_MAX_FRAMES];  /* per read: the native frame it goes in front of */
-  guint n_reads, n_out = 0, innermost = n_ips;
-  uintptr_t entry_sp = 0;
+  int jit_at[LW_GJS_MAX_FRAMES];
+  guint n_reads = 0, n_jit, n_out = 0, innermost = n_ips;
+  uintptr_t entry_sp = 0, beyond;
   int entry = -1;
 
   if (!atomic_load (&lw_gjs_ready) || tid != lw_gjs_tid || n_ips == 0 || n_ips > LW_MAX_FRAMES_LIMIT)
     return n_ips;
+  /* A walk cut short (generated code it could not step): what lies past
+   * its last frame's stack pointer is outward of every frame walked. */
+  beyond = *truncated && sps != NULL ? sps[n_ips - 1] : 0;
+  /* Taken in the handler, while the thread was stopped: they are the
+   * captured stack's. */
+  n_jit = lw_gjs_jit_frames (jit, jit_len, sps, n_ips, beyond, jit_tags, jit_addrs, jit_at);
   /* The innermost engine frame: where frames of no known entry go. */
   for (guint k = 0; k < n_ips; k++)
     {
@@ -631,33 +697,53 @@ lw_gjs_merge (pid_t tid, uintptr_t *ips, const uintptr_t *sps, guint n_ips, guin
       if (kinds[k] != LW_JS_NATIVE_OTHER && innermost == n_ips)
         innermost = k;
     }
-  if (innermost == n_ips || (n_reads = lw_gjs_read_frames (reads)) == 0)
-    return n_ips;
+  if (innermost < n_ips)
+    n_reads = lw_gjs_read_frames (reads, n_jit > 0);
   /* Each JavaScript frame goes in front of the native frame that entered
    * the engine for it (the frame whose stack holds the entry's marker):
-   * inside the native code that called it, outside the engine running it. */
-  for (guint i = 0; i < n_reads; i++)
+   * inside the native code that called it, outside the engine running it.
+   * Its key, the marker's address, orders it among compiled frames there. */
+  for (guint r = 0; r < n_reads; r++)
     {
-      if (reads[i].tag == 0)
+      if (reads[r].tag == 0)
         {
-          entry_sp = reads[i].entry_sp;
-          entry = sps != NULL ? lw_gjs_frame_of (sps, n_ips, entry_sp) : -1;
+          entry_sp = reads[r].entry_sp;
+          entry = lw_gjs_place (sps, n_ips, beyond, entry_sp);
         }
-      at[i] = entry >= 0 ? entry : (int) innermost;
+      at[r] = entry >= 0 ? entry : (int) innermost;
+      keys[r] = entry >= 0 ? entry_sp : UINTPTR_MAX;
     }
   /* The stack is read after the capture, while the thread runs on: a
    * function that returned (or was entered) meanwhile makes a read of
    * another stack than the one captured, which is not merged. */
-  if (!lw_gjs_read_fits (kinds, sps, n_ips, entry, entry_sp))
+  if (n_reads > 0 && !lw_gjs_read_fits (kinds, sps, n_ips, entry < (int) n_ips ? entry : -1, entry_sp))
+    n_reads = 0;
+  if (n_reads == 0 && n_jit == 0)
     return n_ips;
 
-  /* Native frames innermost first; before frame k, the JavaScript frames
-   * that go there, innermost (last read) first. */
+  /* Native frames innermost first; before frame k (or after the last one,
+   * k == n_ips), the JavaScript frames that go there, innermost first: by
+   * stack address, a compiled frame inward of an entry's marker goes
+   * before the functions entered there (the interpreter's, running in the
+   * engine's frame at the marker, which calls the compiled code). */
   for (guint k = 0; k <= n_ips; k++)
     {
-      for (guint i = n_reads; i-- > 0;)
-        if (reads[i].tag != 0 && at[i] == (int) k && n_out < G_N_ELEMENTS (out))
-          out[n_out++] = reads[i].tag;
+      guint j = 0;
+      int i = (int) n_reads - 1;
+
+      for (;;)
+        {
+          while (j < n_jit && jit_at[j] != (int) k)
+            j++;
+          while (i >= 0 && (reads[i].tag == 0 || at[i] != (int) k))
+            i--;
+          if (j < n_jit && (i < 0 || jit_addrs[j] < keys[i]))
+            out[n_out++] = jit_tags[j++];
+          else if (i >= 0)
+            out[n_out++] = reads[i--].tag;
+          else
+            break;
+        }
       if (k < n_ips)
         out[n_out++] = ips[k];
     }

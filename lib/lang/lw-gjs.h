@@ -31,10 +31,10 @@
  * frame whose stack holds that address (the engine's entry, js::RunScript),
  * so a JavaScript callback run from C run from JavaScript reads in order.
  *
- * Limits, by the engine's design: a function the JIT compiler called from
- * another compiled function has no entry (its innermost caller entered
- * from native code or from the interpreter stands for it); the line is the
- * function's first line, not the line being run.
+ * Limits, by the engine's design: a function running as compiled code
+ * (the baseline interpreter, Baseline, Ion) has no entry; the signal
+ * handler names those frames (lw-gjs-jit.h) and lw_gjs_merge() puts them
+ * in. The line is the function's first line, not the line being run.
  */
 #pragma once
 
@@ -68,14 +68,19 @@ void     lw_gjs_stop  (GSource *source);
 
 /* Watcher thread, right after a capture of thread @tid, while it is still
  * stuck. Adds the JavaScript functions @tid is running to @ips (@n_ips
- * native frames, room for @max_ips), each in front of the native frame
- * that entered the engine for it, found by its stack address in @sps (the
+ * native frames, room for @max_ips): those the handler took running as
+ * compiled code (@jit, @jit_len bytes: the snapshot's lang[],
+ * lw-gjs-jit.h), each in front of the generated code running it, and
+ * those of the profiling stack, each in front of the native frame that
+ * entered the engine for it, found by its stack address in @sps (the
  * frames' stack pointers, lw_unwinder_stack_pointers()); in front of the
  * innermost engine frame where that is not known. Returns the new count;
  * sets *@truncated when outer frames had to be dropped for room. Leaves
- * @ips unchanged when @tid runs no JavaScript lagwatch can read, or the
- * stack changed during the read. */
+ * @ips unchanged when @tid runs no JavaScript lagwatch can read; the
+ * profiling stack's frames are left out when it changed during the read. */
 guint    lw_gjs_merge (pid_t            tid,
+                       const guint8    *jit,
+                       gsize            jit_len,
                        uintptr_t       *ips,
                        const uintptr_t *sps,
                        guint            n_ips,
@@ -172,6 +177,7 @@ typedef struct
 {
   LwJsEntryKind kind;
   uintptr_t     value;
+  gboolean      osr;    /* a function that went on in compiled code (its flag JS_OSR) */
 } LwJsEntry;
 
 /* Any thread, async-signal-safe. Decodes @n frames copied from a profiling

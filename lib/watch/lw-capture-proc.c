@@ -173,6 +173,8 @@ lw_capture_from_proc (LwSlot *slot, pid_t tid, int *other_fd, const LwProcSyscal
   snap->regs_valid = (1u << LW_REG_RIP) | (1u << LW_REG_RSP);
   snap->syscall_nr = before->nr;
   snap->via_signal = 0;
+  snap->lang_len = 0;
+  snap->lang_ns = 0;
   lw_core_copy_stack (snap, before->sp, lo, hi);
   snap->taken_ns = lw_clock_now_ns ();
 

@@ -583,6 +583,8 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
     return LW_CAPTURE_IN_FLIGHT;
   snap->regs_valid = 0;
   snap->stack_len = 0;
+  snap->lang_len = 0;
+  snap->lang_ns = 0;
   snap->syscall_nr = -1;
 
   /* The loop thread, running at the last look: its status file first. Its

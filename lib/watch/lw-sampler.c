@@ -78,8 +78,8 @@ lw_sampler_took (LwSampler *sampler, LagWatch *watch, LwCaptureResult result)
    * stack pointers, which the walk's indices hold; Python places its
    * own by them too, while they still match (JavaScript added none). */
   walked = n;
-  n = lw_gjs_merge (sampler->tid, watch->ips, lw_unwinder_stack_pointers (watch->unwinder), n,
-                    watch->config->max_frames, &truncated);
+  n = lw_gjs_merge (sampler->tid, snap->lang, snap->lang_len, watch->ips,
+                    lw_unwinder_stack_pointers (watch->unwinder), n, watch->config->max_frames, &truncated);
   n = lw_python_merge (watch->python, sampler->tid,
                        n == walked ? lw_unwinder_stack_pointers (watch->unwinder) : NULL,
                        watch->ips, n, watch->config->max_frames, &truncated);
