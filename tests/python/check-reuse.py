@@ -16,18 +16,13 @@ run where CPython never reused the address is a visible skip.
 """
 import ctypes
 import gc
-import os
 import sys
 import threading
 import types
 
-# An ASan build of the module in an uninstrumented interpreter needs ASan's
-# runtime loaded first: run again with it preloaded.
-runtime = os.environ.get("LW_ASAN_RUNTIME")
-if runtime and runtime not in os.environ.get("LD_PRELOAD", ""):
-    os.environ["LD_PRELOAD"] = runtime + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
-    os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    os.execv(sys.executable, [sys.executable] + sys.argv)
+from asan_reexec import reexec  # noqa: E402
+
+reexec()
 
 sampler = ctypes.CDLL(sys.argv[1])
 SAMPLES = 20
