@@ -1,8 +1,9 @@
-/* lw-watcher-sleep.h: the watcher thread's two ways to sleep
+/* lw-watcher-sleep.h: the watcher thread's sleeps on the slot's semaphore
  *
- * On the slot's semaphore: to a deadline, or until the loop's poll wrapper
- * (or lw_watcher_stop) posts it; and parked: asking the wrapper first to
- * post it at the loop's next transition. Watcher thread only.
+ * To a deadline, or until the loop's poll wrapper (or lw_watcher_stop)
+ * posts it; parked: asking the wrapper first to post it at the loop's next
+ * transition; and, once a lag's busy period has ended, for the loop's stamp
+ * of its end. Watcher thread only.
  */
 #pragma once
 
