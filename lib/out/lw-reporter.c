@@ -145,6 +145,20 @@ lw_reporter_find_dispatch (const LwFrame *frames, guint n)
   return -1;
 }
 
+/* Any thread. The function of an interpreted language that GLib's
+ * dispatch ran on @frames: the outermost such frame inside the innermost
+ * dispatch frame; NULL when there is none, or no dispatch frame. */
+static const char *
+lw_reporter_dispatched_function (const LwFrame *frames, guint n)
+{
+  int dispatch = lw_reporter_find_dispatch (frames, n);
+
+  for (int i = dispatch - 1; i >= 0; i--)
+    if (frames[i].lang != NULL && frames[i].symbol != NULL)
+      return frames[i].symbol;
+  return NULL;
+}
+
 /* Reporting thread. Which part of the loop held the thread: the sentinel's
  * count, GLib's dispatch record, else the innermost loop function on the
  * stack. */
@@ -189,22 +203,24 @@ lw_reporter_name_source_callback (LagWatchReport *report)
  * own (a trampoline an interpreter generated, as GJS's are) is named by
  * the function of an interpreted language that the dispatch ran: on the
  * report's stack, the outermost such frame inside the innermost
- * dispatch frame. */
+ * dispatch frame (lw_reporter_dispatched_function()); on the heaviest
+ * stack of the lag that reaches a dispatch frame when the report's own
+ * does not. */
 static void
 lw_reporter_name_source_by_language (LagWatchReport *report)
 {
-  int dispatch;
+  const char *name;
 
   if (report->source != NULL || report->source_callback != NULL
       || g_strcmp0 (report->phase, "dispatch") != 0)
     return;
-  dispatch = lw_reporter_find_dispatch (report->frames, report->n_frames);
-  for (int i = dispatch - 1; i >= 0; i--)
-    if (report->frames[i].lang != NULL && report->frames[i].symbol != NULL)
-      {
-        report->source_callback = g_strdup (report->frames[i].symbol);
-        break;
-      }
+  /* A stack cut before the dispatch (the unwind stopped in code without
+   * frame pointers) cannot say: the heaviest stack of the lag that reaches
+   * it does, as for the fingerprint's callback. */
+  name = lw_reporter_dispatched_function (report->frames, report->n_frames);
+  for (guint i = 0; name == NULL && i < report->n_stacks; i++)
+    name = lw_reporter_dispatched_function (report->stacks[i].frames, report->stacks[i].n_frames);
+  report->source_callback = g_strdup (name);
 }
 
 /* Reporting thread. Everything the watcher left out: the stacks grouped

@@ -764,9 +764,15 @@ lw_report_compute_fingerprints (LagWatchReport *report)
             g_ptr_array_add (key, lw_report_frame_key (&report->frames[i]));
     }
   report->fingerprint2 = lw_report_hash (key);
+  /* A lag has one callback, whatever each sample's stack reached: when
+   * the report's own stack was cut before GLib's dispatch (an unwind that
+   * stops in code without frame pointers, such as SpiderMonkey's baseline
+   * interpreter's), the heaviest other stack that reaches it says which. */
+  for (guint i = 0; callback == NULL && i < report->n_stacks; i++)
+    callback = lw_report_callback_frame (report->stacks[i].frames, report->stacks[i].n_frames);
   /* The callback: one program function run by two callbacks is two
    * causes. The stack's callback frame names it for a named source as
-   * for an unnamed one; the source's callback when the stack has none. */
+   * for an unnamed one; the source's callback when no stack has one. */
   if (callback != NULL)
     g_ptr_array_add (key, g_strconcat ("callback ", callback->symbol, NULL));
   else

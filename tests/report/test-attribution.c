@@ -264,6 +264,44 @@ test_fingerprint_leaves (void)
   lw_report_program_set_executable (NULL, NULL);
 }
 
+/* The report's own stack cut before GLib's dispatch (the unwind stopped
+ * in code without frame pointers), a lighter stack of the same lag whole:
+ * the callback, and so the fingerprint, is the whole stack's. Seen under
+ * the launcher on Debian 12's GJS: the same handler run twice got two
+ * fingerprints, one keyed on an empty callback. */
+static void
+test_fingerprint_cut_stack (void)
+{
+  const Frame cut[] = {
+    { APP, "churn", NULL, 0 },
+    { APP, "on_tick", NULL, 0 },
+  };
+  const Frame whole[] = {
+    { APP, "churn", NULL, 0 },
+    { APP, "on_tick", NULL, 0 },
+    { GLIB, "g_main_context_dispatch", NULL, 0 },
+    { APP, "main", NULL, 0 },
+  };
+  LagWatchReport *first, *report = lw_report_new ();
+
+  lw_report_program_set_executable (APP, "");
+  first = leaf_report (LIBC, "memmove", "on_tick", "ticker");
+  fill_frames (&report->frames, &report->n_frames, cut, G_N_ELEMENTS (cut));
+  report->n_stacks = 2;
+  report->stacks = g_new0 (LwReportStack, 2);
+  report->stacks[0].samples = 5;
+  report->stacks[0].truncated = TRUE;
+  fill_frames (&report->stacks[0].frames, &report->stacks[0].n_frames, cut, G_N_ELEMENTS (cut));
+  report->stacks[1].samples = 3;
+  fill_frames (&report->stacks[1].frames, &report->stacks[1].n_frames, whole, G_N_ELEMENTS (whole));
+  report->source = g_strdup ("ticker");
+  lw_report_compute_fingerprints (report);
+  g_assert_cmpstr (report->fingerprint, ==, first->fingerprint);
+  lagwatch_report_unref (report);
+  lagwatch_report_unref (first);
+  lw_report_program_set_executable (NULL, NULL);
+}
+
 #define PYTHON "/usr/bin/python3.11"
 #define SCRIPT "/srv/app/app.py"
 
@@ -367,5 +405,6 @@ main (int argc, char **argv)
   g_test_add_func ("/attribution/rule/self", test_rule_self);
   g_test_add_func ("/attribution/fingerprint/leaves", test_fingerprint_leaves);
   g_test_add_func ("/attribution/fingerprint/python-lines", test_fingerprint_python_lines);
+  g_test_add_func ("/attribution/fingerprint/cut-stack", test_fingerprint_cut_stack);
   return g_test_run ();
 }
