@@ -13,6 +13,7 @@ import inspect
 import sys
 import threading
 
+sys.dont_write_bytecode = True  # imports below write nothing into the source tree
 from asan_reexec import reexec  # noqa: E402
 
 reexec()

@@ -15,6 +15,7 @@ import ctypes
 import sys
 import threading
 
+sys.dont_write_bytecode = True  # imports below write nothing into the source tree
 from asan_reexec import reexec  # noqa: E402
 
 reexec()

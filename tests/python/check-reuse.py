@@ -20,6 +20,7 @@ import sys
 import threading
 import types
 
+sys.dont_write_bytecode = True  # imports below write nothing into the source tree
 from asan_reexec import reexec  # noqa: E402
 
 reexec()

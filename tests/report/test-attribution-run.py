@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-from launched import child_env, summary_labels
+sys.dont_write_bytecode = True  # launched.py is not compiled into the source tree
+from launched import child_env, summary_labels  # noqa: E402
 
 LAUNCHER, TOOL, SOURCES, PYTHON_PROGRAM = sys.argv[1:5]
 PYTHON = "/usr/bin/python3"   # Debian's, with python3-gi

@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-from launched import child_env, summary_labels
+sys.dont_write_bytecode = True  # launched.py is not compiled into the source tree
+from launched import child_env, summary_labels  # noqa: E402
 
 TOOL, LAUNCHER, PYTHON_PROGRAM, RECORDS, LAG_EXAMPLE, CXX_LAG, JS_PROGRAM = sys.argv[1:8]
 PYTHON = "/usr/bin/python3"   # Debian's, with python3-gi
