@@ -54,21 +54,7 @@ now_ns (void)
   return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
-/* This thread's time spent waiting for a CPU so far, ns (the second
- * field of its schedstat), or 0 where the kernel keeps none. */
-static gint64
-own_run_delay_ns (void)
-{
-  g_autofree char *text = NULL;
-  char *field;
-
-  if (!g_file_get_contents ("/proc/thread-self/schedstat", &text, NULL, NULL))
-    return 0;
-  field = strchr (text, ' ');
-  return field != NULL ? g_ascii_strtoll (field + 1, NULL, 10) : 0;
-}
-
-static gint64 own_exit_delay_ns;  /* own_run_delay_ns() when the last poll returned */
+static double own_exit_wait_ms;  /* thread_wait_ms() when the last poll returned */
 
 static gint
 own_poll (GPollFD *fds, guint nfds, gint timeout)
@@ -78,7 +64,7 @@ own_poll (GPollFD *fds, guint nfds, gint timeout)
   if (own_exit_ns != 0)
     {
       double busy_ms = (double) (now_ns () - own_exit_ns) / 1e6;
-      double waited_ms = (double) (own_run_delay_ns () - own_exit_delay_ns) / 1e6;
+      double waited_ms = thread_wait_ms (gettid ()) - own_exit_wait_ms;
       guint bucket = 0;
 
       while (bucket + 1 < N_BUCKETS && busy_ms >= bucket_start_ms[bucket + 1])
@@ -98,7 +84,7 @@ own_poll (GPollFD *fds, guint nfds, gint timeout)
           }
     }
   ret = own_prev_poll (fds, nfds, timeout);
-  own_exit_delay_ns = own_run_delay_ns ();
+  own_exit_wait_ms = thread_wait_ms (gettid ());
   own_exit_ns = now_ns ();
   return ret;
 }
