@@ -615,12 +615,47 @@ lw_report_frame_key (const LwFrame *frame)
                        : g_strdup_printf ("%s!+0x%" PRIxPTR, base, frame->module_offset);
 }
 
+/* Any thread. The index of @stack's first interpreted frame at or after
+ * @from, or its frame count. */
+static guint
+lw_report_next_lang_frame (const LwReportStack *stack, guint from)
+{
+  while (from < stack->n_frames && stack->frames[from].lang == NULL)
+    from++;
+  return from;
+}
+
+/* Any thread. TRUE when @part's interpreted frames are fewer than
+ * @whole's and the same functions (name and file; a line moves as a
+ * function runs) as @whole's innermost ones: a sample whose outer
+ * interpreted frames were not read. A JavaScript sample whose profiling
+ * stack, read after the capture while the thread ran on, no longer fitted
+ * it keeps only the compiled frames the signal handler took: jsSpinFor
+ * alone, where the whole sample has jsSpinFor, jsSlowHandler and the
+ * script's top level. */
+static gboolean
+lw_report_stack_lang_cut (const LwReportStack *part, const LwReportStack *whole)
+{
+  guint a = lw_report_next_lang_frame (part, 0), b = lw_report_next_lang_frame (whole, 0);
+
+  for (; a < part->n_frames && b < whole->n_frames;
+       a = lw_report_next_lang_frame (part, a + 1), b = lw_report_next_lang_frame (whole, b + 1))
+    if (g_strcmp0 (part->frames[a].symbol, whole->frames[b].symbol) != 0
+        || g_strcmp0 (part->frames[a].file, whole->frames[b].file) != 0)
+      return FALSE;
+  /* @part's all matched, and @whole has more. */
+  return a >= part->n_frames && b < whole->n_frames;
+}
+
 /* Reporting thread. The index of the stack that names @report's cause:
  * the stacks are summed by their innermost named program frame's function
  * (samples at different lines of one Python function, or in different
  * platform leaves below one program function, are one function's), and
- * the heaviest stack of the heaviest function wins; ties go to the
- * heavier stack. -1 when no stack has a program frame. */
+ * the heaviest function wins (ties: the one with the heavier stack). Its
+ * stack is the heaviest one whose interpreted frames are not a cut copy
+ * of another of its stacks' (lw_report_stack_lang_cut()): the report
+ * names the callers a cut sample lost. -1 when no stack has a program
+ * frame. */
 static int
 lw_report_cause_stack (const LagWatchReport *report)
 {
@@ -654,6 +689,18 @@ lw_report_cause_stack (const LagWatchReport *report)
           best = (int) i;
           best_weight = sum;
         }
+    }
+  for (guint i = best >= 0 ? (guint) best : report->n_stacks; i < report->n_stacks; i++)
+    {
+      gboolean cut = FALSE;
+
+      if (g_strcmp0 (keys->pdata[i], keys->pdata[best]) != 0)
+        continue;
+      for (guint j = 0; j < report->n_stacks && !cut; j++)
+        cut = g_strcmp0 (keys->pdata[j], keys->pdata[best]) == 0
+              && lw_report_stack_lang_cut (&report->stacks[i], &report->stacks[j]);
+      if (!cut)
+        return (int) i;
     }
   return best;
 }

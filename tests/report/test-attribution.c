@@ -11,7 +11,9 @@
  * - /attribution/fingerprint/python-lines: a Python loop whose samples
  *   fall on different lines, in two runs where a different single stack
  *   got the most samples, is named and fingerprinted after the loop's
- *   function both times.
+ *   function both times;
+ * - /attribution/cause/js-cut: a JavaScript sample that lost its outer
+ *   frames does not become the report's stack over a whole one.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -395,6 +397,73 @@ test_fingerprint_python_lines (void)
   lw_report_program_set_executable (NULL, NULL);
 }
 
+#define GJS "/usr/bin/gjs-console"
+#define JS "/srv/app/app.js"
+
+/* A GJS report of spin() (compiled, at @line) under the two stacks
+ * @first and @second (@n1 and @n2 frames), @w1 and @w2 samples: the
+ * index, in the stacks as given, of the one lw_report_choose_cause_stack()
+ * makes the report's. */
+static int
+js_cause (const Frame *first, guint n1, guint w1, const Frame *second, guint n2, guint w2)
+{
+  LagWatchReport *report = lw_report_new ();
+  int chosen;
+
+  report->n_stacks = 2;
+  report->stacks = g_new0 (LwReportStack, 2);
+  report->stacks[0].samples = w1;
+  fill_frames (&report->stacks[0].frames, &report->stacks[0].n_frames, first, n1);
+  report->stacks[1].samples = w2;
+  fill_frames (&report->stacks[1].frames, &report->stacks[1].n_frames, second, n2);
+  fill_frames (&report->frames, &report->n_frames, first, n1);
+  lw_report_choose_cause_stack (report);
+  /* The stacks differ in length: the report's own tells which it is. */
+  g_assert_cmpuint (n1, !=, n2);
+  g_assert_true (report->n_frames == n1 || report->n_frames == n2);
+  chosen = report->n_frames == n1 ? 0 : 1;
+  lagwatch_report_unref (report);
+  return chosen;
+}
+
+/* A JavaScript sample whose outer frames were not read (only the compiled
+ * function the signal handler took) is heavier than the whole one: the
+ * report's stack is the whole one, naming the handler. A lighter stack of
+ * the same function under another handler is another path, not a cut
+ * copy: the heavier stack stays. Seen on Debian 12's GJS as an
+ * unprivileged user: the report named jsSpinFor alone. */
+static void
+test_cause_js_cut (void)
+{
+  const Frame cut[] = {
+    { "[jit]", "spin", "javascript", 9 },
+    { GLIB, "g_main_context_dispatch", NULL, 0 },
+    { GJS, "main", NULL, 0 },
+  };
+  const Frame whole[] = {
+    { "[jit]", "spin", "javascript", 9 },
+    { "[jit]", "onTimeout", "javascript", 17 },
+    { GLIB, "g_main_context_dispatch", NULL, 0 },
+    { "[jit]", "(top level)", "javascript", 0 },
+    { GJS, "main", NULL, 0 },
+  };
+  const Frame other[] = {
+    { "[jit]", "spin", "javascript", 9 },
+    { "[jit]", "onIdle", "javascript", 30 },
+    { "[jit]", "refresh", "javascript", 40 },
+    { GLIB, "g_main_context_dispatch", NULL, 0 },
+    { "[jit]", "(top level)", "javascript", 0 },
+    { GJS, "main", NULL, 0 },
+  };
+
+  lw_report_program_set_executable (GJS, "");
+  g_assert_cmpint (js_cause (cut, G_N_ELEMENTS (cut), 5, whole, G_N_ELEMENTS (whole), 3), ==, 1);
+  g_assert_cmpint (js_cause (whole, G_N_ELEMENTS (whole), 5, cut, G_N_ELEMENTS (cut), 3), ==, 0);
+  g_assert_cmpint (js_cause (whole, G_N_ELEMENTS (whole), 5, other, G_N_ELEMENTS (other), 3), ==, 0);
+  g_assert_cmpint (js_cause (other, G_N_ELEMENTS (other), 5, whole, G_N_ELEMENTS (whole), 3), ==, 0);
+  lw_report_program_set_executable (NULL, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -406,5 +475,6 @@ main (int argc, char **argv)
   g_test_add_func ("/attribution/fingerprint/leaves", test_fingerprint_leaves);
   g_test_add_func ("/attribution/fingerprint/python-lines", test_fingerprint_python_lines);
   g_test_add_func ("/attribution/fingerprint/cut-stack", test_fingerprint_cut_stack);
+  g_test_add_func ("/attribution/cause/js-cut", test_cause_js_cut);
   return g_test_run ();
 }
