@@ -1,4 +1,5 @@
 /* lw-reporter.c: naming reports and handing them over, off the watcher */
+#include "lw-report-cause.h"
 #include "lw-report-program.h"
 #include "lw-reporter.h"
 

@@ -1,8 +1,8 @@
-/* lw-report-program.h: which frames of a stack are the program's, and its fingerprint
+/* lw-report-program.h: which frames of a stack are the program's
  *
  * One rule, used by every reader of a report: the summary's innermost
- * program frame, the fingerprint, the text report, the journal's
- * CODE_FUNC, the JSON frames' "is_program" and
+ * program frame, the cause and its fingerprint (lw-report-cause.h), the
+ * text report, the journal's CODE_FUNC, the JSON frames' "is_program" and
  * lagwatch_report_get_frame_is_program().
  */
 #pragma once
@@ -71,23 +71,5 @@ gboolean lw_report_frame_is_program_in (const LwFrame *frame,
  * journal's CODE_FUNC. */
 const LwFrame *lw_report_program_frame (const LwFrame *frames,
                                         guint          n_frames);
-
-/* Reporting thread, once the stacks are named. Makes the report's stack
- * (and the first of its stacks) the one that names the lag's cause: the
- * heaviest stack of the program function that holds the most samples,
- * the stacks summed by their innermost program frame's function. So a
- * Python loop whose samples fall on many lines, or a program function
- * whose samples fall in many platform leaves, is named and fingerprinted
- * after that function, not after whichever single stack got one sample
- * more. Leaves the report alone when the heaviest stack is that one. */
-void lw_report_choose_cause_stack (LagWatchReport *report);
-
-/* Reporting thread. Computes the fingerprints from the report's stack
- * and callback: fingerprint2 keys on the innermost program frame's
- * function ("module-basename!function", never an address or a line);
- * fingerprint on that and the callback that ran it (the outermost program
- * frame inside GLib's, else the source's callback). Without a program
- * frame, on the innermost four named frames. */
-void lw_report_compute_fingerprints (LagWatchReport *report);
 
 G_END_DECLS

@@ -14,6 +14,7 @@
 #include "lw-demangle.h"
 #include "lw-lines.h"
 #include "lw-report.h"
+#include "lw-report-cause.h"
 #include "lw-report-program.h"
 #include "lw-report-text.h"
 #include "lw-summary.h"

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "lw-report.h"
+#include "lw-report-cause.h"
 #include "lw-report-program.h"
 #include "lw-report-text.h"
 

@@ -20,6 +20,7 @@
 #include <glib.h>
 
 #include "lw-report.h"
+#include "lw-report-cause.h"
 #include "lw-report-program.h"
 
 #define SYSLIB "/usr/lib/x86_64-linux-gnu/"

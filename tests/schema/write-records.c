@@ -22,6 +22,7 @@
 #include "lw-calls.h"
 #include "lw-json.h"
 #include "lw-report.h"
+#include "lw-report-cause.h"
 #include "lw-report-program.h"
 #include "lw-sink.h"
 #include "lw-stats-read.h"
