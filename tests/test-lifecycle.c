@@ -6,7 +6,10 @@
  * (main() calling pthread_exit() once its loop thread is gone, or a thread
  * lagwatch never saw ending after both) ends, as glibc makes it, although
  * lagwatch's threads are still there; and SIGTERM with its default action
- * ends it too. Everything runs in a subprocess with a deadline; the waits
+ * ends it too. A program whose main thread lives on after a thread known
+ * to lagwatch ended is not ended (the first thread's exit is read from
+ * the word the kernel clears, which glibc 2.43 no longer fills with the
+ * thread's id). Everything runs in a subprocess with a deadline; the waits
  * inside are on conditions, with generous deadlines that fail the test
  * only when the awaited thing never comes.
  */
@@ -17,6 +20,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,7 +228,11 @@ typedef enum
   LAST_THREAD_SIGTERM,       /* as MAIN_LOOP, and the test sends SIGTERM once main is gone */
   LAST_THREAD_UNKNOWN_LAST,  /* as LOOP_FIRST, and a thread lagwatch never saw ends last */
   MAIN_EXITED_FIRST,         /* main pthread_exit()s, then a loop thread lags */
+  MAIN_LIVES_ON,             /* a loop thread runs it once and ends; main lives on, then exit (3) */
 } ChildCase;
+
+/* The exit status of a MAIN_LIVES_ON child that was not ended first. */
+#define MAIN_LIVES_ON_STATUS 3
 
 /* The child's objects, reachable from here once its main thread has
  * exited (a leak checker does not read an exited thread's stack). */
@@ -333,6 +342,52 @@ last_thread_child (ChildCase which)
   pthread_exit (NULL);
 }
 
+/* Any thread. TRUE when a thread of this process named lagwatch-last (the
+ * thread that ends the process with the program's last, or its helper)
+ * sleeps in poll(): it has looked at the program's threads since it
+ * started and found some alive. */
+static gboolean
+reaper_is_waiting (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *entry;
+
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *comm_path = g_strdup_printf ("/proc/self/task/%s/comm", entry);
+      g_autofree char *syscall_path = g_strdup_printf ("/proc/self/task/%s/syscall", entry);
+      g_autofree char *comm = NULL, *call = NULL;
+      long nr;
+
+      if (!g_file_get_contents (comm_path, &comm, NULL, NULL) || !g_str_equal (g_strchomp (comm), "lagwatch-last")
+          || !g_file_get_contents (syscall_path, &call, NULL, NULL))
+        continue;
+      nr = strtol (call, NULL, 10);
+      if (nr == SYS_poll || nr == SYS_ppoll)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The child: a loop thread, known to lagwatch, runs the loop once and
+ * ends; the main thread lives on until lagwatch's thread that ends the
+ * process with the program's last has looked and found it alive, then
+ * exits with MAIN_LIVES_ON_STATUS. Ended before, the child exits 0. */
+static G_GNUC_NORETURN void
+main_lives_on_child (void)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+
+  child_attach ();
+  g_thread_join (g_thread_new ("loop", run_loop_once, child_context));
+  while (!reaper_is_waiting ())
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+  exit (MAIN_LIVES_ON_STATUS);
+}
+
 /* Says which threads of @pid are there, name and state of each: what kept
  * a child alive. */
 static void
@@ -405,6 +460,20 @@ test_last_thread (gconstpointer data)
       g_assert_true (WIFEXITED (status));
       g_assert_cmpint (WEXITSTATUS (status), ==, 0);
     }
+}
+
+/* A thread known to lagwatch ends while the main thread runs on: the
+ * process goes on. Seen on Debian unstable (glibc 2.43): it ended with
+ * status 0 at once. */
+static void
+test_main_lives_on (void)
+{
+  pid_t pid = spawn_child (MAIN_LIVES_ON);
+  int status = 0;
+
+  g_assert_true (wait_child (pid, &status));
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, MAIN_LIVES_ON_STATUS);
 }
 
 /* -- a program whose main thread ended first ----------------------------- */
@@ -493,6 +562,8 @@ main (int argc, char **argv)
 
       if (which == MAIN_EXITED_FIRST)
         main_exited_first_child ();
+      if (which == MAIN_LIVES_ON)
+        main_lives_on_child ();
       last_thread_child (which);
     }
   g_setenv ("G_DEBUG", "fatal-warnings", TRUE);
@@ -509,5 +580,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/lifecycle/last-thread/unknown-thread-last",
                         GINT_TO_POINTER (LAST_THREAD_UNKNOWN_LAST), test_last_thread);
   g_test_add_func ("/lifecycle/main-exited-first/whole-stacks", test_after_main_exit);
+  g_test_add_func ("/lifecycle/last-thread/main-lives-on", test_main_lives_on);
   return g_test_run ();
 }

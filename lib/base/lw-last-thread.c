@@ -45,10 +45,14 @@ static GMutex lw_last_lock;
 static int    lw_last_wake_fd = -1;
 
 /* The word the kernel clears, and wakes as a futex, when the process's
- * first thread exits (its clear_child_tid: glibc's own thread id field),
- * NULL while unknown. A pidfd cannot say it: the kernel wakes no poller
- * when a process's first thread exits while others go on (it stays a
- * zombie, and its pidfd turns readable without a wake-up). */
+ * first thread exits (its clear_child_tid), NULL while unknown. What it
+ * holds before is glibc's: the thread's id in glibc 2.36 and 2.41
+ * (Debian 12 and 13), a join state in 2.43 (2 for a running first
+ * thread in Debian unstable). glibc's own pthread_join() waits for the
+ * kernel's 0 in every one, so 0 alone says the thread has exited. A pidfd
+ * cannot say it: the kernel wakes no poller when a process's first thread
+ * exits while others go on (it stays a zombie, and its pidfd turns
+ * readable without a wake-up). */
 static int *_Atomic lw_last_main_tid_word;
 
 static void lw_last_thread_exits (gpointer data);
@@ -90,7 +94,7 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited)
            * between, its state still reads as alive, and a look then
            * would wait for a thread already gone, with no waiter left
            * to wake it. A cleared word is an exited thread. */
-          if (main_awaited && word != NULL && __atomic_load_n (word, __ATOMIC_ACQUIRE) != tid)
+          if (main_awaited && word != NULL && __atomic_load_n (word, __ATOMIC_ACQUIRE) == 0)
             continue;
         }
       else if (!g_hash_table_contains (watched, GINT_TO_POINTER (tid)))
@@ -125,13 +129,15 @@ lw_last_thread_main_waiter (gpointer data)
 {
   static const uint64_t one = 1;
   int *word = atomic_load (&lw_last_main_tid_word);
-  pid_t main_tid = getpid ();
+  int value;
 
   lw_threadinfo_own_enter ();
-  /* Returns 0 when woken (maybe spuriously: wait again), -1 EAGAIN once
-   * the word no longer holds the thread's id: it has exited. */
-  while (syscall (SYS_futex, word, FUTEX_WAIT, main_tid, NULL, NULL, 0) == 0 || errno == EINTR)
-    ;
+  /* Until the kernel has cleared the word: a wait returns when woken,
+   * maybe spuriously, on a signal, or at once (EAGAIN) when the word no
+   * longer holds the value seen (a join state may change before the
+   * kernel's 0): each time it is read again. */
+  while ((value = __atomic_load_n (word, __ATOMIC_ACQUIRE)) != 0)
+    syscall (SYS_futex, word, FUTEX_WAIT, value, NULL, NULL, 0);
   /* The kernel wakes one waiter: a pthread_join() of the first thread may
    * have waited beside this one. */
   syscall (SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
