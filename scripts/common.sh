@@ -24,7 +24,8 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 # headless chromium, its speedscope export opened there by speedscope's own
 # web app (npm installs it at test time; Debian's npm brings nodejs), journal files
 # read with journalctl; the journal sink's test runs systemd-journald,
-# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2); the
+# systemd-journal-upload and -remote in a namespace (ip, ss: iproute2;
+# mount, which every Debian system has, named all the same); the
 # GI bindings with python3-gi and gjs, their API reference with gi-docgen;
 # Sysprof's capture library and reader; locales (the sources localedef
 # needs) for the stats record under a decimal-comma locale.
@@ -34,7 +35,7 @@ LW_DEMO_PACKAGES="gcc meson ninja-build pkg-config
 LW_NPM_PACKAGE=$(command -v npm > /dev/null || echo npm)
 LW_TEST_PACKAGES="g++ binutils libc6-dbg rustc
   gir1.2-gtk-4.0 jq gtk-4-examples gstreamer1.0-plugins-base libgtk-4-1 valgrind clang
-  python3 python3-jsonschema mypy elfutils chromium $LW_NPM_PACKAGE systemd-journal-remote sysprof systemd iproute2 gi-docgen
+  python3 python3-jsonschema mypy elfutils chromium $LW_NPM_PACKAGE systemd-journal-remote sysprof systemd iproute2 mount gi-docgen
   gobject-introspection libgirepository1.0-dev python3-gi gjs locales"
 
 # ThreadSanitizer's run (scripts/run-tsan) builds GLib from its Debian

@@ -12,10 +12,20 @@
  * callback and GLib's dispatch to main (g_main_context_dispatch; on
  * Debian 13's GLib 2.84 the stack holds the static g_main_dispatch, named
  * from its address, and not the public function).
+ *
+ * /fp-sleep/stale-return: the sleeping function's frame holds the return
+ * address an earlier call from the same caller left there (into a wrapper
+ * without a frame pointer, after its call to a leaf, as GLib's
+ * g_get_monotonic_time() leaves one on Debian unstable), which reads as a
+ * caller that holds for two links: the stack must still go from the
+ * sleeping function straight to its real caller, never through the
+ * wrapper.
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <json-glib/json-glib.h>
@@ -74,6 +84,79 @@ sleep_in_fsync (gpointer data)
       g_assert_cmpint (fsync (fd), ==, 0);
     }
   close (fd);
+}
+
+/* A wrapper without a frame pointer that calls a leaf after taking 40
+ * bytes of stack, as GLib's g_get_monotonic_time() is on Debian unstable
+ * (8 bytes there): its CFI at the return address of that call,
+ * lw_stale_wrapper_return, says the return address into its own caller
+ * lies 40 bytes above where the call's did. Assembly, so that neither the
+ * optimizer nor the variant's flags change it. */
+void lw_stale_leaf (void);
+void lw_stale_wrapper (void);
+extern const char lw_stale_wrapper_return[];
+
+__attribute__ ((noipa, used)) void
+lw_stale_leaf (void)
+{
+}
+
+__asm__ (".text\n"
+         ".globl lw_stale_wrapper\n"
+         ".hidden lw_stale_wrapper\n"
+         ".globl lw_stale_wrapper_return\n"
+         ".hidden lw_stale_wrapper_return\n"
+         ".type lw_stale_wrapper, @function\n"
+         "lw_stale_wrapper:\n"
+         "  .cfi_startproc\n"
+         "  sub $40, %rsp\n"
+         "  .cfi_adjust_cfa_offset 40\n"
+         "  call lw_stale_leaf\n"
+         "lw_stale_wrapper_return:\n"
+         "  add $40, %rsp\n"
+         "  .cfi_adjust_cfa_offset -40\n"
+         "  ret\n"
+         "  .cfi_endproc\n"
+         "  .size lw_stale_wrapper, .-lw_stale_wrapper\n");
+
+/* Any thread. Takes @room's address: what it holds stays on the stack. */
+static LAGGY void
+keep_room (char *room)
+{
+}
+
+/* Sleeps with what the wrapper, called from the same caller just before,
+ * leaves in this frame's space: the return address of its call to the
+ * leaf, 48 bytes below the slot of this frame's own return address (the
+ * wrapper's 40 bytes and its own return address between), which the
+ * wrapper's CFI reads as a caller that holds. Written here, the rest of
+ * the room zeroed, so that no other leftover of earlier calls is there:
+ * the stack copied is the same every run. */
+static LAGGY void
+sleep_beneath_stale (gpointer data)
+{
+  char room[512];
+  char *frame = __builtin_frame_address (0);
+  char *slot = frame + 8 - 48;
+  uintptr_t stale = (uintptr_t) lw_stale_wrapper_return;
+
+  memset (room, 0, sizeof room);
+  if (slot < room || slot + sizeof stale > room + sizeof room)
+    g_error ("the room at %p (%zu bytes) does not hold %p, 40 bytes below the frame at %p: "
+             "this compiler laid the frame out otherwise", (void *) room, sizeof room, (void *) slot,
+             (void *) frame);
+  memcpy (slot, &stale, sizeof stale);
+  keep_room (room);
+  g_assert_cmpint (usleep (SLEEP_MS * 1000), ==, 0);
+}
+
+/* The lag: the sleep, called from here directly (not as a tail call,
+ * which -O2 would make of it: this frame stays). */
+static LAGGY void
+sleep_after_wrapper (gpointer data)
+{
+  sleep_beneath_stale (data);
+  __asm__ volatile ("" ::: "memory");
 }
 
 /* TRUE when a frame of @stack is named one of @names, "|"-separated (libc
@@ -161,6 +244,63 @@ test_futex (void)
   g_assert_cmpuint (check_sleep (sleep_in_futex, NULL, "sleep_in_futex", "g_cond_wait_until"), >, 0);
 }
 
+/* Every stack of @report's record that holds @function has @caller as the
+ * very next frame, and no frame named @never. Returns how many held it. */
+static guint
+check_caller (LagWatchReport *report, const char *function, const char *caller, const char *never)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonArray *stacks;
+  guint checked = 0;
+
+  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
+  stacks = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "stacks");
+  for (guint i = 0; i < json_array_get_length (stacks); i++)
+    {
+      JsonArray *stack = json_object_get_array_member (json_array_get_object_element (stacks, i), "stack");
+      guint n = json_array_get_length (stack);
+
+      for (guint k = 0; k < n; k++)
+        {
+          JsonObject *frame = json_array_get_object_element (stack, k);
+          const char *symbol = json_object_get_null_member (frame, "symbol") ? NULL
+                               : json_object_get_string_member (frame, "symbol");
+          const char *next = NULL;
+
+          g_assert_cmpstr (symbol, !=, never);
+          if (g_strcmp0 (symbol, function) != 0)
+            continue;
+          checked++;
+          if (k + 1 < n && !json_object_get_null_member (json_array_get_object_element (stack, k + 1), "symbol"))
+            next = json_object_get_string_member (json_array_get_object_element (stack, k + 1), "symbol");
+          if (g_strcmp0 (next, caller) != 0)
+            {
+              g_autofree char *text = lagwatch_report_to_text (report);
+
+              g_test_message ("%s", text);
+              g_error ("stack %u: %s's caller is %s, not %s", i, function, next ? next : "(none)", caller);
+            }
+        }
+    }
+  return checked;
+}
+
+static void
+test_stale_return (void)
+{
+  Harness h;
+  LagWatchReport *report;
+
+  harness_init (&h, THRESHOLD_MS);
+  harness_run_lag (&h, sleep_after_wrapper, NULL);
+  harness_wait_reports (&h, 1);
+  report = harness_report (&h, 0);
+  g_assert_cmpuint (check_stacks (report, "usleep", "sleep_beneath_stale"), >, 0);
+  g_assert_cmpuint (check_caller (report, "sleep_beneath_stale", "sleep_after_wrapper", "lw_stale_wrapper"), >, 0);
+  harness_clear (&h);
+}
+
 static void
 test_fsync (void)
 {
@@ -182,5 +322,6 @@ main (int argc, char **argv)
   g_test_add_func ("/fp-sleep/poll", test_poll);
   g_test_add_func ("/fp-sleep/futex", test_futex);
   g_test_add_func ("/fp-sleep/fsync", test_fsync);
+  g_test_add_func ("/fp-sleep/stale-return", test_stale_return);
   return g_test_run ();
 }

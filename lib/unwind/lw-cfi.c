@@ -608,6 +608,7 @@ lw_cfi_rows (const LwCie *cie, LwReader *initial, LwReader *insns, uintptr_t pc_
   if (m.unsupported || m.row.cfa_reg == LW_CFI_NO_REG)
     return LW_CFI_UNSUPPORTED;
   m.row.signal_frame = cie->signal_frame;
+  m.row.pc_begin = pc_begin;
   *row = m.row;
   return LW_CFI_FOUND;
 }

@@ -41,10 +41,11 @@ typedef enum
  * is DWARF's x86-64 numbering; column LW_REG_RIP is the return address). */
 typedef struct
 {
-  int32_t cfa_offset;
-  uint8_t cfa_reg;
-  uint8_t signal_frame;         /* the CIE says 'S': a signal trampoline */
-  int32_t saved[LW_N_REGS];     /* CFA-relative offset, LW_CFI_SAME or LW_CFI_UNDEFINED */
+  int32_t   cfa_offset;
+  uint8_t   cfa_reg;
+  uint8_t   signal_frame;       /* the CIE says 'S': a signal trampoline */
+  int32_t   saved[LW_N_REGS];   /* CFA-relative offset, LW_CFI_SAME or LW_CFI_UNDEFINED */
+  uintptr_t pc_begin;           /* where the FDE's range starts: the function's entry (of its part, when split) */
 } LwCfiRow;
 
 /* The rules of one whole FDE, copied out of the module: the row of any

@@ -47,6 +47,48 @@ lw_unwind_follows_call (uintptr_t ret)
   return FALSE;
 }
 
+/* Watcher thread. Where the call instruction that ends just before @ret
+ * goes, when its code says: a direct call's target (e8 rel32) in a
+ * module, followed through a PLT stub's jump (endbr64 and a bnd prefix
+ * allowed, then ff 25 rel32) to the address its GOT slot holds, or a call
+ * through a GOT slot (ff 15 rel32). 0 when the code does not say: a call
+ * through a register or any other operand, a slot the loader has not
+ * bound yet or bound within the caller's own module (a lazy slot points
+ * back into the module's PLT). Read through the kernel: never a fault. */
+static uintptr_t
+lw_unwind_call_target (uintptr_t ret)
+{
+  guint8 code[6], stub[11];
+  uintptr_t target, slot, dest, lo, hi;
+  int32_t rel;
+  guint at = 0;
+
+  if (ret < sizeof code || !lw_modules_read_memory (ret - sizeof code, code, sizeof code))
+    return 0;
+  memcpy (&rel, code + 2, sizeof rel);
+  if (code[0] == 0xff && code[1] == 0x15)
+    {
+      slot = ret + (intptr_t) rel;
+      return lw_modules_read_memory (slot, &dest, sizeof dest) ? dest : 0;
+    }
+  if (code[1] != 0xe8)
+    return 0;
+  target = ret + (intptr_t) rel;
+  if (!lw_modules_readable_range (target, &lo, &hi) || !lw_modules_read_memory (target, stub, sizeof stub))
+    return 0;
+  if (memcmp (stub, "\xf3\x0f\x1e\xfa", 4) == 0)
+    at = 4;
+  if (stub[at] == 0xf2)
+    at++;
+  if (stub[at] != 0xff || stub[at + 1] != 0x25)
+    return target;
+  memcpy (&rel, stub + at + 2, sizeof rel);
+  slot = target + at + 6 + (intptr_t) rel;
+  if (!lw_modules_read_memory (slot, &dest, sizeof dest) || (dest >= lo && dest < hi))
+    return 0;
+  return dest;
+}
+
 /* Watcher thread. Steps a frame of code that lies in no loaded module: code
  * a runtime generated into an anonymous executable mapping (a JIT, such as
  * SpiderMonkey's in GJS), which has no CFI anywhere. Two ways, both reading
@@ -171,7 +213,16 @@ lw_unwind_caller_holds (LwUnwinder *unwinder, LwWalk *walk, const LwRegState *st
  * just above it. So each aligned word of the copy from the stack pointer up
  * is tried as rbp: the frame's own row applied with it must give a caller
  * that holds (lw_unwind_caller_holds: two links of the chain checked
- * against the modules' code and CFI). The first that does is taken; when
+ * against the modules' code and CFI), and whose call, where its code says
+ * where it goes (lw_unwind_call_target), went to this frame's function.
+ * Return addresses an earlier call left in what is now this frame's space
+ * are a real chain of the past, which two links alone may take for the
+ * present one: on Debian unstable, GLib's g_get_monotonic_time() is a
+ * wrapper that calls g_get_monotonic_time_ns(); called by a GSource
+ * callback just before the function that now sleeps, it left the return
+ * address of that call, with the one into the callback above it, where
+ * the sleeping function's frame lies. The first candidate that passes is
+ * taken; when
  * none does, rbp stays unknown and the walk ends there, truncated, as
  * before. Reads only the stack copy and modules' code, through the kernel. */
 gboolean
@@ -198,6 +249,12 @@ lw_unwind_recover_fp (LwUnwinder *unwinder, LwWalk *walk, const LwCfiRow *row, L
       memcpy (&ret, snap->stack + (ret_slot - snap->stack_base), sizeof ret);
       if (ret == 0 || !lw_modules_is_readable (ret - 1, 1))
         continue;
+      {
+        uintptr_t reaches = lw_unwind_call_target (ret);
+
+        if (reaches != 0 && reaches != row->pc_begin)
+          continue;
+      }
       trial.regs[LW_REG_RBP] = fp;
       trial.valid |= 1u << LW_REG_RBP;
       {
