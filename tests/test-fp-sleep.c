@@ -23,9 +23,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <json-glib/json-glib.h>
@@ -90,11 +88,21 @@ sleep_in_fsync (gpointer data)
  * bytes of stack, as GLib's g_get_monotonic_time() is on Debian unstable
  * (8 bytes there): its CFI at the return address of that call,
  * lw_stale_wrapper_return, says the return address into its own caller
- * lies 40 bytes above where the call's did. Assembly, so that neither the
- * optimizer nor the variant's flags change it. */
+ * lies 40 bytes above where the call's did.
+ *
+ * And a function built with a frame pointer that sleeps in usleep() with
+ * that return address in its frame's space, 48 bytes below the slot of
+ * its own return address, the rest of its 64 bytes zeroed: what the
+ * wrapper leaves there when the same caller has just called it (the
+ * wrapper's 40 bytes and its own return address between), which the
+ * wrapper's CFI reads as a caller that holds; no other leftover of earlier
+ * calls, so the stack copied is the same every run.
+ *
+ * Both in assembly, so that no compiler, optimizer or sanitizer lays them
+ * out otherwise. */
 void lw_stale_leaf (void);
 void lw_stale_wrapper (void);
-extern const char lw_stale_wrapper_return[];
+void lw_stale_sleeper (void);
 
 __attribute__ ((noipa, used)) void
 lw_stale_leaf (void)
@@ -104,8 +112,6 @@ lw_stale_leaf (void)
 __asm__ (".text\n"
          ".globl lw_stale_wrapper\n"
          ".hidden lw_stale_wrapper\n"
-         ".globl lw_stale_wrapper_return\n"
-         ".hidden lw_stale_wrapper_return\n"
          ".type lw_stale_wrapper, @function\n"
          "lw_stale_wrapper:\n"
          "  .cfi_startproc\n"
@@ -117,45 +123,43 @@ __asm__ (".text\n"
          "  .cfi_adjust_cfa_offset -40\n"
          "  ret\n"
          "  .cfi_endproc\n"
-         "  .size lw_stale_wrapper, .-lw_stale_wrapper\n");
-
-/* Any thread. Takes @room's address: what it holds stays on the stack. */
-static LAGGY void
-keep_room (char *room)
-{
-}
-
-/* Sleeps with what the wrapper, called from the same caller just before,
- * leaves in this frame's space: the return address of its call to the
- * leaf, 48 bytes below the slot of this frame's own return address (the
- * wrapper's 40 bytes and its own return address between), which the
- * wrapper's CFI reads as a caller that holds. Written here, the rest of
- * the room zeroed, so that no other leftover of earlier calls is there:
- * the stack copied is the same every run. */
-static LAGGY void
-sleep_beneath_stale (gpointer data)
-{
-  char room[512];
-  char *frame = __builtin_frame_address (0);
-  char *slot = frame + 8 - 48;
-  uintptr_t stale = (uintptr_t) lw_stale_wrapper_return;
-
-  memset (room, 0, sizeof room);
-  if (slot < room || slot + sizeof stale > room + sizeof room)
-    g_error ("the room at %p (%zu bytes) does not hold %p, 40 bytes below the frame at %p: "
-             "this compiler laid the frame out otherwise", (void *) room, sizeof room, (void *) slot,
-             (void *) frame);
-  memcpy (slot, &stale, sizeof stale);
-  keep_room (room);
-  g_assert_cmpint (usleep (SLEEP_MS * 1000), ==, 0);
-}
+         "  .size lw_stale_wrapper, .-lw_stale_wrapper\n"
+         "\n"
+         ".globl lw_stale_sleeper\n"
+         ".hidden lw_stale_sleeper\n"
+         ".type lw_stale_sleeper, @function\n"
+         "lw_stale_sleeper:\n"
+         "  .cfi_startproc\n"
+         "  push %rbp\n"
+         "  .cfi_def_cfa_offset 16\n"
+         "  .cfi_offset %rbp, -16\n"
+         "  mov %rsp, %rbp\n"
+         "  .cfi_def_cfa_register %rbp\n"
+         "  sub $64, %rsp\n"
+         "  xor %eax, %eax\n"
+         "  mov %rax, -64(%rbp)\n"
+         "  mov %rax, -56(%rbp)\n"
+         "  mov %rax, -48(%rbp)\n"
+         "  mov %rax, -32(%rbp)\n"
+         "  mov %rax, -24(%rbp)\n"
+         "  mov %rax, -16(%rbp)\n"
+         "  mov %rax, -8(%rbp)\n"
+         "  lea lw_stale_wrapper_return(%rip), %rax\n"
+         "  mov %rax, -40(%rbp)\n"
+         "  mov $" G_STRINGIFY (SLEEP_MS) "000, %edi\n"
+         "  call usleep@PLT\n"
+         "  leave\n"
+         "  .cfi_def_cfa %rsp, 8\n"
+         "  ret\n"
+         "  .cfi_endproc\n"
+         "  .size lw_stale_sleeper, .-lw_stale_sleeper\n");
 
 /* The lag: the sleep, called from here directly (not as a tail call,
  * which -O2 would make of it: this frame stays). */
 static LAGGY void
 sleep_after_wrapper (gpointer data)
 {
-  sleep_beneath_stale (data);
+  lw_stale_sleeper ();
   __asm__ volatile ("" ::: "memory");
 }
 
@@ -296,8 +300,8 @@ test_stale_return (void)
   harness_run_lag (&h, sleep_after_wrapper, NULL);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
-  g_assert_cmpuint (check_stacks (report, "usleep", "sleep_beneath_stale"), >, 0);
-  g_assert_cmpuint (check_caller (report, "sleep_beneath_stale", "sleep_after_wrapper", "lw_stale_wrapper"), >, 0);
+  g_assert_cmpuint (check_stacks (report, "usleep", "lw_stale_sleeper"), >, 0);
+  g_assert_cmpuint (check_caller (report, "lw_stale_sleeper", "sleep_after_wrapper", "lw_stale_wrapper"), >, 0);
   harness_clear (&h);
 }
 

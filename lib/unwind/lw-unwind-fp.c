@@ -249,20 +249,17 @@ lw_unwind_recover_fp (LwUnwinder *unwinder, LwWalk *walk, const LwCfiRow *row, L
       memcpy (&ret, snap->stack + (ret_slot - snap->stack_base), sizeof ret);
       if (ret == 0 || !lw_modules_is_readable (ret - 1, 1))
         continue;
-      {
-        uintptr_t reaches = lw_unwind_call_target (ret);
-
-        if (reaches != 0 && reaches != row->pc_begin)
-          continue;
-      }
       trial.regs[LW_REG_RBP] = fp;
       trial.valid |= 1u << LW_REG_RBP;
       {
         LwRegState caller = trial;
+        uintptr_t reaches;
 
         if (lw_unwind_apply_row (row, walk, &caller) == LW_STEP_OK
             && caller.regs[LW_REG_RSP] > sp
-            && lw_unwind_caller_holds (unwinder, walk, &caller))
+            && lw_unwind_caller_holds (unwinder, walk, &caller)
+            /* Last, as the dearest: up to three reads. */
+            && ((reaches = lw_unwind_call_target (ret)) == 0 || reaches == row->pc_begin))
           {
             *state = trial;
             return TRUE;
