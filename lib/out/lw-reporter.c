@@ -15,7 +15,8 @@
 #include "lw-summary.h"
 #include "lw-symbols.h"
 
-/* Distinct stacks listed in a report. */
+/* Distinct stacks listed in a report, once the cause is chosen among all
+ * (lw_reporter_complete()). */
 #define LW_REPORT_STACKS 5
 #include "lw-tracing.h"
 #include "lw-threadinfo.h"
@@ -226,11 +227,12 @@ lw_reporter_name_source_by_language (LagWatchReport *report)
 
 /* Reporting thread. Everything the watcher left out: the stacks grouped
  * by function (the heaviest is the report's stack), names, phase and
- * fingerprints. */
+ * fingerprints. Every stack is named: the cause is chosen from all of them
+ * before the report keeps LW_REPORT_STACKS (lw_report_choose_cause_stack()). */
 static void
 lw_reporter_complete (LagWatchReport *report)
 {
-  report->n_stacks = lw_profile_group (report->stacks, report->n_stacks, LW_REPORT_STACKS);
+  report->n_stacks = lw_profile_group (report->stacks, report->n_stacks, report->n_stacks);
   if (report->n_stacks > 0 && report->frames == NULL)
     {
       const LwReportStack *heaviest = &report->stacks[0];
@@ -258,7 +260,7 @@ lw_reporter_complete (LagWatchReport *report)
                                                         &report->sampled[i].n_frames, FALSE }));
     lw_reporter_name_stacks ((const LwReporterStack *) stacks->data, stacks->len);
   }
-  lw_report_choose_cause_stack (report);
+  lw_report_choose_cause_stack (report, LW_REPORT_STACKS);
   report->phase = lw_reporter_phase (report);
   lw_reporter_name_source_callback (report);
   lw_reporter_name_source_by_language (report);

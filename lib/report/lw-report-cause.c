@@ -127,15 +127,27 @@ lw_frame_copy (const LwFrame *frame)
   return copy;
 }
 
+/* Reporting thread. Keeps the first @keep of @report's stacks. */
+static void
+lw_report_keep_stacks (LagWatchReport *report, guint keep)
+{
+  for (guint i = keep; i < report->n_stacks; i++)
+    lw_report_stack_clear (&report->stacks[i]);
+  report->n_stacks = MIN (report->n_stacks, keep);
+}
+
 /* Reporting thread. */
 void
-lw_report_choose_cause_stack (LagWatchReport *report)
+lw_report_choose_cause_stack (LagWatchReport *report, guint keep)
 {
   int chosen = lw_report_cause_stack (report);
   LwReportStack stack;
 
   if (chosen <= 0)
-    return;
+    {
+      lw_report_keep_stacks (report, keep);
+      return;
+    }
   stack = report->stacks[chosen];
   memmove (&report->stacks[1], &report->stacks[0], (gsize) chosen * sizeof (LwReportStack));
   report->stacks[0] = stack;
@@ -148,6 +160,7 @@ lw_report_choose_cause_stack (LagWatchReport *report)
   report->n_frames = stack.n_frames;
   report->stack_truncated = stack.truncated;
   report->stack_at_limit = stack.at_limit;
+  lw_report_keep_stacks (report, keep);
 }
 
 /* Any thread. 64-bit FNV-1a of @key's lines. */

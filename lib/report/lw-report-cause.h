@@ -13,8 +13,14 @@ G_BEGIN_DECLS
  * Python loop whose samples fall on many lines, or a program function
  * whose samples fall in many platform leaves, is named and fingerprinted
  * after that function, not after whichever single stack got one sample
- * more. Leaves the report alone when the heaviest stack is that one. */
-void lw_report_choose_cause_stack (LagWatchReport *report);
+ * more. Leaves the report's stack alone when the heaviest stack is that
+ * one. Then keeps at most @keep stacks (that one first, the heaviest of
+ * the others after it): the cause is chosen from every stack, so that a
+ * function's samples spread over many stacks (a Python loop over twenty
+ * lines calling a different builtin on each) count whole, not only those
+ * of the few stacks a report lists. */
+void lw_report_choose_cause_stack (LagWatchReport *report,
+                                   guint           keep);
 
 /* Reporting thread. Computes the fingerprints from the report's stack
  * and callback: fingerprint2 keys on the innermost program frame's

@@ -13,7 +13,9 @@
  *   got the most samples, is named and fingerprinted after the loop's
  *   function both times;
  * - /attribution/cause/js-cut: a JavaScript sample that lost its outer
- *   frames does not become the report's stack over a whole one.
+ *   frames does not become the report's stack over a whole one;
+ * - /attribution/cause/spread: the cause is chosen from every stack, not
+ *   only from those a report keeps.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -365,7 +367,7 @@ python_report (guint genexpr, guint first, guint per_line)
       report->frames[i].file = g_strdup (report->stacks[0].frames[i].file);
     }
   report->source_callback = g_strdup ("loop");
-  lw_report_choose_cause_stack (report);
+  lw_report_choose_cause_stack (report, G_MAXUINT);
   lw_report_compute_fingerprints (report);
   return report;
 }
@@ -398,6 +400,61 @@ test_fingerprint_python_lines (void)
   lw_report_program_set_executable (NULL, NULL);
 }
 
+/* A lag of the program's churn(), its samples one each in six platform
+ * leaves, after a spike() of five samples in one stack: the heaviest
+ * stack is spike()'s, the heaviest function churn(). A report keeps five
+ * stacks; the cause is chosen from all seven, so it is churn(), its stack
+ * first among the five kept. Seen in a Python loop over twenty lines under
+ * load: samples spread over many stacks, the five kept said otherwise. */
+static void
+test_cause_spread (void)
+{
+  static const char *const leaves[][2] = {
+    { LIBC, "memmove" },
+    { "/lib/x86_64-linux-gnu/libm.so.6", "__sin_fma" },
+    { "/lib/x86_64-linux-gnu/libz.so.1", "crc32_z" },
+    { SYSLIB "libcairo.so.2", "cairo_save" },
+    { SYSLIB "libpixman-1.so.0", "pixman_fill" },
+    { LIBC, "strlen" },
+  };
+  const Frame spike[] = {
+    { APP, "spike", NULL, 0 },
+    { APP, "on_tick", NULL, 0 },
+    { GLIB, "g_main_context_dispatch", NULL, 0 },
+    { APP, "main", NULL, 0 },
+  };
+  LagWatchReport *report = lw_report_new ();
+
+  lw_report_program_set_executable (APP, "");
+  report->n_stacks = 1 + G_N_ELEMENTS (leaves);
+  report->stacks = g_new0 (LwReportStack, report->n_stacks);
+  report->stacks[0].samples = 5;
+  fill_frames (&report->stacks[0].frames, &report->stacks[0].n_frames, spike, G_N_ELEMENTS (spike));
+  for (guint i = 0; i < G_N_ELEMENTS (leaves); i++)
+    {
+      const Frame churn[] = {
+        { leaves[i][0], leaves[i][1], NULL, 0 },
+        { APP, "churn", NULL, 0 },
+        { APP, "on_tick", NULL, 0 },
+        { GLIB, "g_main_context_dispatch", NULL, 0 },
+        { APP, "main", NULL, 0 },
+      };
+
+      report->stacks[1 + i].samples = 1;
+      fill_frames (&report->stacks[1 + i].frames, &report->stacks[1 + i].n_frames, churn, G_N_ELEMENTS (churn));
+    }
+  fill_frames (&report->frames, &report->n_frames, spike, G_N_ELEMENTS (spike));
+  report->n_samples = 5 + G_N_ELEMENTS (leaves);
+  lw_report_choose_cause_stack (report, 5);
+  g_assert_cmpuint (report->n_stacks, ==, 5);
+  g_assert_cmpstr (lw_report_program_frame (report->frames, report->n_frames)->symbol, ==, "churn");
+  g_assert_cmpstr (lw_report_program_frame (report->stacks[0].frames, report->stacks[0].n_frames)->symbol, ==,
+                   "churn");
+  g_assert_cmpstr (report->stacks[1].frames[0].symbol, ==, "spike");
+  lagwatch_report_unref (report);
+  lw_report_program_set_executable (NULL, NULL);
+}
+
 #define GJS "/usr/bin/gjs-console"
 #define JS "/srv/app/app.js"
 
@@ -418,7 +475,7 @@ js_cause (const Frame *first, guint n1, guint w1, const Frame *second, guint n2,
   report->stacks[1].samples = w2;
   fill_frames (&report->stacks[1].frames, &report->stacks[1].n_frames, second, n2);
   fill_frames (&report->frames, &report->n_frames, first, n1);
-  lw_report_choose_cause_stack (report);
+  lw_report_choose_cause_stack (report, G_MAXUINT);
   /* The stacks differ in length: the report's own tells which it is. */
   g_assert_cmpuint (n1, !=, n2);
   g_assert_true (report->n_frames == n1 || report->n_frames == n2);
@@ -477,5 +534,6 @@ main (int argc, char **argv)
   g_test_add_func ("/attribution/fingerprint/python-lines", test_fingerprint_python_lines);
   g_test_add_func ("/attribution/fingerprint/cut-stack", test_fingerprint_cut_stack);
   g_test_add_func ("/attribution/cause/js-cut", test_cause_js_cut);
+  g_test_add_func ("/attribution/cause/spread", test_cause_spread);
   return g_test_run ();
 }
