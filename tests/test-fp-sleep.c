@@ -177,18 +177,25 @@ frames_have_any (JsonArray *stack, const char *names)
   return FALSE;
 }
 
+/* @report's record, parsed by @parser: its "stacks" array. */
+static JsonArray *
+record_stacks (LagWatchReport *report, JsonParser *parser)
+{
+  g_autofree char *json = lagwatch_report_to_json (report);
+
+  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
+  return json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "stacks");
+}
+
 /* The sampled stacks of @report's record that hold @sleeping, each checked
  * to reach main through @function and the dispatch. Returns how many. */
 static guint
 check_stacks (LagWatchReport *report, const char *sleeping, const char *function)
 {
-  g_autofree char *json = lagwatch_report_to_json (report);
   g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonArray *stacks;
+  JsonArray *stacks = record_stacks (report, parser);
   guint checked = 0;
 
-  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
-  stacks = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "stacks");
   for (guint i = 0; i < json_array_get_length (stacks); i++)
     {
       JsonArray *stack = json_object_get_array_member (json_array_get_object_element (stacks, i), "stack");
@@ -253,13 +260,10 @@ test_futex (void)
 static guint
 check_caller (LagWatchReport *report, const char *function, const char *caller, const char *never)
 {
-  g_autofree char *json = lagwatch_report_to_json (report);
   g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonArray *stacks;
+  JsonArray *stacks = record_stacks (report, parser);
   guint checked = 0;
 
-  g_assert_true (json_parser_load_from_data (parser, json, -1, NULL));
-  stacks = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "stacks");
   for (guint i = 0; i < json_array_get_length (stacks); i++)
     {
       JsonArray *stack = json_object_get_array_member (json_array_get_object_element (stacks, i), "stack");

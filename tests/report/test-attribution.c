@@ -206,6 +206,17 @@ fill_frames (LwFrame **frames, guint *n_frames, const Frame *from, guint n)
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define GLIB "/lib/x86_64-linux-gnu/libglib-2.0.so.0"
 
+/* Platform functions a program function spins through: the leaves of its
+ * samples. */
+static const char *const leaves[][2] = {
+  { LIBC, "memmove" },
+  { "/lib/x86_64-linux-gnu/libm.so.6", "__sin_fma" },
+  { "/lib/x86_64-linux-gnu/libz.so.1", "crc32_z" },
+  { SYSLIB "libcairo.so.2", "cairo_save" },
+  { SYSLIB "libpixman-1.so.0", "pixman_fill" },
+  { LIBC, "strlen" },
+};
+
 /* A report whose stack is @leaf under the program's churn(), run by
  * @callback, from an unnamed source (its callback recorded) or, with
  * @source, a source of that name (its callback only on the stack). */
@@ -235,13 +246,6 @@ leaf_report (const char *leaf_module, const char *leaf, const char *callback, co
 static void
 test_fingerprint_leaves (void)
 {
-  static const char *const leaves[][2] = {
-    { LIBC, "memmove" },
-    { "/lib/x86_64-linux-gnu/libm.so.6", "__sin_fma" },
-    { "/lib/x86_64-linux-gnu/libz.so.1", "crc32_z" },
-    { SYSLIB "libcairo.so.2", "cairo_save" },
-    { SYSLIB "libpixman-1.so.0", "pixman_fill" },
-  };
   LagWatchReport *first, *other;
 
   lw_report_program_set_executable (APP, "");
@@ -400,8 +404,8 @@ test_fingerprint_python_lines (void)
   lw_report_program_set_executable (NULL, NULL);
 }
 
-/* A lag of the program's churn(), its samples one each in six platform
- * leaves, after a spike() of five samples in one stack: the heaviest
+/* A lag of the program's churn(), its samples one each in the six
+ * platform leaves, after a spike() of five samples in one stack: the heaviest
  * stack is spike()'s, the heaviest function churn(). A report keeps five
  * stacks; the cause is chosen from all seven, so it is churn(), its stack
  * first among the five kept. Seen in a Python loop over twenty lines under
@@ -409,14 +413,6 @@ test_fingerprint_python_lines (void)
 static void
 test_cause_spread (void)
 {
-  static const char *const leaves[][2] = {
-    { LIBC, "memmove" },
-    { "/lib/x86_64-linux-gnu/libm.so.6", "__sin_fma" },
-    { "/lib/x86_64-linux-gnu/libz.so.1", "crc32_z" },
-    { SYSLIB "libcairo.so.2", "cairo_save" },
-    { SYSLIB "libpixman-1.so.0", "pixman_fill" },
-    { LIBC, "strlen" },
-  };
   const Frame spike[] = {
     { APP, "spike", NULL, 0 },
     { APP, "on_tick", NULL, 0 },
