@@ -101,6 +101,23 @@ thread_wait_ms (pid_t tid)
   return (double) wait_ns / 1e6;
 }
 
+/* Any thread. How many times thread @tid of this process has been put on
+ * a CPU (its scheduler statistics' third field); -1 where the kernel
+ * keeps none. A sleeping thread that woke and ran counts one more. */
+static G_GNUC_UNUSED gint64
+thread_runs (pid_t tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) tid);
+  g_autofree char *contents = NULL;
+  guint64 cpu_ns, wait_ns, runs;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL)
+      || sscanf (contents, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+                 &cpu_ns, &wait_ns, &runs) != 3)
+    return -1;
+  return (gint64) runs;
+}
+
 /* Any thread. The thread named "lagwatch" (the watcher), or 0. */
 static G_GNUC_UNUSED pid_t
 watcher_tid (void)

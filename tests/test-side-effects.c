@@ -290,19 +290,34 @@ test_lag_in_malloc (void)
 /* The loop thread's signal mask before spin_with_signal_blocked(). */
 static sigset_t mask_before_block;
 
-/* Blocks signal @data and spins 300 ms; the signal stays blocked after it
- * returns, until the test restores mask_before_block. */
+/* Blocks signal @data and spins 300 ms, and on until the watcher has run
+ * four times since the lag passed its 100 ms threshold (each time it looks
+ * at the thread, and the warning needs two looks that find the signal
+ * blocked: on a loaded machine a watcher can get no CPU for the whole 300
+ * ms). The signal stays blocked after it returns, until the test restores
+ * mask_before_block. */
 static LAGGY void
 spin_with_signal_blocked (gpointer data)
 {
   sigset_t set;
-  gint64 end = g_get_monotonic_time () + 300 * 1000;
+  gint64 start = g_get_monotonic_time (), deadline = start + 20 * G_USEC_PER_SEC;
+  pid_t watcher = watcher_tid ();
+  gint64 runs_past_threshold = -1;
 
   sigemptyset (&set);
   sigaddset (&set, GPOINTER_TO_INT (data));
   pthread_sigmask (SIG_BLOCK, &set, &mask_before_block);
-  while (g_get_monotonic_time () < end)
-    ;
+  for (;;)
+    {
+      gint64 now = g_get_monotonic_time ();
+      gint64 runs = thread_runs (watcher);
+
+      if (runs_past_threshold < 0 && now - start >= 150 * 1000)
+        runs_past_threshold = runs;
+      if (now - start >= 300 * 1000 && (runs < 0 || (runs_past_threshold >= 0 && runs - runs_past_threshold >= 4)))
+        break;
+      g_assert_cmpint (now, <, deadline);
+    }
 }
 
 /* The signal blocked while the thread runs: no stack can be taken by
