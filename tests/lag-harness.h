@@ -260,6 +260,24 @@ harness_wait_reports (Harness *h, guint n)
   g_source_unref (tick);
 }
 
+/* The first report whose GSource is named @source, waiting for it as
+ * harness_wait_reports() does: on a loaded machine another dispatch (the
+ * watch's own probe, say) may be preempted past the threshold and be
+ * reported first. */
+static inline LagWatchReport *
+harness_wait_report_of_source (Harness *h, const char *source)
+{
+  for (guint n = 1;; n++)
+    {
+      LagWatchReport *report;
+
+      harness_wait_reports (h, n);
+      report = harness_report (h, n - 1);
+      if (g_strcmp0 (lagwatch_report_get_source (report), source) == 0)
+        return report;
+    }
+}
+
 /* Runs @func inside a dispatch of the context and iterates until it has
  * returned. Returns how long it ran, in µs. */
 static inline gint64
