@@ -85,37 +85,41 @@ spin_cpu_ms (gpointer data)
     ;
 }
 
+/* Any thread. Thread @tid's scheduler statistics
+ * (/proc/self/task/TID/schedstat: time on a CPU, time waiting for one, in
+ * ns, and how many times it was put on one) into @fields; FALSE where the
+ * kernel keeps none. */
+static G_GNUC_UNUSED gboolean
+thread_schedstat (pid_t tid, guint64 fields[3])
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) tid);
+  g_autofree char *contents = NULL;
+
+  return g_file_get_contents (path, &contents, NULL, NULL)
+         && sscanf (contents, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+                    &fields[0], &fields[1], &fields[2]) == 3;
+}
+
 /* Any thread. How long thread @tid has waited for a CPU so far (its
- * run-queue delay, the second field of /proc/self/task/TID/schedstat), in
- * ms; -1 where the kernel keeps no scheduler statistics. */
+ * run-queue delay), in ms; -1 where the kernel keeps no scheduler
+ * statistics. */
 static G_GNUC_UNUSED double
 thread_wait_ms (pid_t tid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) tid);
-  g_autofree char *contents = NULL;
-  guint64 cpu_ns, wait_ns;
+  guint64 fields[3];
 
-  if (!g_file_get_contents (path, &contents, NULL, NULL)
-      || sscanf (contents, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &cpu_ns, &wait_ns) != 2)
-    return -1;
-  return (double) wait_ns / 1e6;
+  return thread_schedstat (tid, fields) ? (double) fields[1] / 1e6 : -1;
 }
 
 /* Any thread. How many times thread @tid of this process has been put on
- * a CPU (its scheduler statistics' third field); -1 where the kernel
- * keeps none. A sleeping thread that woke and ran counts one more. */
+ * a CPU; -1 where the kernel keeps no scheduler statistics. A sleeping
+ * thread that woke and ran counts one more. */
 static G_GNUC_UNUSED gint64
 thread_runs (pid_t tid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/schedstat", (int) tid);
-  g_autofree char *contents = NULL;
-  guint64 cpu_ns, wait_ns, runs;
+  guint64 fields[3];
 
-  if (!g_file_get_contents (path, &contents, NULL, NULL)
-      || sscanf (contents, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
-                 &cpu_ns, &wait_ns, &runs) != 3)
-    return -1;
-  return (gint64) runs;
+  return thread_schedstat (tid, fields) ? (gint64) fields[2] : -1;
 }
 
 /* Any thread. The thread named "lagwatch" (the watcher), or 0. */

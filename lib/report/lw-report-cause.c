@@ -141,25 +141,23 @@ void
 lw_report_choose_cause_stack (LagWatchReport *report, guint keep)
 {
   int chosen = lw_report_cause_stack (report);
-  LwReportStack stack;
 
-  if (chosen <= 0)
+  if (chosen > 0)
     {
-      lw_report_keep_stacks (report, keep);
-      return;
+      LwReportStack stack = report->stacks[chosen];
+
+      memmove (&report->stacks[1], &report->stacks[0], (gsize) chosen * sizeof (LwReportStack));
+      report->stacks[0] = stack;
+      for (guint i = 0; i < report->n_frames; i++)
+        lw_frame_clear (&report->frames[i]);
+      g_free (report->frames);
+      report->frames = g_new0 (LwFrame, MAX (stack.n_frames, 1));
+      for (guint i = 0; i < stack.n_frames; i++)
+        report->frames[i] = lw_frame_copy (&stack.frames[i]);
+      report->n_frames = stack.n_frames;
+      report->stack_truncated = stack.truncated;
+      report->stack_at_limit = stack.at_limit;
     }
-  stack = report->stacks[chosen];
-  memmove (&report->stacks[1], &report->stacks[0], (gsize) chosen * sizeof (LwReportStack));
-  report->stacks[0] = stack;
-  for (guint i = 0; i < report->n_frames; i++)
-    lw_frame_clear (&report->frames[i]);
-  g_free (report->frames);
-  report->frames = g_new0 (LwFrame, MAX (stack.n_frames, 1));
-  for (guint i = 0; i < stack.n_frames; i++)
-    report->frames[i] = lw_frame_copy (&stack.frames[i]);
-  report->n_frames = stack.n_frames;
-  report->stack_truncated = stack.truncated;
-  report->stack_at_limit = stack.at_limit;
   lw_report_keep_stacks (report, keep);
 }
 

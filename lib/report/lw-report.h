@@ -3,7 +3,8 @@
  * Built on the watcher thread once the lag has ended, completed by the
  * reporting thread, immutable afterwards, handed to the sinks and the
  * program's callback. Which frames are the program's is decided in
- * lw-report-program.h, its cause and fingerprints in lw-report-cause.h; the report is written as JSON by lw-report-json.c
+ * lw-report-program.h, its cause and fingerprints in lw-report-cause.h;
+ * the report is written as JSON by lw-report-json.c
  * (lagwatch_report_to_json()) and as text by lw-report-text.h (both
  * headers included here).
  */
