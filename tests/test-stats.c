@@ -14,7 +14,9 @@
 #include <glib/gstdio.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <linux/futex.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,28 +217,89 @@ test_known_busy_periods (void)
 
 /* ---- lags the watcher did not see ---- */
 
+/* Tracer child. TRUE when thread @tid sits in a semaphore wait: its
+ * system call is futex() with FUTEX_WAIT_BITSET, which glibc's sem_wait()
+ * and sem_clockwait() use and its mutexes and GLib's do not (they wait
+ * with FUTEX_WAIT). That is where every state of the watcher ends,
+ * holding no lock. A wait with a deadline that a stop interrupted is
+ * restart_syscall() from then on, its arguments still the futex call's.
+ * Only open(), read() and strtoul(): the child of a threaded process. */
+static gboolean
+in_semaphore_wait (pid_t tid)
+{
+  char path[64], text[256], *end;
+  unsigned long nr, op;
+  ssize_t n;
+  int fd;
+
+  g_snprintf (path, sizeof path, "/proc/%d/syscall", (int) tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return FALSE;
+  n = read (fd, text, sizeof text - 1);
+  close (fd);
+  if (n <= 0)
+    return FALSE;
+  text[n] = '\0';
+  /* "NR ARG1 ARG2 ...", "-1 SP PC" outside a call, "running" on a CPU. */
+  nr = strtoul (text, &end, 10);
+  if (end == text || (nr != SYS_futex && nr != SYS_restart_syscall))
+    return FALSE;
+  strtoul (end, &end, 16);  /* the futex word's address */
+  op = strtoul (end, NULL, 16);
+  return (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
+}
+
+/* Tracer child. Stops thread @watcher (PTRACE_INTERRUPT stops that one
+ * thread, nothing else) in its semaphore wait. Stopped anywhere else it
+ * may hold a lock the loop thread needs: the context's, inside
+ * g_source_attach() of its starvation sentinel after a preempted
+ * dispatch, and the loop would never come round to the lags. A stop that
+ * lands elsewhere is let go, and tried again once the thread sleeps.
+ * Returns 1 (stopped), 0 (ptrace refused) or 3 (never caught asleep). */
+static char
+stop_asleep (pid_t watcher)
+{
+  int status;
+
+  if (ptrace (PTRACE_SEIZE, watcher, NULL, NULL) != 0)
+    return 0;
+  for (guint tries = 0; tries < 100000; tries++)
+    {
+      if (!in_semaphore_wait (watcher))
+        {
+          sched_yield ();
+          continue;
+        }
+      if (ptrace (PTRACE_INTERRUPT, watcher, NULL, NULL) != 0 || waitpid (watcher, &status, __WALL) != watcher
+          || !WIFSTOPPED (status))
+        return 0;
+      if (in_semaphore_wait (watcher))
+        return 1;
+      if (ptrace (PTRACE_CONT, watcher, NULL, NULL) != 0)
+        return 0;
+    }
+  return 3;
+}
+
 /* Test's main thread. Forks a child that stops the watcher thread
- * @watcher (PTRACE_INTERRUPT stops that one thread, nothing else), writes
- * 1 (stopped) or 0 (ptrace refused) to @stopped, then lets it go when
- * @release is written to or closed. */
+ * @watcher asleep (stop_asleep()), writes what came of it to @stopped,
+ * then lets it go when @release is written to or closed. */
 static pid_t
 stop_watcher (pid_t watcher, int stopped, int release)
 {
   pid_t tracer = fork ();
-  int status;
-  char result = 0, byte;
+  char result, byte;
 
   g_assert_cmpint (tracer, >=, 0);
   if (tracer > 0)
     return tracer;
   /* Gone with the test (it holds the test's output pipes open). */
   prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (ptrace (PTRACE_SEIZE, watcher, NULL, NULL) == 0 && ptrace (PTRACE_INTERRUPT, watcher, NULL, NULL) == 0
-      && waitpid (watcher, &status, __WALL) == watcher && WIFSTOPPED (status))
-    result = 1;
+  result = stop_asleep (watcher);
   if (write (stopped, &result, 1) != 1 || read (release, &byte, 1) < 0)
     _exit (1);
-  if (result)
+  if (result == 1)
     ptrace (PTRACE_DETACH, watcher, NULL, NULL);
   _exit (0);
 }
@@ -292,6 +355,7 @@ test_missed_lags (void)
       g_source_unref (arrived);
       while (byte == 2)
         g_main_context_iteration (h.context, TRUE);
+      g_assert_cmpint (byte, !=, 3);  /* the watcher never slept */
       if (byte == 0)
         {
           /* Said to the parent through a file: a skip in a subprocess is
