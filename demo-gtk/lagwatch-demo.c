@@ -734,8 +734,6 @@ typedef struct
 {
   guint          n_boxes;
   guint          n_rows;
-  DemoFlameNode *widest;        /* the widest program box, the deepest of equals */
-  guint          widest_depth;
 } DemoFlameDrawn;
 
 /* Main thread. Draws @node and its children in [@x, @x + @width) at row
@@ -751,11 +749,6 @@ demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double 
     return;
   drawn->n_boxes++;
   drawn->n_rows = MAX (drawn->n_rows, depth + 1);
-  if (node->kind == DEMO_FRAME_PROGRAM && (drawn->widest == NULL || node->samples >= drawn->widest->samples))
-    {
-      drawn->widest = node;
-      drawn->widest_depth = depth;
-    }
   switch (node->kind)
     {
     case DEMO_FRAME_PROGRAM:
@@ -801,6 +794,40 @@ demo_flame_draw_node (cairo_t *cr, GtkWidget *area, DemoFlameNode *node, double 
     }
 }
 
+/* Main thread. The box the graph keeps in view: on the heaviest path
+ * from the root (at each row the child with the most samples, the first of
+ * equals), its deepest program box, at row *@depth; NULL when the path
+ * has none. Not the widest program box: main holds every sample, and
+ * when one sample was taken after the culprit returned (its caller still
+ * working, on a loaded machine), the culprit holds one fewer and main
+ * would be the widest of all. */
+static DemoFlameNode *
+demo_flame_culprit (DemoFlameNode *root, guint *depth)
+{
+  DemoFlameNode *node = root, *culprit = NULL;
+
+  for (guint row = 0;; row++)
+    {
+      DemoFlameNode *heaviest = NULL;
+
+      if (node->kind == DEMO_FRAME_PROGRAM)
+        {
+          culprit = node;
+          *depth = row;
+        }
+      for (guint i = 0; node->children != NULL && i < node->children->len; i++)
+        {
+          DemoFlameNode *child = node->children->pdata[i];
+
+          if (heaviest == NULL || child->samples > heaviest->samples)
+            heaviest = child;
+        }
+      if (heaviest == NULL)
+        return culprit;
+      node = heaviest;
+    }
+}
+
 /* Main thread, an idle callback: scrolls the graph to @user_data, the top
  * of the row to show (in the area's coordinates). */
 static gboolean
@@ -812,17 +839,20 @@ demo_flame_scroll_to (gpointer user_data)
 }
 
 /* Main thread, GtkDrawingArea's draw function. Once the area has the
- * graph's height, the widest program box must be in view: if it is not,
- * the graph is scrolled (once) to show it with its callers below. With
- * --print-reports, the first drawing of each lag's graph so laid out is
- * told on stdout: "flame: ID: N boxes, R rows, widest program box NAME
- * (S of T samples), in view" (or "out of view"), as the window shows it. */
+ * graph's height, the culprit's box (demo_flame_culprit()) must be in
+ * view: if it is not, the graph is scrolled (once) to show it with its
+ * callers below. With --print-reports, the first drawing of each lag's
+ * graph so laid out is told on stdout: "flame: ID: N boxes, R rows,
+ * culprit box NAME (S of T samples), in view" (or "out of view"), as the
+ * window shows it. */
 static void
 demo_flame_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
 {
   DemoFlameDrawn drawn = { 0 };
+  DemoFlameNode *culprit;
   gboolean laid_out, in_view = FALSE;
   double box_top = 0;
+  guint culprit_depth = 0;
 
   if (demo.flame == NULL)
     return;
@@ -831,9 +861,10 @@ demo_flame_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
    * the old one: told nothing, scrolled nowhere. */
   laid_out = height >= (int) (demo.flame_rows * DEMO_FLAME_ROW_HEIGHT) && demo.flame_scroll != NULL
              && gtk_adjustment_get_page_size (demo.flame_scroll) > 0;
-  if (!laid_out || drawn.widest == NULL)
+  culprit = demo_flame_culprit (demo.flame, &culprit_depth);
+  if (!laid_out || culprit == NULL)
     return;
-  box_top = height - (drawn.widest_depth + 1.0) * DEMO_FLAME_ROW_HEIGHT;
+  box_top = height - (culprit_depth + 1.0) * DEMO_FLAME_ROW_HEIGHT;
   in_view = box_top >= gtk_adjustment_get_value (demo.flame_scroll)
             && box_top + DEMO_FLAME_ROW_HEIGHT
                <= gtk_adjustment_get_value (demo.flame_scroll) + gtk_adjustment_get_page_size (demo.flame_scroll);
@@ -847,8 +878,8 @@ demo_flame_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
   if (opt_print_reports && !demo.flame_told)
     {
       demo.flame_told = TRUE;
-      printf ("flame: %s: %u boxes, %u rows, widest program box %s (%u of %u samples), %s\n",
-              demo.flame_id, drawn.n_boxes, drawn.n_rows, drawn.widest->name, drawn.widest->samples,
+      printf ("flame: %s: %u boxes, %u rows, culprit box %s (%u of %u samples), %s\n",
+              demo.flame_id, drawn.n_boxes, drawn.n_rows, culprit->name, culprit->samples,
               demo.flame->samples, in_view ? "in view" : "out of view");
       fflush (stdout);
     }
@@ -1310,7 +1341,7 @@ demo_stack_view_new (void)
 }
 
 /* The flame graph of the selected lag, scrolled vertically when deep (to
- * its widest program box, see demo_flame_draw). */
+ * its culprit's box, see demo_flame_draw). */
 static GtkWidget *
 demo_flame_view_new (void)
 {
