@@ -8,9 +8,11 @@
  */
 #pragma once
 
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <time.h>
@@ -120,6 +122,39 @@ thread_runs (pid_t tid)
   guint64 fields[3];
 
   return thread_schedstat (tid, fields) ? (gint64) fields[2] : -1;
+}
+
+/* Any thread, and the child of a fork() of a threaded process (only
+ * snprintf(), open(), read() and strtol()). The system call thread @tid,
+ * of any process, is in, from /proc/TID/syscall ("NR ARG1 ... SP PC"),
+ * and its first two arguments in @args (nullable); -1 outside one
+ * ("-1 SP PC"), on a CPU ("running") or where the file cannot be read. */
+static G_GNUC_UNUSED long
+thread_syscall (pid_t tid, unsigned long args[2])
+{
+  char path[64], text[256], *end;
+  ssize_t n;
+  long nr;
+  int fd;
+
+  snprintf (path, sizeof path, "/proc/%d/syscall", (int) tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  n = read (fd, text, sizeof text - 1);
+  close (fd);
+  if (n <= 0)
+    return -1;
+  text[n] = '\0';
+  nr = strtol (text, &end, 10);
+  if (end == text)
+    return -1;
+  if (args != NULL)
+    {
+      args[0] = strtoul (end, &end, 16);
+      args[1] = strtoul (end, NULL, 16);
+    }
+  return nr;
 }
 
 /* Any thread. The thread named "lagwatch" (the watcher), or 0. */

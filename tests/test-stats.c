@@ -224,33 +224,14 @@ test_known_busy_periods (void)
  * and sem_clockwait() use and its mutexes and GLib's do not (they wait
  * with FUTEX_WAIT). That is where every state of the watcher ends,
  * holding no lock. A wait with a deadline that a stop interrupted is
- * restart_syscall() from then on, its arguments still the futex call's.
- * Only snprintf(), open(), read() and strtoul(): the child of a threaded
- * process. */
+ * restart_syscall() from then on, its arguments still the futex call's. */
 static gboolean
 in_semaphore_wait (pid_t tid)
 {
-  char path[64], text[256], *end;
-  unsigned long nr, op;
-  ssize_t n;
-  int fd;
+  unsigned long args[2] = { 0, 0 };  /* the futex word's address, the operation */
+  long nr = thread_syscall (tid, args);
 
-  snprintf (path, sizeof path, "/proc/%d/syscall", (int) tid);
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return FALSE;
-  n = read (fd, text, sizeof text - 1);
-  close (fd);
-  if (n <= 0)
-    return FALSE;
-  text[n] = '\0';
-  /* "NR ARG1 ARG2 ...", "-1 SP PC" outside a call, "running" on a CPU. */
-  nr = strtoul (text, &end, 10);
-  if (end == text || (nr != SYS_futex && nr != SYS_restart_syscall))
-    return FALSE;
-  strtoul (end, &end, 16);  /* the futex word's address */
-  op = strtoul (end, NULL, 16);
-  return (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
+  return (nr == SYS_futex || nr == SYS_restart_syscall) && (args[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
 }
 
 /* Tracer child. Stops thread @watcher (PTRACE_INTERRUPT stops that one
@@ -259,19 +240,28 @@ in_semaphore_wait (pid_t tid)
  * quarter of the stops taken at once landed inside malloc(); the context's,
  * in g_source_attach() of its starvation sentinel), and the loop would
  * never come round to the lags. A stop that lands elsewhere is let go,
- * and tried again once the thread sleeps. Returns 1 (stopped), 0 (ptrace
- * refused) or 3 (never caught asleep within STOP_DEADLINE_S: a failure,
- * said as such rather than as the subprocess's timeout). */
+ * and tried again once the thread sleeps. Never caught asleep within
+ * STOP_DEADLINE_S is a failure, said as such rather than as the
+ * subprocess's timeout. */
 #define STOP_DEADLINE_S 20
 
-static char
+/* What the tracer says through its pipe, one byte. */
+typedef enum
+{
+  STOP_REFUSED = 0,      /* ptrace is not allowed here */
+  STOP_DONE = 1,         /* stopped asleep until released */
+  STOP_PENDING = 2,      /* (the test's own: nothing said yet) */
+  STOP_NEVER_ASLEEP = 3,
+} StopResult;
+
+static StopResult
 stop_asleep (pid_t watcher)
 {
   struct timespec now, deadline;
   int status;
 
   if (ptrace (PTRACE_SEIZE, watcher, NULL, NULL) != 0)
-    return 0;
+    return STOP_REFUSED;
   clock_gettime (CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += STOP_DEADLINE_S;
   while (clock_gettime (CLOCK_MONOTONIC, &now) == 0 && now.tv_sec < deadline.tv_sec)
@@ -283,13 +273,13 @@ stop_asleep (pid_t watcher)
         }
       if (ptrace (PTRACE_INTERRUPT, watcher, NULL, NULL) != 0 || waitpid (watcher, &status, __WALL) != watcher
           || !WIFSTOPPED (status))
-        return 0;
+        return STOP_REFUSED;
       if (in_semaphore_wait (watcher))
-        return 1;
+        return STOP_DONE;
       if (ptrace (PTRACE_CONT, watcher, NULL, NULL) != 0)
-        return 0;
+        return STOP_REFUSED;
     }
-  return 3;
+  return STOP_NEVER_ASLEEP;
 }
 
 /* Test's main thread. Forks a child that stops the watcher thread
@@ -306,10 +296,10 @@ stop_watcher (pid_t watcher, int stopped, int release)
     return tracer;
   /* Gone with the test (it holds the test's output pipes open). */
   prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  result = stop_asleep (watcher);
+  result = (char) stop_asleep (watcher);
   if (write (stopped, &result, 1) != 1 || read (release, &byte, 1) < 0)
     _exit (1);
-  if (result == 1)
+  if (result == STOP_DONE)
     ptrace (PTRACE_DETACH, watcher, NULL, NULL);
   _exit (0);
 }
@@ -343,7 +333,7 @@ test_missed_lags (void)
       pid_t watcher, tracer;
       LagWatchStats *stats;
       guint64 over_frame = 0, missed, lags;
-      char byte = 2;
+      char byte = STOP_PENDING;
       Harness h;
       const char *line;
 
@@ -363,10 +353,10 @@ test_missed_lags (void)
       g_source_set_callback (arrived, G_SOURCE_FUNC (byte_arrived), &byte, NULL);
       g_source_attach (arrived, h.context);
       g_source_unref (arrived);
-      while (byte == 2)
+      while (byte == STOP_PENDING)
         g_main_context_iteration (h.context, TRUE);
-      g_assert_cmpint (byte, !=, 3);  /* the watcher was never seen asleep */
-      if (byte == 0)
+      g_assert_cmpint (byte, !=, STOP_NEVER_ASLEEP);
+      if (byte == STOP_REFUSED)
         {
           /* Said to the parent through a file: a skip in a subprocess is
            * a failure to g_test_trap_assert_passed(). */
@@ -422,10 +412,11 @@ test_missed_lags (void)
         g_autofree char *counts = NULL;
         g_autofree char *said = g_strdup_printf ("%s/lagwatch-missed-counts-%d", g_get_tmp_dir (), (int) getppid ());
         g_autofree char *expected = NULL;
+        const char *key = strstr (line, "\"lags_missed\":");
         guint64 missed_at_end;
 
-        g_assert_nonnull (strstr (line, "\"lags_missed\":"));
-        missed_at_end = g_ascii_strtoull (strstr (line, "\"lags_missed\":") + strlen ("\"lags_missed\":"), NULL, 10);
+        g_assert_nonnull (key);
+        missed_at_end = g_ascii_strtoull (key + strlen ("\"lags_missed\":"), NULL, 10);
         g_assert_cmpuint (missed_at_end, >=, missed);
         expected = g_strdup_printf ("\"lags\":%" G_GUINT64_FORMAT ",\"lags_missed\":%" G_GUINT64_FORMAT ",",
                                     lags, missed_at_end);

@@ -594,10 +594,7 @@ typedef struct
 static gboolean
 in_futex (pid_t tid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%d/syscall", (int) tid);
-  g_autofree char *text = NULL;
-
-  return g_file_get_contents (path, &text, NULL, NULL) && g_ascii_strtoll (text, NULL, 10) == SYS_futex;
+  return thread_syscall (tid, NULL) == SYS_futex;
 }
 
 /* The loop thread's part, late: once the waiter sleeps on the slot's
