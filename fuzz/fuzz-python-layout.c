@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  static const guint32 versions[] = { 0x030d00f0, 0x030e0af0, 0x030b02f0, 0x030c01f0 };
+  static const guint32 versions[] = { 0x030d00f0, 0x030e0af0, 0x030b02f0, 0x030c01f0, 0x030f02f0 };
   gsize blob_size = lw_python_layout_debug_offsets_size ();
   g_autofree guint8 *blob = NULL;
   guint8 frame[LW_PY_FRAME_READ] = { 0 };
@@ -32,7 +32,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   if (size < 1)
     return 0;
-  version = versions[data[0] & 3];
+  /* Bits 0, 1 and 4 pick it (bits 2 and 3 are the flags below). */
+  version = versions[((data[0] & 3) | ((data[0] & 0x10) >> 2)) % G_N_ELEMENTS (versions)];
   data++;
   size--;
   /* The exact size read, as lw-python-stack.c reads it; shorter ones too. */
@@ -54,6 +55,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       g_assert (parsed.compact_utf8 + sizeof (uintptr_t) <= LW_PY_STRING_HEAD);
       g_assert (parsed.bytes_data <= LW_PY_BYTES_HEAD);
       g_assert (parsed.tstate_native_thread_id + sizeof (uintptr_t) <= LW_PY_TSTATE_READ);
+      g_assert (!parsed.has_base_frame || parsed.version >= 0x030f);
       layout = &parsed;
     }
   else

@@ -52,8 +52,14 @@ lw_codename() {
 }
 
 # lw_has_candidate PACKAGE: apt's lists hold a version of PACKAGE itself.
+# apt-cache reads a name with a dot as a pattern ("python3.15" finds
+# postgresql-plpython3-15 on Debian 12): only PACKAGE's own entry counts.
 lw_has_candidate() {
-  apt-cache policy "$1" 2> /dev/null | grep -q 'Candidate: [^(]'
+  apt-cache policy "$1" 2> /dev/null | awk -v entry="$1:" '
+    $0 == entry { own = 1; next }
+    /^[^ ]/ { own = 0 }
+    own && /Candidate: [^(]/ { found = 1 }
+    END { exit !found }'
 }
 
 # lw_release_packages: the packages whose names changed between releases,
@@ -62,6 +68,8 @@ lw_has_candidate() {
 #    libclang-rt-14-dev on Debian 12, -19- on 13, clang's own version after.
 #  - Sysprof's capture library: libsysprof-4-dev on Debian 12,
 #    libsysprof-capture-4-dev from 13 on.
+#  - The CPythons: python3.11 on Debian 12, python3.13 on 13, python3.14
+#    and python3.15 on unstable.
 lw_release_packages() {
   clang=$(apt-cache depends clang 2> /dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
   if [ -z "$clang" ]; then
@@ -82,7 +90,14 @@ lw_release_packages() {
       *) sysprof=libsysprof-capture-4-dev ;;
     esac
   fi
-  echo "libclang-rt-$clang-dev $sysprof"
+  # Each CPython lagwatch reads that the release ships beside its default
+  # one (Debian unstable: the next release's python3.N), for the suite's
+  # test of every CPython here (python-versions).
+  pythons=""
+  for minor in 11 12 13 14 15; do
+    if lw_has_candidate "python3.$minor"; then pythons="$pythons python3.$minor"; fi
+  done
+  echo "libclang-rt-$clang-dev $sysprof$pythons"
 }
 
 # lw_missing PACKAGES...: those not installed.

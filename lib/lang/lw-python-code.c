@@ -15,7 +15,7 @@
 #include "lw-load.h"
 #include "lw-python.h"
 
-/* PyASCIIObject.state bits (3.11 to 3.14): interned:2, kind:3, compact:1, ascii:1, then
+/* PyASCIIObject.state bits (3.11 to 3.15): interned:2, kind:3, compact:1, ascii:1, then
  * ready (3.11) or statically_allocated (3.12+). */
 #define LW_PY_STATE_KIND(state) (((state) >> 2) & 7)
 #define LW_PY_STATE_COMPACT (1u << 5)

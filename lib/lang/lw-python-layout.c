@@ -99,9 +99,12 @@ lw_python_layout_table (guint version)
 /* The form of one version's _Py_DebugOffsets: where, in the blob, the
  * offsets lagwatch needs are (each a uint64_t), from the struct's
  * declaration in that version's Include/internal/pycore_runtime.h (3.13)
- * or pycore_debug_offsets.h (3.14). Each struct of the blob starts with
- * that struct's size. The layouts they give were checked against the live
- * objects of 3.13.0, 3.13.5 and 3.14.10 by tests/python/check-offsets.py. */
+ * or pycore_debug_offsets.h (3.14, 3.15). Each struct of the blob starts
+ * with the size of the object it describes, never its own: the blob does
+ * not describe itself, so each version has its form here, and a version
+ * without one is refused. The layouts they give were checked against the
+ * live objects of 3.13.0, 3.13.5, 3.14.10 and 3.15.2 by
+ * tests/python/check-offsets.py. */
 typedef struct
 {
   guint version;
@@ -109,6 +112,7 @@ typedef struct
   gsize runtime_size, runtime_interpreters_head;
   gsize interp_size, interp_next, interp_threads_head;
   gsize tstate_size, tstate_next, tstate_current_frame, tstate_native_thread_id;
+  gsize tstate_base_frame;    /* 0: none (before 3.15) */
   gsize frame_size, frame_previous, frame_executable, frame_instr_ptr, frame_owner;
   gsize code_size, code_filename, code_qualname, code_linetable, code_firstlineno, code_adaptive;
   gsize object_size, object_type;
@@ -147,6 +151,31 @@ static const LwPyDebugForm lw_python_debug_forms[] = {
     .object_size = 400, .object_type = 408,
     .bytes_size = 592, .bytes_ob_size = 600, .bytes_sval = 608,
     .unicode_size = 616, .unicode_state = 624, .unicode_length = 632, .unicode_ascii_size = 640,
+    .code_tagged = TRUE,
+  },
+  {
+    /* 3.15 added base_frame, last_profiled_frame, last_profiled_frame_seq
+     * (before thread_id), holds_gil, gil_requested, current_exception and
+     * exc_state to the thread state's struct, then a struct of its own
+     * (err_stackitem), tp_basicsize and tp_dictoffset to the type's, a
+     * heap type object before the tuple's, compactunicodeobject_size to
+     * the string's, and three structs after the GC's. The frame and code
+     * offsets these give are 3.14's; the thread id moved. base_frame
+     * points to a shim frame of the thread's own (embedded in its
+     * _PyThreadStateImpl): the last of every thread's chain, below the
+     * shim of the loop that ran its outermost code. */
+    .version = 0x030f, .length = 744,
+    .runtime_size = 24, .runtime_interpreters_head = 40,
+    .interp_size = 48, .interp_next = 64, .interp_threads_head = 72,
+    .tstate_size = 176, .tstate_next = 192, .tstate_current_frame = 208, .tstate_native_thread_id = 248,
+    .tstate_base_frame = 216,
+    .frame_size = 312, .frame_previous = 320, .frame_executable = 328, .frame_instr_ptr = 336,
+    .frame_owner = 352,
+    .code_size = 376, .code_filename = 384, .code_qualname = 400, .code_linetable = 408,
+    .code_firstlineno = 416, .code_adaptive = 448,
+    .object_size = 464, .object_type = 472,
+    .bytes_size = 688, .bytes_ob_size = 696, .bytes_sval = 704,
+    .unicode_size = 712, .unicode_state = 720, .unicode_length = 728, .unicode_ascii_size = 736,
     .code_tagged = TRUE,
   },
 };
@@ -261,6 +290,12 @@ lw_python_layout_from_debug_offsets (const guint8 *blob, gsize len, guint32 py_v
                                  LW_PY_STRING_HEAD, &o.unicode_state)
        && lw_python_debug_field (blob, form->unicode_size, form->unicode_length, word,
                                  LW_PY_STRING_HEAD, &o.unicode_length);
+  if (ok && form->tstate_base_frame != 0)
+    {
+      o.has_base_frame = lw_python_debug_field (blob, form->tstate_size, form->tstate_base_frame, word,
+                                                LW_PY_TSTATE_READ, &o.tstate_base_frame);
+      ok = o.has_base_frame;
+    }
   if (ok)
     {
       guint64 ascii_size = lw_load_u64 (blob, form->unicode_ascii_size);
@@ -293,7 +328,7 @@ lw_python_layout_from_debug_offsets (const guint8 *blob, gsize len, guint32 py_v
   o.frame_read = MAX (o.frame_read, o.frame_owner + 1);
   /* PyFunctionObject's func_qualname and PyMethodObject's im_func, from
    * the public cpython/funcobject.h and cpython/classobject.h: the same
-   * from 3.11 to 3.14, read only for a PyGObject callback's name, and
+   * from 3.11 to 3.15, read only for a PyGObject callback's name, and
    * only from objects whose type was checked. */
   o.function_qualname = 40;
   o.method_function = 16;

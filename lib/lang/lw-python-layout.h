@@ -29,8 +29,8 @@ typedef enum
 } LwPyEntryModel;
 
 /* A shim frame's owner: FRAME_OWNED_BY_CSTACK in 3.12 and 3.13,
- * FRAME_OWNED_BY_INTERPRETER (the same value) in 3.14. Owners below it
- * (thread, generator, frame object) run code. */
+ * FRAME_OWNED_BY_INTERPRETER (the same value) in 3.14 and 3.15. Owners
+ * below it (thread, generator, frame object) run code. */
 #define LW_PY_OWNER_SHIM 3
 
 /* The bytes read of one struct at a time: every offset of a table is
@@ -54,11 +54,13 @@ typedef struct
   gsize tstate_next;
   gsize tstate_native_thread_id;
   gsize tstate_frame;             /* cframe (has_cframe), else current_frame */
+  gsize tstate_base_frame;        /* has_base_frame: its pointer to the frame below all others */
+  gboolean has_base_frame;        /* 3.15+: a shim of the thread's own ends every chain */
   gboolean has_cframe;            /* 3.11, 3.12: tstate->cframe->current_frame */
   gsize cframe_current_frame;
   /* _PyInterpreterFrame */
   gsize frame_code;               /* f_code, f_executable */
-  gboolean code_tagged;           /* 3.14: f_executable is a _PyStackRef, tag in its low bits */
+  gboolean code_tagged;           /* 3.14+: f_executable is a _PyStackRef, tag in its low 2 bits */
   gsize frame_previous;
   gsize frame_instr;              /* prev_instr, instr_ptr: the code unit executing */
   LwPyEntryModel entry;
@@ -137,7 +139,7 @@ typedef struct
 void lw_python_layout_frame (const LwPyOffsets *o, const guint8 *block, LwPyFrameRecord *out);
 
 /* Any thread. The line of code unit @index from a location table
- * (Objects/locations.md, 3.11 to 3.14); 0 when unknown. */
+ * (Objects/locations.md, 3.11 to 3.15); 0 when unknown. */
 guint lw_python_layout_line (const guint8 *table, gsize len, int firstlineno, gssize index);
 
 G_END_DECLS

@@ -24,15 +24,18 @@
 static gsize
 lw_python_tstate_head (const LwPyOffsets *o)
 {
-  return MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next)) + sizeof (uintptr_t);
+  gsize last = MAX (o->tstate_native_thread_id, MAX (o->tstate_frame, o->tstate_next));
+
+  return MAX (last, o->has_base_frame ? o->tstate_base_frame : 0) + sizeof (uintptr_t);
 }
 
 /* Watcher thread. The PyThreadState of thread @tid, or 0; in *@frame_at,
- * its field tstate_frame (its _PyCFrame, or its current frame).
+ * its field tstate_frame (its _PyCFrame, or its current frame), and in
+ * *@base_frame its base frame (3.15+; else 0).
  * @prefetched (nullable): the cached thread state's bytes, read already. */
 static uintptr_t
 lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t tid,
-                        const guint8 *prefetched, uintptr_t *frame_at)
+                        const guint8 *prefetched, uintptr_t *frame_at, uintptr_t *base_frame)
 {
   const LwPyOffsets *o = interp->offsets;
   gsize head = lw_python_tstate_head (o);
@@ -46,6 +49,7 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
       && lw_load_uptr (block, o->tstate_native_thread_id) == (uintptr_t) tid)
     {
       *frame_at = lw_load_uptr (block, o->tstate_frame);
+      *base_frame = o->has_base_frame ? lw_load_uptr (block, o->tstate_base_frame) : 0;
       return python->tstate;
     }
   python->tstate_tid = 0;
@@ -64,6 +68,7 @@ lw_python_thread_state (LwPython *python, const LwPyInterpreter *interp, pid_t t
               python->tstate_tid = tid;
               python->tstate = tstate;
               *frame_at = lw_load_uptr (block, o->tstate_frame);
+              *base_frame = o->has_base_frame ? lw_load_uptr (block, o->tstate_base_frame) : 0;
               return tstate;
             }
           tstate = lw_load_uptr (block, o->tstate_next);
@@ -260,7 +265,7 @@ guint
 lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t tid)
 {
   const LwPyOffsets *o = interp->offsets;
-  uintptr_t frame_at = 0, frame = 0, spec_frame = 0;
+  uintptr_t frame_at = 0, frame = 0, spec_frame = 0, base_frame = 0;
   guint8 tstate_block[LW_PY_TSTATE_READ];
   gboolean prefetched;
   guint n = 0;
@@ -271,7 +276,8 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
   python->window2_len = 0;
   python->heads_fresh = FALSE;
   prefetched = lw_python_prefetch (python, interp, tid, tstate_block, &spec_frame);
-  if (lw_python_thread_state (python, interp, tid, prefetched ? tstate_block : NULL, &frame_at) == 0)
+  if (lw_python_thread_state (python, interp, tid, prefetched ? tstate_block : NULL, &frame_at,
+                              &base_frame) == 0)
     return 0;  /* not a Python thread (or its state not found): nothing missing */
   if (!o->has_cframe)
     frame = frame_at;
@@ -305,6 +311,10 @@ lw_python_read_frames (LwPython *python, const LwPyInterpreter *interp, pid_t ti
         return lw_python_unreadable (python);
       if (record.kind == LW_PY_FRAME_SHIM)
         {
+          /* 3.15+: the thread's base frame, the last of the chain: no
+           * loop runs it. */
+          if (base_frame != 0 && at == base_frame && frame == 0)
+            continue;
           /* The shim below the first frame an evaluation loop ran; one
            * with no frame above it matches no loop. */
           if (n == 0 || python->frames[n - 1].is_entry)

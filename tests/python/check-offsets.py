@@ -12,6 +12,7 @@ Run on /usr/bin/python3 by the suite, and on every CPython of this machine
 by run-ctypes-lags.py.
 """
 import ctypes
+import dis
 import sys
 import threading
 
@@ -83,14 +84,27 @@ def inner_frame_checks():
         check("frame_owner", True, "(not read with is_entry)")
         check("entry", sys.version_info < (3, 12), "(is_entry: 3.11)")
     else:
-        owners, at = [], frame
+        owners, at, last = [], frame, 0
         while at and len(owners) < 1000:
             owners.append(byte(at + table["frame_owner"]))
-            at = word(at + table["frame_previous"])
+            last, at = at, word(at + table["frame_previous"])
         check("frame_owner", owners[:2] == [0, 0] and owners[-1] == SHIM,
               "(this frame and its caller are the thread's, the outermost is a shim: %s)" % owners[-8:])
         check("frame_is_entry", True, "(not read with shims)")
         check("entry", sys.version_info >= (3, 12), "(shims: 3.12+)")
+        # 3.15+: the chain ends in the thread's base frame, a second shim
+        # (the thread state points to it), below the one of the loop that
+        # ran the outermost code.
+        check("has_base_frame", table["has_base_frame"] == (sys.version_info >= (3, 15)),
+              "(3.15+: the thread state points to a base frame)")
+        if table["has_base_frame"]:
+            check("tstate_base_frame", last == word(tstate + table["tstate_base_frame"])
+                  and owners[-2:] == [SHIM, SHIM], "(the chain's last frame, a shim below the loop's shim)")
+        else:
+            check("tstate_base_frame", table["tstate_base_frame"] == 0, "(none)")
+    if table["entry"] == 0:
+        check("has_base_frame", not table["has_base_frame"], "(none before 3.15)")
+        check("tstate_base_frame", table["tstate_base_frame"] == 0, "(none)")
     check("frame_read", table["frame_read"] > max(table["frame_previous"], table["frame_code"],
                                                   table["frame_instr"], table["frame_owner"]))
 
@@ -144,8 +158,15 @@ def main():
     check("code_filename", word(id(code) + table["code_filename"]) == id(code.co_filename))
     check("code_qualname", word(id(code) + table["code_qualname"]) == id(code.co_qualname))
     check("code_linetable", word(id(code) + table["code_linetable"]) == id(code.co_linetable))
-    check("code_code_adaptive", ctypes.string_at(id(code) + table["code_code_adaptive"], len(code.co_code))
-          == code.co_code, "(a function never run is not specialised)")
+    # Its instructions as co_code has them; the inline cache entries
+    # (CACHE, 0) between them hold counters the interpreter sets when it
+    # makes the code object (3.14: some, 3.15: RESUME's too).
+    adaptive = ctypes.string_at(id(code) + table["code_code_adaptive"], len(code.co_code))
+    units = range(0, len(code.co_code), 2)
+    cache = dis.opmap["CACHE"]
+    check("code_code_adaptive", [adaptive[i:i + 2] for i in units if code.co_code[i] != cache]
+          == [code.co_code[i:i + 2] for i in units if code.co_code[i] != cache],
+          "(a function never run is not specialised: its instructions, caches aside)")
     check("function_qualname", word(id(Widget.method) + table["function_qualname"])
           == id(Widget.method.__qualname__))
     bound = Widget().method

@@ -232,6 +232,8 @@ lw_test_python_layout (char *out, int size)
       LW_FIELD (tstate_next);
       LW_FIELD (tstate_native_thread_id);
       LW_FIELD (tstate_frame);
+      LW_FIELD (tstate_base_frame);
+      LW_FIELD (has_base_frame);
       LW_FIELD (has_cframe);
       LW_FIELD (cframe_current_frame);
       LW_FIELD (frame_code);

@@ -1,10 +1,12 @@
 """run-ctypes-lags.py CHILD LIBLAGWATCH CHECK_OFFSETS SAMPLER [PYTHON...]: Python frames on every CPython here.
 
 Runs CHILD (ctypes-lag.py: a GLib loop driven through ctypes, no PyGObject
-needed) on each interpreter given and each one found in /usr/bin and
-pyenv's /root/.pyenv/versions, and checks (TAP) what lagwatch reports of
-the Python handler that froze the loop:
-- CPython 3.11 to 3.14: the innermost Python frame is the handler
+needed) on each interpreter given and each one found in /usr/bin
+(python3 and every python3.N beside it: Debian unstable installs a newer
+CPython beside its default one) and pyenv's /root/.pyenv/versions, and
+checks (TAP) what lagwatch reports of the Python handler that froze the
+loop:
+- CPython 3.11 to 3.15: the innermost Python frame is the handler
   (qualified name, this file, the line it spins on), main and <module>
   below it, no evaluation-loop frame left; the unnamed GSource described
   by the handler; one fingerprint per handler, the same from run to run;
@@ -25,7 +27,7 @@ import subprocess
 import sys
 
 child, library, check_offsets, sampler = sys.argv[1:5]
-READ = [(3, 11), (3, 12), (3, 13), (3, 14)]
+READ = [(3, 11), (3, 12), (3, 13), (3, 14), (3, 15)]
 REFUSED = [(3, 6), (3, 7), (3, 8), (3, 9), (3, 10)]
 results = []
 
@@ -51,7 +53,9 @@ def version_of(python):
 def interpreters():
     """One interpreter per version, with the GIL: the first given or found."""
     found = {}
-    candidates = sys.argv[5:] + ["/usr/bin/python3"] + sorted(glob.glob("/root/.pyenv/versions/*/bin/python3"))
+    candidates = (sys.argv[5:] + ["/usr/bin/python3"]
+                  + sorted(glob.glob("/usr/bin/python3.[0-9]")) + sorted(glob.glob("/usr/bin/python3.[0-9][0-9]"))
+                  + sorted(glob.glob("/root/.pyenv/versions/*/bin/python3")))
     for python in candidates:
         if not os.access(python, os.X_OK):
             continue

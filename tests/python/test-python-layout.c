@@ -1,7 +1,7 @@
 /* test-python-layout.c: CPython layouts from _Py_DebugOffsets, and refusals
  *
  * The blobs are built from the values real interpreters publish (pyenv's
- * 3.13.0, Debian's 3.14.10), at the positions of each version's form; one
+ * 3.13.0, Debian's 3.14.10 and 3.15.2), at the positions of each version's form; one
  * value changed at a time must turn a good layout into a clean refusal.
  */
 #include <string.h>
@@ -38,6 +38,21 @@ static const Word blob_3_14[] = {
   { 400, 16 }, { 408, 8 },
   { 592, 40 }, { 600, 16 }, { 608, 32 },
   { 616, 64 }, { 624, 32 }, { 632, 16 }, { 640, 40 },
+};
+
+/* CPython 3.15.2's: its thread state's native_thread_id moved (184, at
+ * 248 of the blob) and it points to its base frame (80, at 216), the frame's
+ * and code's offsets are 3.14's. */
+static const Word blob_3_15[] = {
+  { 8, 0x030f02f0 }, { 16, 0 },
+  { 24, 346568 }, { 40, 936 },
+  { 48, 226240 }, { 64, 7264 }, { 72, 7336 },
+  { 176, 888 }, { 192, 8 }, { 208, 72 }, { 216, 80 }, { 248, 184 },
+  { 312, 88 }, { 320, 8 }, { 328, 0 }, { 336, 56 }, { 352, 74 },
+  { 376, 216 }, { 384, 112 }, { 400, 128 }, { 408, 136 }, { 416, 68 }, { 448, 208 },
+  { 464, 16 }, { 472, 8 },
+  { 688, 40 }, { 696, 16 }, { 704, 32 },
+  { 712, 64 }, { 720, 32 }, { 728, 16 }, { 736, 40 },
 };
 
 static guint8 *
@@ -124,6 +139,48 @@ test_debug_offsets_3_14 (void)
   g_assert_cmpuint (o.frame_read, ==, 75);
   g_assert_cmpuint (o.code_code_adaptive, ==, 208);
   g_assert_cmpuint (o.compact_size, ==, 56);
+  g_assert_false (o.has_base_frame);
+}
+
+static void
+test_debug_offsets_3_15 (void)
+{
+  gsize len;
+  g_autofree guint8 *blob = make_blob (blob_3_15, G_N_ELEMENTS (blob_3_15), &len);
+  LwPyOffsets o;
+  char why[160] = "";
+
+  g_assert_cmpint (parse (blob, len, 0x030f02f0, &o, why), ==, LW_PY_LAYOUT_OK);
+  g_assert_cmpuint (o.version, ==, 0x030f);
+  g_assert_cmpuint (o.runtime_interpreters_head, ==, 936);
+  g_assert_cmpuint (o.interp_next, ==, 7264);
+  g_assert_cmpuint (o.interp_threads_head, ==, 7336);
+  g_assert_cmpuint (o.tstate_next, ==, 8);
+  g_assert_cmpuint (o.tstate_frame, ==, 72);
+  g_assert_cmpuint (o.tstate_native_thread_id, ==, 184);
+  g_assert_true (o.code_tagged);
+  g_assert_cmpint (o.entry, ==, LW_PY_ENTRY_SHIM);
+  g_assert_cmpuint (o.frame_code, ==, 0);
+  g_assert_cmpuint (o.frame_previous, ==, 8);
+  g_assert_cmpuint (o.frame_instr, ==, 56);
+  g_assert_cmpuint (o.frame_owner, ==, 74);
+  g_assert_cmpuint (o.frame_read, ==, 75);
+  g_assert_cmpuint (o.code_filename, ==, 112);
+  g_assert_cmpuint (o.code_qualname, ==, 128);
+  g_assert_cmpuint (o.code_linetable, ==, 136);
+  g_assert_cmpuint (o.code_firstlineno, ==, 68);
+  g_assert_cmpuint (o.code_code_adaptive, ==, 208);
+  g_assert_cmpuint (o.bytes_data, ==, 32);
+  g_assert_cmpuint (o.unicode_state, ==, 32);
+  g_assert_cmpuint (o.compact_size, ==, 56);
+  g_assert_true (o.has_base_frame);
+  g_assert_cmpuint (o.tstate_base_frame, ==, 80);
+
+  /* A base frame pointer that would reach past the thread state (888
+   * bytes) is no layout. */
+  put (blob, 216, 888 - 4);
+  g_assert_cmpint (parse (blob, len, 0x030f02f0, &o, why), ==, LW_PY_LAYOUT_INVALID);
+  g_assert_nonnull (strstr (why, "cannot be right"));
 }
 
 /* Each change (one value, or two where one alone cannot show it), on a
@@ -142,7 +199,7 @@ test_debug_offsets_refused (void)
     const char      *said;
   } cases[] = {
     { "no cookie", 0, 0x6262626262626262, 0, 0, LW_PY_LAYOUT_NOT_PUBLISHED, "no _Py_DebugOffsets" },
-    { "3.15", 8, 0x030f00a0, 0, 0, LW_PY_LAYOUT_UNKNOWN_VERSION, "0x30f00a0" },
+    { "3.16", 8, 0x031000a0, 0, 0, LW_PY_LAYOUT_UNKNOWN_VERSION, "0x31000a0" },
     { "3.12 with a blob", 8, 0x030c01f0, 0, 0, LW_PY_LAYOUT_UNKNOWN_VERSION, "form this lagwatch does not know" },
     { "high bits in the version", 8, 0x10030d00f0, 0, 0, LW_PY_LAYOUT_UNKNOWN_VERSION, "form" },
     { "free-threaded", 16, 1, 0, 0, LW_PY_LAYOUT_FREE_THREADED, "free-threaded" },
@@ -268,6 +325,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/python-layout/debug-offsets/3.13", test_debug_offsets_3_13);
   g_test_add_func ("/python-layout/debug-offsets/3.14", test_debug_offsets_3_14);
+  g_test_add_func ("/python-layout/debug-offsets/3.15", test_debug_offsets_3_15);
   g_test_add_func ("/python-layout/debug-offsets/refused", test_debug_offsets_refused);
   g_test_add_func ("/python-layout/debug-offsets/mismatch", test_debug_offsets_mismatch);
   g_test_add_func ("/python-layout/tables", test_tables);
