@@ -156,10 +156,10 @@ static const LwPyDebugForm lw_python_debug_forms[] = {
   {
     /* 3.15 added base_frame, last_profiled_frame, last_profiled_frame_seq
      * (before thread_id), holds_gil, gil_requested, current_exception and
-     * exc_state to the thread state's struct, then a struct of its own
-     * (err_stackitem), tp_basicsize and tp_dictoffset to the type's, a
-     * heap type object before the tuple's, compactunicodeobject_size to
-     * the string's, and three structs after the GC's. The frame and code
+     * exc_state to the thread state's struct and an err_stackitem struct
+     * after it, tp_basicsize and tp_dictoffset to the type's, a heap type
+     * struct before the tuple's, compactunicodeobject_size to the
+     * string's, and three structs after the GC's. The frame and code
      * offsets these give are 3.14's; the thread id moved. base_frame
      * points to a shim frame of the thread's own (embedded in its
      * _PyThreadStateImpl): the last of every thread's chain, below the
