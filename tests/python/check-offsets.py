@@ -78,13 +78,14 @@ def inner_frame_checks():
     instr = word(frame + table["frame_instr"])
     first = id(code) + table["code_code_adaptive"]
     check("frame_instr", first <= instr < first + len(code.co_code), "(inside this code)")
+    owners, last = [], 0  # the chain's owners and last frame, read with shims
     if table["entry"] == 0:
         entry = [byte(f + table["frame_is_entry"]) for f in (frame, previous)]
         check("frame_is_entry", entry == [0, 0], "(Python-to-Python calls are not entries)")
         check("frame_owner", True, "(not read with is_entry)")
         check("entry", sys.version_info < (3, 12), "(is_entry: 3.11)")
     else:
-        owners, at, last = [], frame, 0
+        at = frame
         while at and len(owners) < 1000:
             owners.append(byte(at + table["frame_owner"]))
             last, at = at, word(at + table["frame_previous"])
@@ -92,18 +93,15 @@ def inner_frame_checks():
               "(this frame and its caller are the thread's, the outermost is a shim: %s)" % owners[-8:])
         check("frame_is_entry", True, "(not read with shims)")
         check("entry", sys.version_info >= (3, 12), "(shims: 3.12+)")
-        # 3.15+: the chain ends in the thread's base frame, a second shim
-        # (the thread state points to it), below the one of the loop that
-        # ran the outermost code.
-        check("has_base_frame", table["has_base_frame"] == (sys.version_info >= (3, 15)),
-              "(3.15+: the thread state points to a base frame)")
-        if table["has_base_frame"]:
-            check("tstate_base_frame", last == word(tstate + table["tstate_base_frame"])
-                  and owners[-2:] == [SHIM, SHIM], "(the chain's last frame, a shim below the loop's shim)")
-        else:
-            check("tstate_base_frame", table["tstate_base_frame"] == 0, "(none)")
-    if table["entry"] == 0:
-        check("has_base_frame", not table["has_base_frame"], "(none before 3.15)")
+    # 3.15+: the chain ends in the thread's base frame, a second shim (the
+    # thread state points to it), below the one of the loop that ran the
+    # outermost code.
+    check("has_base_frame", table["has_base_frame"] == (sys.version_info >= (3, 15)),
+          "(3.15+: the thread state points to a base frame)")
+    if table["has_base_frame"]:
+        check("tstate_base_frame", last == word(tstate + table["tstate_base_frame"])
+              and owners[-2:] == [SHIM, SHIM], "(the chain's last frame, a shim below the loop's shim)")
+    else:
         check("tstate_base_frame", table["tstate_base_frame"] == 0, "(none)")
     check("frame_read", table["frame_read"] > max(table["frame_previous"], table["frame_code"],
                                                   table["frame_instr"], table["frame_owner"]))
