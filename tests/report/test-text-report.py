@@ -5,11 +5,18 @@
 
 Prints TAP. Runs text-report-lag (tests/report/text-report-lag.c), which
 writes one lag's report as text and as JSON, then checks the text: it
-fits in 30 lines, it names every function of the JSON record's stacks and
-call tree, its header names the culprit (the innermost program frame, with
-its file:line) and the GSource, the recursion is one line, and the share
-of the heaviest stack is the same in the text, in the JSON record and in
-lagwatch-report's text.
+fits in 30 lines, it names every function of the JSON record's heaviest
+stack and call tree and, by the function the text names it by, every
+lighter stack the record keeps; its header names the culprit (the
+innermost program frame, with its file:line) and the GSource, the
+recursion is one line, and the share of the heaviest stack is the same in
+the text, in the JSON record and in lagwatch-report's text.
+
+A lighter stack is named in the text by its innermost program function
+("also 4% in main"), not by each of its frames: on a busy machine one
+sample of this lag can land after the callback returned, in GLib's loop
+on its way back (free() of the removed source, the next iteration's
+prepare), and that stack's library frames are in the JSON only.
 """
 
 import json
@@ -43,10 +50,8 @@ def run_lag(kind, tmp):
 
 
 def functions_of(record):
-    """Every function the record names: its stacks' and its call tree's."""
-    names = set()
-    for stack in [record.get("stack") or []] + [s["stack"] for s in record.get("stacks") or []]:
-        names.update(f["symbol"] for f in stack if f.get("symbol"))
+    """Every function of the record's heaviest stack and call tree."""
+    names = set(f["symbol"] for f in record.get("stack") or [] if f.get("symbol"))
 
     def walk(calls):
         for call in calls:
@@ -58,6 +63,24 @@ def functions_of(record):
     return names
 
 
+def label_of(stack):
+    """The function the text names a stack by: its innermost program
+    frame's, else its innermost named frame's (lw_report_stack_label())."""
+    named = [f for f in stack if f.get("symbol")]
+    program = [f for f in named if f.get("is_program")]
+    return (program or named or [{"symbol": "(no stack)"}])[0]["symbol"]
+
+
+def lighter_labels(record):
+    """The labels of the lighter stacks the text has room for (three
+    "also" lines), heaviest first."""
+    shares = {}
+    for stack in (record.get("stacks") or [])[1:]:
+        label = label_of(stack["stack"])
+        shares[label] = shares.get(label, 0) + stack["samples"]
+    return sorted(shares, key=lambda label: -shares[label])[:3]
+
+
 def case_recursion_fits(tmp):
     text, record, _ = run_lag("recursion", tmp)
     lines = text.splitlines()
@@ -65,12 +88,18 @@ def case_recursion_fits(tmp):
     check(depth == 60, "the record's stack holds the 60 levels of recurse (got %d)" % depth)
     check(len(lines) <= MAX_LINES, "the text is %d lines, more than %d:\n%s" % (len(lines), MAX_LINES, text))
     missing = [name for name in functions_of(record) if name not in text]
-    check(not missing, "the text names every function of the JSON record; missing %s:\n%s" % (missing, text))
+    check(not missing, "the text names every function of the JSON record's heaviest stack and call tree; "
+          "missing %s:\n%s" % (missing, text))
+    also = [l for l in lines if l.startswith("  also ")]
+    unnamed = [label for label in lighter_labels(record) if not any(" in %s" % label in l for l in also)]
+    check(not unnamed, "an 'also' line names each lighter stack of the JSON record; missing %s:\n%s"
+          % (unnamed, text))
     check(re.search(r"^  #\d+-\d+ .*recurse\+0x[0-9a-f]+ .* x5\d$", text, re.M),
           "the recursion is one frame line ending in its count:\n" + text)
     check(len([l for l in lines if l.lstrip().startswith("recurse")]) <= 1,
           "the call tree shows the recursion once:\n" + text)
-    return "60-level recursion: %d lines, every function of the JSON record named" % len(lines)
+    return "60-level recursion: %d lines, every function of the JSON record's heaviest stack and call tree " \
+        "named, and each lighter stack (%d)" % (len(lines), len(record.get("stacks") or []) - 1)
 
 
 def case_culprit_header(tmp):
