@@ -53,6 +53,7 @@
 
 #include "lw-elf-file.h"
 #include "lw-proc.h"
+#include "lw-say.h"
 
 /* Where the program's own code is. Immutable once published. */
 typedef struct
@@ -76,6 +77,12 @@ typedef struct
  * (tests): a replaced one is kept, never freed, as another thread may
  * still read it. */
 static LwProgramPlaces *lw_program_places;  /* (atomic) */
+
+/* The places without the RUNPATH, used while the executable cannot be
+ * read (every descriptor taken: EMFILE), made once, never freed. The
+ * read is tried again at each question until it succeeds; only then are
+ * the places published. */
+static LwProgramPlaces *lw_program_places_partial;  /* (atomic) */
 
 /* Any thread. @path with "//", "/./" and "dir/.." resolved, without
  * reading the file system (a loader's name can read
@@ -179,16 +186,17 @@ lw_places_add_dir (LwProgramPlaces *places, const char *dir)
 }
 
 /* Any thread, normal context. The DT_RUNPATH and DT_RPATH strings of the
- * ELF file at @path, joined by ':', or NULL (none, or no ELF file). */
+ * ELF file at @path, joined by ':', or NULL: none, no such file, or the
+ * file could not be read, and then *@why (required) says why. */
 static char *
-lw_read_runpath (const char *path)
+lw_read_runpath (const char *path, char **why)
 {
   LwElfFile file;
   GString *found = NULL;
   Elf_Scn *scn = NULL;
 
   lw_elf_init ();
-  if (!lw_elf_file_open (&file, path, TRUE, NULL))
+  if (!lw_elf_file_open (&file, path, TRUE, why))
     return NULL;
   while ((scn = elf_nextscn (file.elf, scn)) != NULL)
     {
@@ -298,35 +306,61 @@ lw_places_new (const char *exe, const char *runpath)
   return places;
 }
 
+/* Any thread. Frees @places, never published. */
+static void
+lw_places_free (LwProgramPlaces *places)
+{
+  g_ptr_array_unref (places->dirs);
+  g_hash_table_unref (places->verdicts);
+  g_mutex_clear (&places->lock);
+  g_free (places->exe);
+  g_free (places->app);
+  g_free (places);
+}
+
+/* Any thread. Publishes @places at *@at unless another thread did first:
+ * then @places is freed and that thread's (the same answer) returned. */
+static LwProgramPlaces *
+lw_places_publish (LwProgramPlaces **at, LwProgramPlaces *places)
+{
+  if (g_atomic_pointer_compare_and_exchange (at, NULL, places))
+    return places;
+  lw_places_free (places);
+  return g_atomic_pointer_get (at);
+}
+
 /* Any thread, normal context. This process's program places, read once:
- * the executable's real path and its RUNPATH. */
+ * the executable's real path and its RUNPATH. While the executable cannot
+ * be read, the places without its RUNPATH, said once. */
 static const LwProgramPlaces *
 lw_places_get (void)
 {
+  static gint said;
   LwProgramPlaces *places = g_atomic_pointer_get (&lw_program_places);
+  g_autofree char *link = NULL;
+  g_autofree char *runpath = NULL;
+  g_autofree char *why = NULL;
+  g_autofree char *exe = NULL;
+  char *real;
 
+  if (places != NULL)
+    return places;
+  link = g_strconcat (lw_proc_self (), "/exe", NULL);
+  runpath = lw_read_runpath (link, &why);
+  /* realpath() fails on a deleted executable; the link still names it.
+   * Neither opens a descriptor. */
+  real = realpath (link, NULL);
+  exe = real != NULL ? g_strdup (real) : g_file_read_link (link, NULL);
+  free (real);
+  if (why == NULL)
+    return lw_places_publish (&lw_program_places, lw_places_new (exe, runpath));
+
+  if (g_atomic_int_compare_and_exchange (&said, 0, 1))
+    lw_say ("cannot read the program's executable (%s): until it can, libraries found through its "
+            "RUNPATH count as the platform's, not the program's", why);
+  places = g_atomic_pointer_get (&lw_program_places_partial);
   if (places == NULL)
-    {
-      g_autofree char *link = g_strconcat (lw_proc_self (), "/exe", NULL);
-      g_autofree char *runpath = lw_read_runpath (link);
-      char *real = realpath (link, NULL);
-      /* realpath() fails on a deleted executable; the link still names it. */
-      g_autofree char *exe = real != NULL ? g_strdup (real) : g_file_read_link (link, NULL);
-
-      free (real);
-      places = lw_places_new (exe, runpath);
-      if (!g_atomic_pointer_compare_and_exchange (&lw_program_places, NULL, places))
-        {
-          /* Another thread published its answer first: the same one. */
-          g_ptr_array_unref (places->dirs);
-          g_hash_table_unref (places->verdicts);
-          g_mutex_clear (&places->lock);
-          g_free (places->exe);
-          g_free (places->app);
-          g_free (places);
-          places = g_atomic_pointer_get (&lw_program_places);
-        }
-    }
+    places = lw_places_publish (&lw_program_places_partial, lw_places_new (exe, NULL));
   return places;
 }
 
@@ -341,10 +375,12 @@ void
 lw_report_program_set_executable (const char *exe, const char *runpath)
 {
   g_autofree char *from_file = NULL;
+  g_autofree char *why = NULL;
   LwProgramPlaces *old;
 
+  /* A test's executable: one that cannot be read has no RUNPATH. */
   if (exe != NULL && runpath == NULL)
-    runpath = from_file = lw_read_runpath (exe);
+    runpath = from_file = lw_read_runpath (exe, &why);
   old = g_atomic_pointer_exchange (&lw_program_places, exe != NULL ? lw_places_new (exe, runpath) : NULL);
   if (old == NULL)
     return;

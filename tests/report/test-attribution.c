@@ -5,6 +5,9 @@
  *   it ships (its directory, its RUNPATH, a directory named after it);
  *   GTK, cairo, libz and every other system library are the platform, as
  *   are an interpreter's executable and standard library;
+ * - /attribution/rule/no-descriptors: with every descriptor taken, the
+ *   executable cannot be read for its RUNPATH: the frames are judged
+ *   without it, which is said once, and with it once a descriptor is free;
  * - /attribution/fingerprint/leaves: one program function spinning
  *   through different platform leaves (libc, libm, libz, cairo) is one
  *   fingerprint; another callback is another;
@@ -19,7 +22,11 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <errno.h>
 #include <glib.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "lw-report.h"
 #include "lw-report-cause.h"
@@ -169,6 +176,69 @@ test_rule_self (void)
   g_assert_true (lw_report_frame_is_program (&own));
   g_assert_true (lw_report_frame_is_program (&near));
   g_assert_false (lw_report_frame_is_program (&glib));
+}
+
+/* Main thread. Takes every free descriptor, below a limit set first: the
+ * taken ones in @taken. */
+static void
+take_descriptors (GArray *taken)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  struct rlimit limit;
+  int highest = 2;
+  int fd;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    highest = MAX (highest, atoi (name));
+  g_clear_pointer (&dir, g_dir_close);
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  limit.rlim_cur = (rlim_t) highest + 1 + 8;
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  while ((fd = dup (2)) >= 0)
+    g_array_append_val (taken, fd);
+  g_assert_cmpint (errno, ==, EMFILE);
+}
+
+/* This test's executable has a RUNPATH outside its directory (its
+ * meson.build gives it one): a library there is the program's. Read while
+ * no descriptor is free, the executable's RUNPATH is unknown. */
+static void
+test_rule_no_descriptors (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+      g_autofree char *dir = g_path_get_dirname (exe);
+      g_autofree char *private = g_build_filename (dir, "..", "attribution-private", "libprivate.so", NULL);
+      g_autoptr(GArray) taken = g_array_new (FALSE, FALSE, sizeof (int));
+      LwFrame own = { .module = exe, .symbol = (char *) "main" };
+      LwFrame lib = { .module = private, .symbol = (char *) "f" };
+      LwFrame glib = { .module = "/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0", .symbol = (char *) "g_main_loop_run" };
+
+      lw_report_program_set_executable (NULL, NULL);
+      take_descriptors (taken);
+      for (int round = 0; round < 2; round++)
+        {
+          g_assert_true (lw_report_frame_is_program (&own));
+          g_assert_false (lw_report_frame_is_program (&lib));
+          g_assert_false (lw_report_frame_is_program (&glib));
+        }
+      for (guint i = 0; i < taken->len; i++)
+        close (g_array_index (taken, int, i));
+      g_assert_true (lw_report_frame_is_program (&own));
+      g_assert_true (lw_report_frame_is_program (&lib));
+      g_assert_false (lw_report_frame_is_program (&glib));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: cannot read the program's executable (*Too many open files): "
+                             "until it can, libraries found through its RUNPATH count as the platform's, "
+                             "not the program's\n");
+  /* Said once, for the two rounds. */
+  g_test_trap_assert_stderr_unmatched ("*RUNPATH*RUNPATH*");
 }
 
 typedef struct
@@ -526,6 +596,7 @@ main (int argc, char **argv)
   g_test_add_func ("/attribution/rule/system-dir", test_rule_system_dir);
   g_test_add_func ("/attribution/rule/interpreted", test_rule_interpreted);
   g_test_add_func ("/attribution/rule/self", test_rule_self);
+  g_test_add_func ("/attribution/rule/no-descriptors", test_rule_no_descriptors);
   g_test_add_func ("/attribution/fingerprint/leaves", test_fingerprint_leaves);
   g_test_add_func ("/attribution/fingerprint/python-lines", test_fingerprint_python_lines);
   g_test_add_func ("/attribution/fingerprint/cut-stack", test_fingerprint_cut_stack);
