@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "take-descriptors.h"
 #include "lw-build-config.h"
 #include "lw-say.h"
 #include "lw-sink.h"
@@ -179,32 +180,11 @@ hostile_openat_plain (int dirfd, const char *path, int flags, ...)
  * frees. */
 static volatile gint descriptors_exhausted;
 
-/* Sets the limit a few descriptors above the highest open one, then takes
- * every free descriptor below it: no open(), socket() or pipe() can
- * succeed. lagwatch's threads run meanwhile and open and close their own
- * files: dup() takes only free numbers, where a dup2() onto one found free
- * could replace a file a thread had opened since (or fail with EBUSY,
- * racing that open: seen under load). A file a thread held open while
- * this ran is closed after it, freeing its number: take_freed_descriptors()
- * takes those. */
+/* Takes every free descriptor (take_every_descriptor()). */
 static void
 exhaust_descriptors (void)
 {
-  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  const char *name;
-  struct rlimit limit;
-  int highest = 2;
-
-  g_assert_nonnull (dir);
-  while ((name = g_dir_read_name (dir)) != NULL)
-    highest = MAX (highest, atoi (name));
-  g_clear_pointer (&dir, g_dir_close);
-  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &limit), ==, 0);
-  limit.rlim_cur = (rlim_t) highest + 1 + 8;
-  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &limit), ==, 0);
-  while (dup (2) >= 0)
-    ;
-  g_assert_cmpint (errno, ==, EMFILE);
+  take_every_descriptor (NULL);
   g_atomic_int_set (&descriptors_exhausted, 1);
 }
 

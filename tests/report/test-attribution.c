@@ -22,12 +22,10 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-#include <errno.h>
 #include <glib.h>
-#include <stdlib.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "../take-descriptors.h"
 #include "lw-report.h"
 #include "lw-report-cause.h"
 #include "lw-report-program.h"
@@ -178,29 +176,6 @@ test_rule_self (void)
   g_assert_false (lw_report_frame_is_program (&glib));
 }
 
-/* Main thread. Takes every free descriptor, below a limit set first: the
- * taken ones in @taken. */
-static void
-take_descriptors (GArray *taken)
-{
-  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  const char *name;
-  struct rlimit limit;
-  int highest = 2;
-  int fd;
-
-  g_assert_nonnull (dir);
-  while ((name = g_dir_read_name (dir)) != NULL)
-    highest = MAX (highest, atoi (name));
-  g_clear_pointer (&dir, g_dir_close);
-  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &limit), ==, 0);
-  limit.rlim_cur = (rlim_t) highest + 1 + 8;
-  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &limit), ==, 0);
-  while ((fd = dup (2)) >= 0)
-    g_array_append_val (taken, fd);
-  g_assert_cmpint (errno, ==, EMFILE);
-}
-
 /* This test's executable has a RUNPATH outside its directory (its
  * meson.build gives it one): a library there is the program's. Read while
  * no descriptor is free, the executable's RUNPATH is unknown. */
@@ -218,7 +193,7 @@ test_rule_no_descriptors (void)
       LwFrame glib = { .module = "/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0", .symbol = (char *) "g_main_loop_run" };
 
       lw_report_program_set_executable (NULL, NULL);
-      take_descriptors (taken);
+      take_every_descriptor (taken);
       for (int round = 0; round < 2; round++)
         {
           g_assert_true (lw_report_frame_is_program (&own));

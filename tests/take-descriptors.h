@@ -1,0 +1,39 @@
+/* take-descriptors.h: a process out of descriptors (EMFILE), for the tests
+ * of what lagwatch does then. */
+#pragma once
+
+#include <errno.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* Test thread. Sets the limit a few descriptors above the highest open
+ * one, then takes every free descriptor below it: no open(), socket() or
+ * pipe() can succeed. lagwatch's threads run meanwhile and open and close
+ * their own files: dup() takes only free numbers, where a dup2() onto one
+ * found free could replace a file a thread had opened since (or fail with
+ * EBUSY, racing that open: seen under load). A file a thread held open
+ * meanwhile is closed after this returns, freeing its number: call again
+ * to take it. The descriptors taken are added to @taken, unless NULL. */
+static G_GNUC_UNUSED void
+take_every_descriptor (GArray *taken)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  struct rlimit limit;
+  int highest = 2;
+  int fd;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    highest = MAX (highest, atoi (name));
+  g_clear_pointer (&dir, g_dir_close);
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  limit.rlim_cur = (rlim_t) highest + 1 + 8;
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &limit), ==, 0);
+  while ((fd = dup (2)) >= 0)
+    if (taken != NULL)
+      g_array_append_val (taken, fd);
+  g_assert_cmpint (errno, ==, EMFILE);
+}
