@@ -35,6 +35,34 @@ __wrap_lw_watcher_park (LagWatch *watch, uint64_t seq, unsigned flags, int64_t d
   __real_lw_watcher_park (watch, seq, flags, deadline_ns >= 0 ? deadline_ns + atomic_load (&oversleep_ns) : -1);
 }
 
+/* The CPU (+1; 0: none) the watcher thread moves itself to as it makes
+ * its unwinder (lw_unwinder_new() is wrapped: -Wl,--wrap,
+ * tests/meson.build), after it said it watches: a real-time hog there keeps
+ * it off the CPU while it sets itself up, as a busy machine can. When it
+ * got past that, in microseconds of CLOCK_MONOTONIC (0: not yet). */
+static _Atomic int starve_setup_cpu;
+static _Atomic gint64 setup_done_us;
+
+LwUnwinder *__real_lw_unwinder_new (void);
+LwUnwinder *__wrap_lw_unwinder_new (void);
+
+LwUnwinder *
+__wrap_lw_unwinder_new (void)
+{
+  int cpu = atomic_load (&starve_setup_cpu);
+
+  if (cpu > 0)
+    {
+      cpu_set_t cpus;
+
+      CPU_ZERO (&cpus);
+      CPU_SET (cpu - 1, &cpus);
+      g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+    }
+  atomic_store (&setup_done_us, g_get_monotonic_time ());
+  return __real_lw_unwinder_new ();
+}
+
 /* TRUE: the CPU-time timer is refused, as where none can be used: every lag
  * sampled by explicit signals (lw_capture_periodic_start() is wrapped:
  * -Wl,--wrap, tests/meson.build). */
@@ -581,6 +609,86 @@ test_starved_watcher_sees_lag_after (void)
   g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
 }
 
+/* A watcher kept off the CPU from its start: it said it watches (attach
+ * returned), then got no CPU while it set itself up (a busy machine; here
+ * a real-time hog on its CPU). A lag that begins and ends meanwhile is
+ * reported once it runs, as for a watcher starved later: from the loop's
+ * own note of it, its true length, no stack. It was counted missed: the
+ * watcher's first measure of its own run-queue delay came after the lag,
+ * with nothing before to compare it to, so the wait looked like a stop. */
+static void
+test_starved_from_its_start_sees_lag_after (void)
+{
+  cpu_set_t allowed, cpus;
+  LagWatchReport *report = NULL;
+  gint64 ran_us = 0;
+  Harness h;
+  int n = 0;
+
+  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
+  atomic_store (&oversleep_ns, 0);
+  /* Real-time throttling gives the watcher's CPU to others 50 ms in every
+   * second: a try where the watcher got through its set-up before the
+   * lag's end shows nothing, and is made again. */
+  for (int attempt = 0; attempt < 10 && report == NULL; attempt++)
+    {
+      Starvation s = { 0 };
+      gboolean early;
+      GThread *hog;
+
+      n = 0;
+      for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+        if (CPU_ISSET (cpu, &allowed))
+          *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
+      if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
+        {
+          g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
+          return;
+        }
+      CPU_ZERO (&cpus);
+      CPU_SET (s.loop_cpu, &cpus);
+      g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
+      hog = g_thread_new ("hog", starvation_hog, &s);
+      while (!atomic_load (&s.hog_on))
+        ;
+      if (s.hog_refused)
+        {
+          g_thread_join (hog);
+          sched_setaffinity (0, sizeof allowed, &allowed);
+          g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
+          return;
+        }
+      atomic_store (&setup_done_us, 0);
+      atomic_store (&starve_setup_cpu, s.watcher_cpu + 1);
+      harness_init (&h, 20);
+      harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
+      ran_us = harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
+      early = atomic_load (&setup_done_us) != 0;
+      /* The hog stops in the next busy period: the lag's has ended. */
+      harness_run_lag (&h, stop_hog, &s);
+      g_thread_join (hog);
+      atomic_store (&starve_setup_cpu, 0);
+      if (early)
+        {
+          g_test_message ("try %d: the watcher got the CPU before the lag ended; again", attempt + 1);
+          harness_clear (&h);
+          continue;
+        }
+      for (guint i = 1; report == NULL; i++)
+        {
+          harness_wait_reports (&h, i);
+          if (lagwatch_report_get_duration_ms (harness_report (&h, i - 1)) >= ran_us / 1000.0 - 1.0)
+            report = harness_report (&h, i - 1);
+        }
+    }
+  g_assert_nonnull (report);
+  g_test_message ("ran %.1f ms, reported %.1f ms", ran_us / 1000.0, lagwatch_report_get_duration_ms (report));
+  g_assert_true (lagwatch_report_get_complete (report));
+  g_assert_cmpuint (lagwatch_report_get_n_frames (report), ==, 0);
+  harness_clear (&h);
+  g_assert_cmpint (sched_setaffinity (0, sizeof allowed, &allowed), ==, 0);
+}
+
 /* The stamp test_lag_end_waits_for_stamp()'s loop stand-in writes. */
 #define STAMPED_END_NS ((int64_t) 123456789)
 
@@ -656,6 +764,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/watcher/starved-from-the-start-keeps-the-lag", GINT_TO_POINTER (0),
                         test_starved_watcher_keeps_the_lag);
   g_test_add_func ("/watcher/starved-watcher-sees-lag-after", test_starved_watcher_sees_lag_after);
+  g_test_add_func ("/watcher/starved-from-its-start-sees-lag-after", test_starved_from_its_start_sees_lag_after);
   g_test_add_func ("/watcher/lag-end-waits-for-stamp", test_lag_end_waits_for_stamp);
   return g_test_run ();
 }

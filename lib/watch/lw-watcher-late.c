@@ -94,15 +94,20 @@ lw_watcher_note_run_delay (LagWatch *watch, int64_t now_ns)
 /* Watcher thread. TRUE when the watcher was runnable and kept off the CPU
  * (a busy machine, its cgroup's quota) for half or more of the @late_ns
  * since @from_ns, by its own run-queue delay and its cgroup's throttled
- * time since the latest baseline taken by then (else the one before). A
- * watcher that slept meanwhile (stopped with the whole process, or alone
- * by a tracer), or where the kernel keeps no scheduler statistics: FALSE. */
+ * time since the latest baseline taken by then (else the one before). With
+ * none taken by then (@from_ns before the watcher's first), its whole
+ * run-queue delay: a thread's starts at 0 when it is created, and it is
+ * runnable from then until it first runs; its cgroup's throttled time has
+ * no such start and is left out. A watcher that slept meanwhile (stopped
+ * with the whole process, or alone by a tracer), or where the kernel keeps
+ * no scheduler statistics: FALSE. */
 gboolean
 lw_watcher_kept_off_cpu (LagWatch *watch, int64_t from_ns, int64_t late_ns)
 {
-  gboolean current = watch->delay_baseline_at_ns <= from_ns || watch->delay_before_at_ns <= 0;
-  int64_t base_delay_ns = current ? watch->delay_baseline_ns : watch->delay_before_ns;
-  int64_t base_throttled_ns = current ? watch->throttled_baseline_ns : watch->throttled_before_ns;
+  gboolean current = watch->delay_baseline_at_ns <= from_ns;
+  gboolean before = !current && watch->delay_before_at_ns > 0;
+  int64_t base_delay_ns = current ? watch->delay_baseline_ns : before ? watch->delay_before_ns : 0;
+  int64_t base_throttled_ns = current ? watch->throttled_baseline_ns : before ? watch->throttled_before_ns : -1;
   int64_t delay_ns = lw_threadinfo_run_delay_ns (gettid ());
   int64_t throttled_ns = lw_cgroup_throttled_ns (watch->cgroup);
   int64_t explained_ns = 0;

@@ -668,12 +668,16 @@ lw_watcher_main (gpointer data)
    * made under the loader's lock (from a library constructor) must not
    * wait for it. */
   w.nap = lw_watcher_nap (watch, lw_clock_now_ns (), FALSE);
+  /* The first baseline of its own run-queue delay, before it says it
+   * watches: a watcher kept off the CPU while it sets itself up (a busy
+   * machine) must have one from before any lag it then misses, or it
+   * could not tell that wait from a stop (lw_watcher_kept_off_cpu()). */
+  watch->cgroup = lw_cgroup_new ();
+  lw_watcher_note_run_delay (watch, lw_clock_now_ns ());
   sem_post (&watch->watching);
   watch->unwinder = lw_unwinder_new ();
   watch->profile = lw_profile_new (LW_SAMPLE_BUDGET);
   watch->python = lw_python_new ();
-  watch->cgroup = lw_cgroup_new ();
-  lw_watcher_note_run_delay (watch, lw_clock_now_ns ());  /* the first baseline */
   while ((w.phase = lw_watcher_next_phase (watch, &w)) != LW_PHASE_STOPPING)
     lw_watcher_phase_do[w.phase] (watch, &w);
 
