@@ -460,6 +460,42 @@ starvation_hog (gpointer data)
   return NULL;
 }
 
+/* Test thread. Picks the watcher's CPU and the loop's among this thread's
+ * allowed ones, read into @allowed: FALSE, the test skipped, where there
+ * are not two or the kernel keeps no scheduler statistics. */
+static gboolean
+starvation_pick_cpus (Starvation *s, cpu_set_t *allowed)
+{
+  int n = 0;
+
+  g_assert_cmpint (sched_getaffinity (0, sizeof *allowed, allowed), ==, 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+    if (CPU_ISSET (cpu, allowed))
+      *(n++ == 0 ? &s->watcher_cpu : &s->loop_cpu) = cpu;
+  if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
+    {
+      g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Test thread. Starts the hog and waits until it runs: NULL, the hog
+ * joined and the test skipped, where SCHED_FIFO is not allowed. */
+static GThread *
+starvation_start_hog (Starvation *s)
+{
+  GThread *hog = g_thread_new ("hog", starvation_hog, s);
+
+  while (!atomic_load (&s->hog_on))
+    ;
+  if (!s->hog_refused)
+    return hog;
+  g_thread_join (hog);
+  g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
+  return NULL;
+}
+
 /* Loop thread, on its own CPU: 700 ms of CPU, @before_ms of them before
  * the hog keeps the watcher from running for @during_ms. */
 static LAGGY void
@@ -491,17 +527,9 @@ test_starved_watcher_keeps_the_lag (gconstpointer data)
   cpu_set_t allowed, cpus;
   pid_t watcher;
   Harness h;
-  int n = 0;
 
-  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
-  for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
-    if (CPU_ISSET (cpu, &allowed))
-      *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
-  if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
-    {
-      g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
-      return;
-    }
+  if (!starvation_pick_cpus (&s, &allowed))
+    return;
   /* Starved after the lag was caught (the watcher follows it), or from
    * its start (the watcher was still timing the busy period). */
   s.before_ms = GPOINTER_TO_INT (data);
@@ -554,17 +582,9 @@ test_starved_watcher_sees_lag_after (void)
   pid_t watcher;
   gint64 ran_us;
   Harness h;
-  int n = 0;
 
-  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
-  for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
-    if (CPU_ISSET (cpu, &allowed))
-      *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
-  if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
-    {
-      g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
-      return;
-    }
+  if (!starvation_pick_cpus (&s, &allowed))
+    return;
   atomic_store (&oversleep_ns, 0);  /* as the kernel wakes it: only the hog keeps it off the CPU */
   harness_init (&h, 20);
   harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
@@ -576,15 +596,11 @@ test_starved_watcher_sees_lag_after (void)
   CPU_ZERO (&cpus);
   CPU_SET (s.loop_cpu, &cpus);
   g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
-  hog = g_thread_new ("hog", starvation_hog, &s);
-  while (!atomic_load (&s.hog_on))
-    ;
-  if (s.hog_refused)
+  hog = starvation_start_hog (&s);
+  if (hog == NULL)
     {
-      g_thread_join (hog);
       harness_clear (&h);
       sched_setaffinity (0, sizeof allowed, &allowed);
-      g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
       return;
     }
   ran_us = harness_run_lag (&h, spin_ms, GINT_TO_POINTER (60));
@@ -619,43 +635,30 @@ test_starved_watcher_sees_lag_after (void)
 static void
 test_starved_from_its_start_sees_lag_after (void)
 {
+  Starvation cpus_picked = { 0 };
   cpu_set_t allowed, cpus;
   LagWatchReport *report = NULL;
   gint64 ran_us = 0;
   Harness h;
-  int n = 0;
 
-  g_assert_cmpint (sched_getaffinity (0, sizeof allowed, &allowed), ==, 0);
+  if (!starvation_pick_cpus (&cpus_picked, &allowed))
+    return;
   atomic_store (&oversleep_ns, 0);
+  CPU_ZERO (&cpus);
+  CPU_SET (cpus_picked.loop_cpu, &cpus);
+  g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
   /* Real-time throttling gives the watcher's CPU to others 50 ms in every
    * second: a try where the watcher got through its set-up before the
    * lag's end shows nothing, and is made again. */
   for (int attempt = 0; attempt < 10 && report == NULL; attempt++)
     {
-      Starvation s = { 0 };
+      Starvation s = { .watcher_cpu = cpus_picked.watcher_cpu, .loop_cpu = cpus_picked.loop_cpu };
       gboolean early;
-      GThread *hog;
+      GThread *hog = starvation_start_hog (&s);
 
-      n = 0;
-      for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
-        if (CPU_ISSET (cpu, &allowed))
-          *(n++ == 0 ? &s.watcher_cpu : &s.loop_cpu) = cpu;
-      if (n < 2 || lw_threadinfo_run_delay_ns (gettid ()) < 0)
+      if (hog == NULL)
         {
-          g_test_skip ("needs two CPUs and the kernel's scheduler statistics");
-          return;
-        }
-      CPU_ZERO (&cpus);
-      CPU_SET (s.loop_cpu, &cpus);
-      g_assert_cmpint (sched_setaffinity (0, sizeof cpus, &cpus), ==, 0);
-      hog = g_thread_new ("hog", starvation_hog, &s);
-      while (!atomic_load (&s.hog_on))
-        ;
-      if (s.hog_refused)
-        {
-          g_thread_join (hog);
           sched_setaffinity (0, sizeof allowed, &allowed);
-          g_test_skip ("SCHED_FIFO is not allowed here: the watcher cannot be starved on purpose");
           return;
         }
       atomic_store (&setup_done_us, 0);
