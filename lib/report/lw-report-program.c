@@ -347,6 +347,15 @@ lw_places_get (void)
     return places;
   link = g_strconcat (lw_proc_self (), "/exe", NULL);
   runpath = lw_read_runpath (link, &why);
+  if (why != NULL)
+    {
+      if (g_atomic_int_compare_and_exchange (&said, 0, 1))
+        lw_say ("cannot read the program's executable (%s): until it can, libraries found through its "
+                "RUNPATH count as the platform's, not the program's", why);
+      places = g_atomic_pointer_get (&lw_program_places_partial);
+      if (places != NULL)
+        return places;
+    }
   /* realpath() fails on a deleted executable; the link still names it.
    * Neither opens a descriptor. */
   real = realpath (link, NULL);
@@ -354,14 +363,7 @@ lw_places_get (void)
   free (real);
   if (why == NULL)
     return lw_places_publish (&lw_program_places, lw_places_new (exe, runpath));
-
-  if (g_atomic_int_compare_and_exchange (&said, 0, 1))
-    lw_say ("cannot read the program's executable (%s): until it can, libraries found through its "
-            "RUNPATH count as the platform's, not the program's", why);
-  places = g_atomic_pointer_get (&lw_program_places_partial);
-  if (places == NULL)
-    places = lw_places_publish (&lw_program_places_partial, lw_places_new (exe, NULL));
-  return places;
+  return lw_places_publish (&lw_program_places_partial, lw_places_new (exe, NULL));
 }
 
 /* Places replaced by lw_report_program_set_executable(): never freed, as
