@@ -921,16 +921,52 @@ static struct
   gboolean        told;    /* its "calls:" line was printed (--print-reports) */
 } demo_calls;
 
+/* The call of @report that ran longest itself, outside the calls it made
+ * (the calls are in pre-order: a call's children follow it, one row
+ * deeper): its name, and that time in *@self_ms. NULL when there is no
+ * call. Main thread. */
+static const char *
+demo_calls_busiest (LagWatchReport *report, double *self_ms)
+{
+  guint n_calls = lagwatch_report_get_n_calls (report);
+  const char *busiest = NULL;
+
+  *self_ms = 0;
+  for (guint i = 0; i < n_calls; i++)
+    {
+      guint depth, child_depth;
+      double start_ms, duration_ms, child_start_ms, child_ms;
+      const char *name = lagwatch_report_get_call (report, i, &depth, &start_ms, &duration_ms);
+      double self = duration_ms;
+
+      for (guint j = i + 1; j < n_calls; j++)
+        {
+          lagwatch_report_get_call (report, j, &child_depth, &child_start_ms, &child_ms);
+          if (child_depth <= depth)
+            break;
+          if (child_depth == depth + 1)
+            self -= child_ms;
+        }
+      if (busiest == NULL || self > *self_ms)
+        {
+          busiest = name != NULL ? name : "??";
+          *self_ms = self;
+        }
+    }
+  return busiest;
+}
+
 /* GtkDrawingArea's draw function. With --print-reports, the first drawing of
  * each lag's timeline is told on stdout: "calls: ID: N calls, R rows,
- * deepest NAME (D ms)", the longest of the deepest calls. */
+ * busiest NAME (D ms)", the call that ran longest outside the calls it made
+ * (the deepest call is not the culprit: a short call made after the culprit
+ * returned, a write to the X server say, can be deeper). */
 static void
 demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer user_data)
 {
   LagWatchReport *report = demo_calls.report;
-  guint n_calls, rows = 0, deepest = 0;
-  double lag_ms, deepest_ms = -1;
-  const char *deepest_name = NULL;
+  guint n_calls, rows = 0;
+  double lag_ms;
 
   if (report == NULL)
     return;
@@ -948,12 +984,6 @@ demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
       gboolean summary = lagwatch_report_get_call_summary (report, i, &n_short, &share);
 
       rows = MAX (rows, depth + 1);
-      if (depth > deepest || (depth == deepest && duration_ms > deepest_ms))
-        {
-          deepest = depth;
-          deepest_ms = duration_ms;
-          deepest_name = name;
-        }
       /* A summary of calls too short to time: its duration is their total,
        * not a span, so it is drawn faint, from its first call. */
       cairo_set_source_rgba (cr, 0.35 + (hash % 20) / 100.0, 0.55 + (hash / 20 % 20) / 100.0, 0.85,
@@ -977,9 +1007,12 @@ demo_calls_draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpoin
   gtk_drawing_area_set_content_height (area, (int) (MAX (rows, 1) * DEMO_CALLS_ROW_HEIGHT));
   if (opt_print_reports && !demo_calls.told)
     {
+      double busiest_ms;
+      const char *busiest = demo_calls_busiest (report, &busiest_ms);
+
       demo_calls.told = TRUE;
-      printf ("calls: %s: %u calls, %u rows, deepest %s (%.0f ms)\n", lagwatch_report_get_id (report),
-              n_calls, rows, deepest_name != NULL ? deepest_name : "(none)", MAX (deepest_ms, 0));
+      printf ("calls: %s: %u calls, %u rows, busiest %s (%.0f ms)\n", lagwatch_report_get_id (report),
+              n_calls, rows, busiest != NULL ? busiest : "(none)", busiest_ms);
       fflush (stdout);
     }
 }
