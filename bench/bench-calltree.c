@@ -8,12 +8,13 @@
  * - samples: the samples whose stack names it;
  * - log@samples: the program's own log at the samples' instants;
  * - log CPU: the program's own log, in CPU time (the truth);
- * - perf: `perf record` of the same lag without lagwatch (cpu-clock, 1 kHz,
+ * - perf: `perf record` of the same lag, in the same order of calls (its
+ *   seed, printed), without lagwatch (cpu-clock, 1 kHz,
  *   DWARF call graphs, the function's share with its callees), when perf
  *   (Debian package linux-perf) is installed and allowed; else it says so.
  *
  * Usage: bench-calltree [--runs N] [--short]
- *        bench-calltree --workload VARIANT   (the lag alone, for perf)
+ *        bench-calltree --workload VARIANT [--seed N]   (the lag alone, for perf)
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,8 +57,9 @@ bench_perf (const KpVariant *v, const char *self, double *perf, char **why)
     }
   data = g_build_filename (dir, "perf.data", NULL);
   {
+    g_autofree char *seed = g_strdup_printf ("%u", kp_seed);
     const char *record[] = { perf_path, "record", "-q", "-e", "cpu-clock", "-F", "1000", "--call-graph",
-                             "dwarf,16384", "-o", data, "--", self, "--workload", v->name, NULL };
+                             "dwarf,16384", "-o", data, "--", self, "--workload", v->name, "--seed", seed, NULL };
 
     if (!g_spawn_sync (NULL, (char **) record, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err, &status, NULL)
         || !g_spawn_check_wait_status (status, NULL))
@@ -139,13 +141,14 @@ bench_run (const KpVariant *v, const char *self, gboolean with_perf)
   g_assert_true (lagwatch_config_set_threshold_ms (config, 20));
   g_assert_true (lagwatch_config_set_output (config, "none", NULL));
   harness_init_with_config (&h, config);
+  kp_seed = g_random_int ();
   harness_run_lag (&h, known_profile_run, (gpointer) v);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
   if (with_perf)
     perf_ok = bench_perf (v, self, perf, &why);
-  printf ("%s: %u samples %.1f ms apart (median, wall), %u calls logged, lag %.0f ms, %.0f ms of CPU\n",
-          v->name, report->n_timeline, lw_report_sample_interval (report, 0) / 1e6, kp_n_log,
+  printf ("%s (order seed %u): %u samples %.1f ms apart (median, wall), %u calls logged, lag %.0f ms, %.0f ms of CPU\n",
+          v->name, kp_seed, report->n_timeline, lw_report_sample_interval (report, 0) / 1e6, kp_n_log,
           lagwatch_report_get_duration_ms (report), lagwatch_report_get_cpu_ms (report));
   if (!known_profile_shares (report, v, truth, at_samples, tree, samples))
     printf ("  the tree or the samples hold none of the functions\n");
@@ -170,12 +173,14 @@ main (int argc, char **argv)
 {
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   const char *workload = NULL;
+  gint64 seed = 12345;
   gint runs = 3;
   gboolean is_short = FALSE;
   GOptionEntry entries[] = {
     { "runs", 0, 0, G_OPTION_ARG_INT, &runs, "Runs of each variant (3)", "N" },
     { "short", 0, 0, G_OPTION_ARG_NONE, &is_short, "One run, no perf (the test suite's)", NULL },
     { "workload", 0, 0, G_OPTION_ARG_STRING, &workload, "Only run the lag of VARIANT, for perf", "VARIANT" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "With --workload: the order's seed (the run's, for perf)", "N" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("- the call tree's shares against the truth");
@@ -196,6 +201,7 @@ main (int argc, char **argv)
           fprintf (stderr, "bench-calltree: no variant \"%s\" (interleaved, blocks)\n", workload);
           return 2;
         }
+      kp_seed = (guint32) seed;
       known_profile_run ((gpointer) v);
       return 0;
     }

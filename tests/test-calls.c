@@ -579,24 +579,31 @@ test_lag_known_sequence (void)
  * This is what the tree itself answers for (every sample counted for the
  * functions it holds) and load does not change it; the 2 points are for
  * a sample taken within microseconds of a call's start or end, on the
- * other side of the log's clock read (about 1 point a sample at ~110
+ * other side of the log's clock read (0.4 points a sample at ~240
  * samples).
  *
  * Over the lag: the share of the function's CPU time, within 5 points, or
- * 3 standard deviations of a share estimated from n samples where that
+ * 4 spreads of a share estimated from n samples, √(p(1−p)/n), where that
  * is wider. A running thread is sampled once per interval of its CPU time
  * and the work is counted in that same CPU time, so load changes neither;
- * but ~110 samples of calls of 3 to 9 ms estimate a 60% share with a
- * spread of about 4.5 points (measured: 2 to 5.3 points off on this
- * machine, the tree and the samples agreeing exactly each time), so 5
- * points alone would fail on sampling luck, not on the tree.
+ * what is left is sampling luck, with the order of the calls drawn anew
+ * each run (known-profile.h). Measured over 70 runs of each variant in
+ * random orders, (tree − CPU share) / spread had a mean within ±0.4 and a
+ * standard deviation of 0.6 to 1.15, never past 2.7: the spread is the
+ * right yardstick. At the worst of those (kp_c10, mean +0.4, deviation
+ * 1.15), 4 spreads leave a run about one chance in 1,000 of failing on
+ * luck; 3 left one in 100.
+ * The lag is 2.4 s of CPU, twice the benchmark's, so that its ~240
+ * samples keep 4 spreads below what 3 were at ~120 (7.8 points against
+ * 8.3 for the 10% share): a sampler that favoured or missed a function by
+ * that much still fails.
  *
- * Below 60 samples (the watcher itself starved of CPU, or the timer
+ * Below 120 samples (the watcher itself starved of CPU, or the timer
  * lost), the test skips rather than judge. */
 static void
 test_lag_known_profile (gconstpointer data)
 {
-  const KpVariant *v = data;
+  KpVariant longer = *(const KpVariant *) data, *v = &longer;
   g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
   double truth[KP_MAX_FUNCTIONS], at_samples[KP_MAX_FUNCTIONS], tree[KP_MAX_FUNCTIONS];
   double samples[KP_MAX_FUNCTIONS];
@@ -607,14 +614,19 @@ test_lag_known_profile (gconstpointer data)
   g_assert_true (lagwatch_config_set_output (config, "none", NULL));
   lw_report_program_set_executable (NULL, NULL);
   harness_init_with_config (&h, config);
-  harness_run_lag (&h, known_profile_run, (gpointer) v);
+  /* From GTest's seed, which the output gives ("random seed"): --seed
+   * with it repeats this order. */
+  kp_seed = (guint32) g_test_rand_int ();
+  g_test_message ("order of the calls: seed %u", kp_seed);
+  longer.cpu_ms = 2400;
+  harness_run_lag (&h, known_profile_run, v);
   harness_wait_reports (&h, 1);
   report = harness_report (&h, 0);
   g_test_message ("%u samples, %.1f ms apart (median), %u calls logged", report->n_timeline,
                   lw_report_sample_interval (report, 0) / 1e6, kp_n_log);
-  if (report->n_timeline < 60)
+  if (report->n_timeline < 120)
     {
-      g_autofree char *why = g_strdup_printf ("only %u samples of a 1.2 s lag (60 needed): the watcher or "
+      g_autofree char *why = g_strdup_printf ("only %u samples of a 2.4 s lag (120 needed): the watcher or "
                                               "its timer was starved of CPU", report->n_timeline);
 
       g_test_skip (why);
@@ -634,9 +646,9 @@ test_lag_known_profile (gconstpointer data)
 
       g_test_message ("%s: %.1f%% in the tree, %.1f%% of the samples; in the log %.1f%% at the samples, "
                       "%.1f%% of the CPU (tolerance %.1f)", v->functions[f], 100 * tree[f], 100 * samples[f],
-                      100 * at_samples[f], 100 * truth[f], 100 * MAX (0.05, 3 * spread));
+                      100 * at_samples[f], 100 * truth[f], 100 * MAX (0.05, 4 * spread));
       g_assert_cmpfloat (fabs (tree[f] - at_samples[f]), <=, 0.02);
-      g_assert_cmpfloat (fabs (tree[f] - truth[f]), <=, MAX (0.05, 3 * spread));
+      g_assert_cmpfloat (fabs (tree[f] - truth[f]), <=, MAX (0.05, 4 * spread));
     }
   harness_clear (&h);
 }
