@@ -566,6 +566,42 @@ close_all_but_glib (void)
     }
 }
 
+/* Opens @path with @flags on descriptor number @fd, as a program that
+ * reuses the numbers it freed does. lagwatch's threads may hold a number
+ * for an instant (a /proc read, a file of its state directory, work left
+ * from the last report on a loaded machine): an open that lands on
+ * another number is kept, a file of the program's too, and the number is
+ * waited for (polling, 20 s deadline). Every descriptor opened goes to
+ * @program_fds. */
+static void
+open_on_number (int fd, const char *path, int flags, GArray *program_fds)
+{
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  for (;;)
+    {
+      int got;
+
+      while (fcntl (fd, F_GETFD) >= 0)
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      got = open (path, flags, 0600);
+      g_assert_cmpint (got, >=, 0);
+      g_array_append_val (program_fds, got);
+      if (got == fd)
+        return;
+      {
+        g_autofree char *link = g_strdup_printf ("/proc/self/fd/%d", fd);
+        g_autofree char *target = g_file_read_link (link, NULL);
+
+        g_test_message ("descriptor %d was taken between its check and the open, by %s (the program's file got %d)",
+                        fd, target != NULL ? target : "a file closed since", got);
+      }
+    }
+}
+
 typedef enum
 {
   TAKE_OVER_CLOSE_RANGE,  /* close every descriptor from 3, then open files */
@@ -614,16 +650,10 @@ test_descriptors_taken (gconstpointer data)
           highest = MAX (json_fd, state_fd);
           close_all_but_glib ();
           for (int fd = 3; fd <= highest; fd++)
-            {
-              int got;
-
-              if (fcntl (fd, F_GETFD) >= 0)
-                continue;  /* GLib's */
-              got = fd == state_fd ? open (my_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                                   : open (mine, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-              g_assert_cmpint (got, ==, fd);
-              g_array_append_val (program_fds, got);
-            }
+            if (fd == state_fd)
+              open_on_number (fd, my_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, program_fds);
+            else if (fd == json_fd || fcntl (fd, F_GETFD) < 0)  /* else GLib's */
+              open_on_number (fd, mine, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, program_fds);
         }
       else
         {
