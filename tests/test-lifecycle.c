@@ -15,12 +15,15 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -257,6 +260,157 @@ child_attach (void)
    * exited thread would point to it, a leak to the leak checker. */
   dlerror ();
   dlerror ();
+}
+
+/* -- the reaper's descriptors, taken over by the program ------------------ */
+
+static GMutex   held_lock;
+static GCond    held_cond;
+static gboolean held_released;  /* HOLDS: held_lock */
+
+/* A thread of the program's that lives until released. */
+static gpointer
+held_thread (gpointer data)
+{
+  g_mutex_lock (&held_lock);
+  while (!held_released)
+    g_cond_wait (&held_cond, &held_lock);
+  g_mutex_unlock (&held_lock);
+  return NULL;
+}
+
+/* A thread known to lagwatch (it attaches), whose end starts the reaper. */
+static gpointer
+attach_and_end (gpointer data)
+{
+  child_attach ();
+  return NULL;
+}
+
+/* Any thread. How many of the process's descriptors are pidfds. */
+static guint
+count_pidfds (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+
+      n += g_strcmp0 (target, "anon_inode:[pidfd]") == 0;
+    }
+  return n;
+}
+
+/* Waits (polling, WAIT_US deadline) until the process holds more pidfds
+ * than @than (@more) or fewer (!@more). */
+static void
+wait_pidfds (gboolean more, guint than)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+
+  while (more ? count_pidfds () <= than : count_pidfds () >= than)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+}
+
+/* The program puts its file @file over every descriptor from 3 it does
+ * not know (all but GLib's eventfds: a program that closes those breaks
+ * GLib itself), with dup3(), so that no number is free in between for
+ * another thread to take. The numbers go to @taken. */
+static void
+take_all_but_eventfds (int file, GArray *taken)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  g_autoptr(GArray) doomed = g_array_new (FALSE, FALSE, sizeof (int));
+  const char *name;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+      int fd = atoi (name);
+
+      if (fd >= 3 && fd != file && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
+        g_array_append_val (doomed, fd);
+    }
+  g_clear_pointer (&dir, g_dir_close);  /* its own number is free now */
+  for (guint i = 0; i < doomed->len; i++)
+    {
+      int fd = g_array_index (doomed, int, i);
+
+      if (dup3 (file, fd, O_CLOEXEC) == fd)
+        g_array_append_val (taken, fd);
+    }
+}
+
+/* The reaper (the thread that ends the process with the program's last)
+ * runs, watching a live thread of the program through a pidfd; the program
+ * puts its own file over every descriptor it does not know, the reaper's
+ * pidfds and its wake-up pipe among them. The reaper must open new ones
+ * (said on stderr), and never poll, read, write or close the program's:
+ * after the live thread has ended and the reaper has looked, every number
+ * still holds the program's file, unread (its offset 0) and unchanged. */
+static void
+test_reaper_descriptors_taken (void)
+{
+  if (g_test_subprocess ())
+    {
+      static const char text[] = "the program's own file\n";
+      g_autofree char *dir = g_dir_make_tmp ("lagwatch-lifecycle-XXXXXX", NULL);
+      g_autofree char *path = g_build_filename (dir, "program.txt", NULL);
+      g_autofree char *contents = NULL;
+      g_autoptr(GArray) taken = g_array_new (FALSE, FALSE, sizeof (int));
+      GThread *held = g_thread_new ("held", held_thread, NULL);
+      struct stat mine, now;
+      guint watching;
+      int file;
+
+      g_assert_nonnull (dir);
+      g_assert_true (g_file_set_contents (path, text, -1, NULL));
+      g_thread_join (g_thread_new ("attach", attach_and_end, NULL));
+      wait_pidfds (TRUE, 0);  /* the reaper watches "held" */
+      file = open (path, O_RDONLY | O_CLOEXEC);
+      g_assert_cmpint (file, >=, 0);
+      g_assert_cmpint (fstat (file, &mine), ==, 0);
+      take_all_but_eventfds (file, taken);
+      g_assert_cmpuint (taken->len, >, 0);
+      /* A new pidfd for "held": the reaper found its old one taken. */
+      wait_pidfds (TRUE, 0);
+      watching = count_pidfds ();
+      g_mutex_lock (&held_lock);
+      held_released = TRUE;
+      g_cond_signal (&held_cond);
+      g_mutex_unlock (&held_lock);
+      g_thread_join (held);
+      /* The reaper looked after "held" ended: it closed that pidfd. */
+      wait_pidfds (FALSE, watching);
+      for (guint i = 0; i < taken->len; i++)
+        {
+          g_assert_cmpint (fstat (g_array_index (taken, int, i), &now), ==, 0);
+          g_assert_true (now.st_dev == mine.st_dev && now.st_ino == mine.st_ino);
+        }
+      /* One description on every number: a read through any moved it. */
+      g_assert_cmpint (lseek (file, 0, SEEK_CUR), ==, 0);
+      g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+      g_assert_cmpstr (contents, ==, text);
+      g_unlink (path);
+      g_rmdir (dir);
+      return;
+    }
+  g_test_trap_subprocess (NULL, SUBPROCESS_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the program closed or replaced * of the descriptors that held lagwatch's "
+                             "pidfds of its threads *: opened new ones\n*");
+  g_test_trap_assert_stderr ("*lagwatch: the program closed or replaced descriptor *, which held the pipe that "
+                             "tells lagwatch a thread of the program exited: opened a new one\n*");
 }
 
 /* Runs this program again as a child doing @which; its pid. */
@@ -581,5 +735,6 @@ main (int argc, char **argv)
                         GINT_TO_POINTER (LAST_THREAD_UNKNOWN_LAST), test_last_thread);
   g_test_add_func ("/lifecycle/main-exited-first/whole-stacks", test_after_main_exit);
   g_test_add_func ("/lifecycle/last-thread/main-lives-on", test_main_lives_on);
+  g_test_add_func ("/lifecycle/last-thread/descriptors-taken", test_reaper_descriptors_taken);
   return g_test_run ();
 }

@@ -2,7 +2,8 @@
  *
  * lagwatch keeps a few descriptors open in a program it does not own (its
  * JSON Lines file, its state directory, the loop thread's /proc files, the
- * ELF files it names frames from). The program may close every descriptor
+ * ELF files it names frames from, the pidfds and wake-up pipe of the thread
+ * that ends the process with the program's last). The program may close every descriptor
  * it does not know (close_range (3, ~0U, 0), as daemons do) and open its
  * own files, which take the same numbers, or dup2() one of its files over
  * lagwatch's number. From then on the number is the program's: lagwatch

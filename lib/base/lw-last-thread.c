@@ -11,11 +11,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <linux/futex.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lw-fd.h"
+#include "lw-say.h"
 #include "lw-threadinfo.h"
 
 #ifndef PIDFD_THREAD
@@ -40,9 +41,23 @@ enum
   LW_LAST_OWN,      /* lagwatch's own (a report callback attaching): ignored */
 };
 
-static GMutex lw_last_lock;
-/* HOLDS: lw_last_lock. The reaper's eventfd, -1 until it starts. */
-static int    lw_last_wake_fd = -1;
+/* A descriptor the reaper keeps, with what it was when opened: the
+ * program may close it or reuse its number (lw-fd.h), and from then on the
+ * number is the program's, neither polled, read, written nor closed. */
+typedef struct
+{
+  int    fd;
+  LwFdId id;
+} LwLastFd;
+
+static GMutex   lw_last_lock;
+/* HOLDS: lw_last_lock. The pipe that wakes the reaper: [0] it polls and
+ * reads, [1] written when a known thread exits; -1 until it starts. A pipe,
+ * not an eventfd: each pipe has an inode of its own, so a number the
+ * program took over is told from ours (every eventfd shares one inode). */
+static LwLastFd lw_last_wake[2] = { { .fd = -1 }, { .fd = -1 } };
+/* HOLDS: lw_last_lock. The reaper runs (in this process). */
+static gboolean lw_last_started;
 
 /* The word the kernel clears, and wakes as a futex, when the process's
  * first thread exits (its clear_child_tid), NULL while unknown. What it
@@ -62,10 +77,11 @@ static GPrivate lw_last_known = G_PRIVATE_INIT (lw_last_thread_exits);
 /* Reaper thread. Looks at the threads of the process that are the
  * program's (not lagwatch's own) and alive (a zombie is not: a process's
  * first thread stays one, once exited, until the process ends). Each gets
- * a pidfd in @watched (tid -> descriptor), opened before its state is read,
+ * a pidfd in @watched (tid -> LwLastFd), opened before its state is read,
  * so that an exit after the look wakes the reaper; those of threads gone
- * are closed. The first thread has none: @main_awaited says whether
- * lw_last_thread_main_waiter() waits for it.
+ * are closed, and one whose number the program took is forgotten (not
+ * closed) and opened again. The first thread has none: @main_awaited says
+ * whether lw_last_thread_main_waiter() waits for it.
  * Returns how many are alive, -1 when /proc cannot tell: the process is
  * never ended on a guess. */
 static int
@@ -74,8 +90,9 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited)
   g_autoptr(GHashTable) alive = g_hash_table_new (NULL, NULL);
   g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
   GHashTableIter iter;
-  gpointer tid_key, fd_value;
+  gpointer tid_key, value;
   const char *entry;
+  guint taken = 0;
 
   if (dir == NULL)
     return -1;
@@ -97,37 +114,66 @@ lw_last_thread_look (GHashTable *watched, gboolean main_awaited)
           if (main_awaited && word != NULL && __atomic_load_n (word, __ATOMIC_ACQUIRE) == 0)
             continue;
         }
-      else if (!g_hash_table_contains (watched, GINT_TO_POINTER (tid)))
+      else
         {
-          int fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+          LwLastFd *known = g_hash_table_lookup (watched, GINT_TO_POINTER (tid));
 
-          if (fd >= 0)
-            g_hash_table_insert (watched, GINT_TO_POINTER (tid), GINT_TO_POINTER (fd));
-          else if (errno == ESRCH)
-            continue;  /* gone since the directory was read */
+          if (known != NULL && !lw_fd_is (known->fd, &known->id))
+            {
+              taken++;
+              g_hash_table_remove (watched, GINT_TO_POINTER (tid));
+              known = NULL;
+            }
+          if (known == NULL)
+            {
+              int fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+
+              if (fd >= 0)
+                {
+                  known = g_new (LwLastFd, 1);
+                  known->fd = fd;
+                  lw_fd_id_take (fd, &known->id);
+                  g_hash_table_insert (watched, GINT_TO_POINTER (tid), known);
+                }
+              else if (errno == ESRCH)
+                continue;  /* gone since the directory was read */
+            }
         }
       /* A state that cannot be read counts as alive. */
       if (lw_threadinfo_state (tid) == LW_THREAD_GONE)
         continue;
       g_hash_table_add (alive, GINT_TO_POINTER (tid));
     }
+  if (taken > 0)
+    lw_say ("the program closed or replaced %u of the descriptors that held lagwatch's pidfds of its threads "
+            "(they tell lagwatch when its last thread exits): opened new ones", taken);
   g_hash_table_iter_init (&iter, watched);
-  while (g_hash_table_iter_next (&iter, &tid_key, &fd_value))
+  while (g_hash_table_iter_next (&iter, &tid_key, &value))
     if (!g_hash_table_contains (alive, tid_key))
       {
-        close (GPOINTER_TO_INT (fd_value));
+        LwLastFd *gone = value;
+
+        lw_fd_close (gone->fd, &gone->id);
         g_hash_table_iter_remove (&iter);
       }
   return (int) g_hash_table_size (alive);
 }
 
+/* Any thread, lw_last_lock held. Wakes the reaper, unless the program has
+ * taken the pipe's number: then the reaper, which looks at least once a
+ * second, finds that out and makes a new pipe. */
+static void
+lw_last_thread_wake_unlocked (void)
+{
+  if (lw_fd_is (lw_last_wake[1].fd, &lw_last_wake[1].id))
+    (void) !write (lw_last_wake[1].fd, "", 1);
+}
+
 /* The thread that waits for the process's first thread to exit (on its
- * clear_child_tid word, with no timeout), then wakes the reaper (@data,
- * its eventfd) and ends. */
+ * clear_child_tid word, with no timeout), then wakes the reaper and ends. */
 static gpointer
 lw_last_thread_main_waiter (gpointer data)
 {
-  static const uint64_t one = 1;
   int *word = atomic_load (&lw_last_main_tid_word);
   int value;
 
@@ -141,14 +187,16 @@ lw_last_thread_main_waiter (gpointer data)
   /* The kernel wakes one waiter: a pthread_join() of the first thread may
    * have waited beside this one. */
   syscall (SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-  (void) !write (GPOINTER_TO_INT (data), &one, sizeof one);
+  g_mutex_lock (&lw_last_lock);
+  lw_last_thread_wake_unlocked ();
+  g_mutex_unlock (&lw_last_lock);
   return NULL;
 }
 
 /* Reaper thread. Starts lw_last_thread_main_waiter() (every signal
  * blocked); FALSE when it could not. */
 static gboolean
-lw_last_thread_await_main (int wake_fd)
+lw_last_thread_await_main (void)
 {
   g_autoptr(GError) error = NULL;
   sigset_t all, saved;
@@ -156,7 +204,7 @@ lw_last_thread_await_main (int wake_fd)
 
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  waiter = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_main_waiter, GINT_TO_POINTER (wake_fd), &error);
+  waiter = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_main_waiter, NULL, &error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (waiter == NULL)
     {
@@ -167,18 +215,68 @@ lw_last_thread_await_main (int wake_fd)
   return TRUE;
 }
 
+/* Any thread, lw_last_lock held. Opens the pipe that wakes the reaper
+ * into lw_last_wake; FALSE (and -1s) when it cannot. */
+static gboolean
+lw_last_thread_open_wake_unlocked (void)
+{
+  int ends[2];
+
+  if (pipe2 (ends, O_CLOEXEC | O_NONBLOCK) != 0)
+    {
+      lw_last_wake[0].fd = lw_last_wake[1].fd = -1;
+      return FALSE;
+    }
+  for (int i = 0; i < 2; i++)
+    {
+      lw_last_wake[i].fd = ends[i];
+      lw_fd_id_take (ends[i], &lw_last_wake[i].id);
+    }
+  return TRUE;
+}
+
+/* Reaper thread. The end of the wake-up pipe to poll, checked first: when
+ * the program has taken either end's number, the ends still ours are
+ * closed and a new pipe opened (said once each time). Its number and
+ * identity in *@end; -1 when there is none: the reaper then looks once a
+ * second, which it does anyway. */
+static void
+lw_last_thread_wake_end (LwLastFd *end)
+{
+
+  g_mutex_lock (&lw_last_lock);
+  if (lw_last_wake[0].fd >= 0
+      && !(lw_fd_is (lw_last_wake[0].fd, &lw_last_wake[0].id)
+           && lw_fd_is (lw_last_wake[1].fd, &lw_last_wake[1].id)))
+    {
+      int taken = !lw_fd_is (lw_last_wake[0].fd, &lw_last_wake[0].id) ? lw_last_wake[0].fd : lw_last_wake[1].fd;
+
+      for (int i = 0; i < 2; i++)
+        lw_fd_close (lw_last_wake[i].fd, &lw_last_wake[i].id);
+      if (lw_last_thread_open_wake_unlocked ())
+        lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
+                "thread of the program exited: opened a new one", taken);
+      else
+        lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
+                "thread of the program exited, and no new one can be opened (%s): lagwatch looks once a "
+                "second instead", taken, g_strerror (errno));
+    }
+  *end = lw_last_wake[0];
+  g_mutex_unlock (&lw_last_lock);
+}
+
 /* The reaper thread: started when a thread known to be the program's
  * exits; ends the process once none of the program's threads is left, as
  * glibc does when a program's last thread exits: exit (0), atexit handlers
  * and all (lagwatch's own stops the watchers, which never wait on this
  * thread, and lets the reports reach the sinks). Sleeps with no timeout
  * on the program's live threads (their pidfds) and @data, an eventfd
- * written when another known thread exits. */
+ * written when another known thread exits. Every descriptor is checked
+ * before it is polled (lw-fd.h). */
 static gpointer
 lw_last_thread_reaper (gpointer data)
 {
-  int wake_fd = GPOINTER_TO_INT (data);
-  g_autoptr(GHashTable) watched = g_hash_table_new (NULL, NULL);
+  g_autoptr(GHashTable) watched = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   gboolean main_awaited = FALSE;
 
   lw_threadinfo_own_enter ();
@@ -186,14 +284,16 @@ lw_last_thread_reaper (gpointer data)
     {
       g_autofree struct pollfd *fds = NULL;
       GHashTableIter iter;
-      gpointer fd_value;
+      gpointer value;
       guint n = 1;
+      LwLastFd wake;
       int left;
 
       /* Whether the first thread has exited or not: a waiter that finds
        * it gone returns at once. */
       if (!main_awaited && atomic_load (&lw_last_main_tid_word) != NULL)
-        main_awaited = lw_last_thread_await_main (wake_fd);
+        main_awaited = lw_last_thread_await_main ();
+      lw_last_thread_wake_end (&wake);
       left = lw_last_thread_look (watched, main_awaited);
       if (left == 0)
         {
@@ -201,10 +301,10 @@ lw_last_thread_reaper (gpointer data)
           exit (0);
         }
       fds = g_new0 (struct pollfd, 1 + g_hash_table_size (watched));
-      fds[0] = (struct pollfd) { .fd = wake_fd, .events = POLLIN };
+      fds[0] = (struct pollfd) { .fd = wake.fd, .events = POLLIN };
       g_hash_table_iter_init (&iter, watched);
-      while (g_hash_table_iter_next (&iter, NULL, &fd_value))
-        fds[n++] = (struct pollfd) { .fd = GPOINTER_TO_INT (fd_value), .events = POLLIN };
+      while (g_hash_table_iter_next (&iter, NULL, &value))
+        fds[n++] = (struct pollfd) { .fd = ((LwLastFd *) value)->fd, .events = POLLIN };
       /* A thread of lagwatch's own that is starting (not yet marked as
        * such) was counted as the program's: look again shortly. And never
        * sleep for good on the threads counted: one may still turn out to
@@ -217,9 +317,13 @@ lw_last_thread_reaper (gpointer data)
         ;
       if (fds[0].revents & POLLIN)
         {
-          uint64_t count;
+          char drained[64];
 
-          (void) !read (wake_fd, &count, sizeof count);
+          /* Checked again before each read: the program may have taken
+           * the number while the reaper slept (its file then reads as
+           * ready), and a read would take the program's bytes. */
+          while (lw_fd_is (wake.fd, &wake.id) && read (wake.fd, drained, sizeof drained) > 0)
+            ;
         }
     }
   return NULL;
@@ -233,27 +337,29 @@ lw_last_thread_start_unlocked (void)
   g_autoptr(GError) error = NULL;
   sigset_t all, saved;
   GThread *reaper;
-  int fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
 
-  if (fd < 0)
+  if (!lw_last_thread_open_wake_unlocked ())
     {
-      g_debug ("no eventfd for the thread that ends the process with the program's last: %s",
-               g_strerror (errno));
+      g_debug ("no pipe for the thread that ends the process with the program's last: %s", g_strerror (errno));
       return;
     }
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &saved);
-  reaper = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_reaper, GINT_TO_POINTER (fd), &error);
+  reaper = lw_threadinfo_own_thread_new ("lagwatch-last", lw_last_thread_reaper, NULL, &error);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   if (reaper == NULL)
     {
       g_debug ("cannot start the thread that ends the process with the program's last: %s",
                error->message);
-      close (fd);
+      for (int i = 0; i < 2; i++)
+        {
+          close (lw_last_wake[i].fd);
+          lw_last_wake[i].fd = -1;
+        }
       return;
     }
   g_thread_unref (reaper);
-  lw_last_wake_fd = fd;
+  lw_last_started = TRUE;
 }
 
 /* A thread known to be the program's, exiting (its GPrivate destructor):
@@ -261,16 +367,15 @@ lw_last_thread_start_unlocked (void)
 static void
 lw_last_thread_exits (gpointer data)
 {
-  static const uint64_t one = 1;
   int saved_errno = errno;
 
   if (GPOINTER_TO_INT (data) != LW_LAST_PROGRAM)
     return;
   g_mutex_lock (&lw_last_lock);
-  if (lw_last_wake_fd < 0)
+  if (!lw_last_started)
     lw_last_thread_start_unlocked ();
   else
-    (void) !write (lw_last_wake_fd, &one, sizeof one);
+    lw_last_thread_wake_unlocked ();
   g_mutex_unlock (&lw_last_lock);
   errno = saved_errno;
 }
@@ -295,9 +400,12 @@ lw_last_thread_atfork_parent (void)
 static void
 lw_last_thread_atfork_child (void)
 {
-  if (lw_last_wake_fd >= 0)
-    close (lw_last_wake_fd);
-  lw_last_wake_fd = -1;
+  for (int i = 0; i < 2; i++)
+    {
+      lw_fd_close (lw_last_wake[i].fd, &lw_last_wake[i].id);
+      lw_last_wake[i].fd = -1;
+    }
+  lw_last_started = FALSE;
   g_mutex_unlock (&lw_last_lock);
 }
 
