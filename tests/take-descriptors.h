@@ -1,5 +1,6 @@
-/* take-descriptors.h: a process out of descriptors (EMFILE), for the tests
- * of what lagwatch does then. */
+/* take-descriptors.h: a process out of descriptors (EMFILE), and one
+ * that takes over every descriptor it does not know, for the tests of what
+ * lagwatch does then. */
 #pragma once
 
 #include <errno.h>
@@ -36,4 +37,37 @@ take_every_descriptor (GArray *taken)
     if (taken != NULL)
       g_array_append_val (taken, fd);
   g_assert_cmpint (errno, ==, EMFILE);
+}
+
+static int
+take_compare_ints (const int *a, const int *b)
+{
+  return (*a > *b) - (*a < *b);
+}
+
+/* Test thread. The descriptors from 3 up, in order, that a program which
+ * closes every descriptor it does not know (close_range (3, ~0U, 0), as
+ * daemons do) takes: all but the eventfds of GLib's main contexts (a
+ * program that closes those breaks GLib itself: GLib would write its
+ * wake-ups into whatever file takes the number) and @keep (-1: none). */
+static G_GNUC_UNUSED GArray *
+unknown_descriptors (int keep)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  GArray *unknown = g_array_new (FALSE, FALSE, sizeof (int));
+  const char *name;
+
+  g_assert_nonnull (dir);
+  /* The listing's own descriptor is among them: free once it returns. */
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+      int fd = atoi (name);
+
+      if (fd >= 3 && fd != keep && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
+        g_array_append_val (unknown, fd);
+    }
+  g_array_sort (unknown, (GCompareFunc) take_compare_ints);
+  return unknown;
 }

@@ -472,12 +472,6 @@ test_terminal_escapes (void)
 
 #define PROGRAM_BYTES "the program's own data\n"
 
-static int
-compare_ints (const int *a, const int *b)
-{
-  return (*a > *b) - (*a < *b);
-}
-
 /* The descriptor of this process open on @path, or -1. */
 static int
 fd_of (const char *path)
@@ -532,27 +526,12 @@ wait_for_records (const char *path, const char *needle, guint n)
 }
 
 /* close_range (3, ~0U, 0), as a daemon does, except the eventfds of
- * GLib's main contexts: a program that closes those breaks GLib itself
- * (GLib would write its wake-ups into whatever file takes the number). */
+ * GLib's main contexts (unknown_descriptors()). */
 static void
 close_all_but_glib (void)
 {
-  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  g_autoptr(GArray) doomed = g_array_new (FALSE, FALSE, sizeof (int));
-  const char *name;
+  g_autoptr(GArray) doomed = unknown_descriptors (-1);
 
-  g_assert_nonnull (dir);
-  while ((name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
-      g_autofree char *target = g_file_read_link (link, NULL);
-      int fd = atoi (name);
-
-      if (fd >= 3 && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
-        g_array_append_val (doomed, fd);
-    }
-  g_clear_pointer (&dir, g_dir_close);
-  g_array_sort (doomed, (GCompareFunc) compare_ints);
   /* In ranges, between GLib's, with close_range(). */
   for (guint i = 0, start = 0; i < doomed->len; i++)
     {

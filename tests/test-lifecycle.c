@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "lag-harness.h"
+#include "take-descriptors.h"
 
 #define SUBPROCESS_TIMEOUT_US (60 * G_USEC_PER_SEC)
 #define WAIT_US               (30 * G_USEC_PER_SEC)
@@ -321,27 +322,13 @@ wait_pidfds (gboolean more, guint than)
 }
 
 /* The program puts its file @file over every descriptor from 3 it does
- * not know (all but GLib's eventfds: a program that closes those breaks
- * GLib itself), with dup3(), so that no number is free in between for
+ * not know (unknown_descriptors()), with dup3(), so that no number is free in between for
  * another thread to take. The numbers go to @taken. */
 static void
 take_all_but_eventfds (int file, GArray *taken)
 {
-  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  g_autoptr(GArray) doomed = g_array_new (FALSE, FALSE, sizeof (int));
-  const char *name;
+  g_autoptr(GArray) doomed = unknown_descriptors (file);
 
-  g_assert_nonnull (dir);
-  while ((name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
-      g_autofree char *target = g_file_read_link (link, NULL);
-      int fd = atoi (name);
-
-      if (fd >= 3 && fd != file && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
-        g_array_append_val (doomed, fd);
-    }
-  g_clear_pointer (&dir, g_dir_close);  /* its own number is free now */
   for (guint i = 0; i < doomed->len; i++)
     {
       int fd = g_array_index (doomed, int, i);
