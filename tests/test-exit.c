@@ -9,6 +9,7 @@
  * it ended (it samples every 10 ms), and exit must not outrun it. A busy
  * period after the loop returned (g_main_loop_run() returned, then the
  * program works on its way out) is not a lag of the loop: not reported.
+ * A report still being made when exit has waited its bound is said lost.
  *
  * Each test runs in a subprocess: it attaches with JSON output to a file,
  * and its handler spins until the watcher has followed the lag long enough
@@ -120,6 +121,58 @@ child_busy_after_loop (void)
       exit (3);
 }
 
+static gint    callback_entered;  /* (atomic) */
+static GMutex   never_lock;
+static GCond    never_cond;
+
+/* Reporting thread: a report callback that never returns (the stand-in
+ * for a report that takes longer to make than exit waits: a machine too
+ * busy to give the reporting thread a CPU, symbols slow to load). */
+static void
+on_report_never_returns (LagWatchReport *report, gpointer data)
+{
+  g_atomic_int_set (&callback_entered, 1);
+  g_mutex_lock (&never_lock);
+  for (;;)
+    g_cond_wait (&never_cond, &never_lock);
+}
+
+/* Loop thread: a 200 ms busy period, then the loop quits. */
+static gboolean
+spin_then_quit (gpointer data)
+{
+  gint64 end = g_get_monotonic_time () + 200 * G_TIME_SPAN_MILLISECOND;
+
+  while (g_get_monotonic_time () < end)
+    ;
+  g_idle_add (quit, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* Subprocess: a lag whose report is still being made (its callback has
+ * not returned) when the program returns from main(). */
+static void
+child_report_unfinished (void)
+{
+  g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+  gint64 deadline = g_get_monotonic_time () + WAIT_US;
+  LagWatch *watch;
+
+  loop = g_main_loop_new (NULL, FALSE);
+  lagwatch_config_set_threshold_ms (config, 50);
+  g_assert_true (lagwatch_config_set_output (config, "none", NULL));
+  watch = lagwatch_attach_with_config (NULL, config);
+  g_assert_nonnull (watch);
+  lagwatch_set_report_func (watch, on_report_never_returns, NULL, NULL);
+  g_timeout_add (10, spin_then_quit, NULL);
+  g_main_loop_run (loop);
+  while (!g_atomic_int_get (&callback_entered))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10 * 1000);
+    }
+}
+
 /* The one lag record of the JSON file, which must hold each of @wanted
  * (NULL-terminated). */
 static void
@@ -213,6 +266,23 @@ test_busy_after_loop (void)
   g_assert_cmpuint (count_events ("stats"), ==, 1);
 }
 
+/* A report still being made when the program exits (exit waits for it
+ * LW_SINK_QUEUE_STOP_MS at most): the program ends all the same, and
+ * lagwatch says the report is lost. */
+static void
+test_report_unfinished (void)
+{
+  if (g_test_subprocess ())
+    {
+      child_report_unfinished ();
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*lagwatch: the program exited with 1 report still being made after 2000 ms (*): "
+                             "it is lost\n*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -231,6 +301,7 @@ main (int argc, char **argv)
   g_test_add_func ("/exit/lag-in-progress", test_exit_in_lag);
   g_test_add_func ("/exit/lag-just-ended", test_exit_after_lag);
   g_test_add_func ("/exit/busy-after-loop", test_busy_after_loop);
+  g_test_add_func ("/exit/report-unfinished", test_report_unfinished);
   status = g_test_run ();
   if (!g_test_subprocess ())
     g_unlink (json_path);

@@ -3,6 +3,8 @@
 #include "lw-report-program.h"
 #include "lw-reporter.h"
 
+#include "lw-say.h"
+
 #include <signal.h>
 #include <stdatomic.h>
 
@@ -26,6 +28,8 @@ struct _LwReporter
   GThread     *thread;
   GAsyncQueue *queue;            /* of LwReporterItem */
   _Atomic guint pending;         /* reports in queue, or being handled */
+  _Atomic guint pending_lags;    /* ... of them, reports of lags (not the
+                                  * profile's "stats", not a hang's copy) */
   GMutex       idle_lock;        /* with idle_cond: pending went down */
   GCond        idle_cond;
   _Atomic guint64 dropped_behind; /* reports the watcher dropped: the queue was full */
@@ -424,7 +428,10 @@ lw_reporter_main (gpointer data)
       else if (item->kind == LW_REPORT_DROPPED_AFTER_HANG)
         lw_reporter_forget (reporter, item->report);
       else
-        lw_reporter_handle (reporter, item->report, item->kind);
+        {
+          lw_reporter_handle (reporter, item->report, item->kind);
+          atomic_fetch_sub (&reporter->pending_lags, 1);
+        }
       lw_reporter_item_free (item);
       g_mutex_lock (&reporter->idle_lock);
       atomic_fetch_sub (&reporter->pending, 1);
@@ -491,6 +498,8 @@ lw_reporter_submit (LwReporter *reporter, LagWatchReport *report, LwReportKind k
   item = g_new0 (LwReporterItem, 1);
   item->report = report;
   item->kind = kind;
+  if (kind != LW_REPORT_DROPPED_AFTER_HANG)
+    atomic_fetch_add (&reporter->pending_lags, 1);
   atomic_fetch_add (&reporter->pending, 1);
   g_async_queue_push (reporter->queue, item);
 }
@@ -549,12 +558,21 @@ void
 lw_reporter_print_summary (LwReporter *reporter)
 {
   gint64 deadline = g_get_monotonic_time () + LW_SINK_QUEUE_STOP_MS * G_TIME_SPAN_MILLISECOND;
+  guint left;
 
   g_mutex_lock (&reporter->idle_lock);
   while (atomic_load (&reporter->pending) > 0
          && g_cond_wait_until (&reporter->idle_cond, &reporter->idle_lock, deadline))
     ;
   g_mutex_unlock (&reporter->idle_lock);
+  /* The process ends with them: said, not lost in silence. (On a machine
+   * too busy to give the reporting thread a CPU, the first report's
+   * symbols can take longer than that to load.) */
+  left = atomic_load (&reporter->pending_lags);
+  if (left > 0)
+    lw_say ("the program exited with %u report%s still being made after %d ms (a busy machine, symbols slow to "
+            "load, or a report callback that has not returned): %s lost", left, left == 1 ? "" : "s",
+            LW_SINK_QUEUE_STOP_MS, left == 1 ? "it is" : "they are");
   lw_reporter_queue_summary (reporter);
   lw_sink_queue_flush (reporter->sinks, deadline);
 }

@@ -78,7 +78,8 @@ void        lw_reporter_write_raw (LwReporter  *reporter,
 /* Any thread but the reporter's own, at exit. Lets the reports handed
  * over reach the sinks, then prints the summary table (with the reports
  * dropped) on stderr, where stderr is a sink; waits for all of it
- * LW_SINK_QUEUE_STOP_MS at most: the process must not end before. */
+ * LW_SINK_QUEUE_STOP_MS at most: the process must not end before. Reports
+ * still being made then are said lost (lw_say). */
 void        lw_reporter_print_summary (LwReporter *reporter);
 
 /* Any thread but the reporter's own. Delivers what was handed over to the
