@@ -235,6 +235,18 @@ lw_last_thread_open_wake_unlocked (void)
   return TRUE;
 }
 
+/* Any thread, lw_last_lock held. Closes the ends of the wake-up pipe that
+ * are still ours (lw_fd_close) and forgets both numbers. */
+static void
+lw_last_thread_close_wake_unlocked (void)
+{
+  for (int i = 0; i < 2; i++)
+    {
+      lw_fd_close (lw_last_wake[i].fd, &lw_last_wake[i].id);
+      lw_last_wake[i].fd = -1;
+    }
+}
+
 /* Reaper thread. The end of the wake-up pipe to poll, checked first: when
  * the program has taken either end's number, the ends still ours are
  * closed and a new pipe opened (said once each time). Its number and
@@ -243,23 +255,24 @@ lw_last_thread_open_wake_unlocked (void)
 static void
 lw_last_thread_wake_end (LwLastFd *end)
 {
-
   g_mutex_lock (&lw_last_lock);
-  if (lw_last_wake[0].fd >= 0
-      && !(lw_fd_is (lw_last_wake[0].fd, &lw_last_wake[0].id)
-           && lw_fd_is (lw_last_wake[1].fd, &lw_last_wake[1].id)))
+  if (lw_last_wake[0].fd >= 0)
     {
-      int taken = !lw_fd_is (lw_last_wake[0].fd, &lw_last_wake[0].id) ? lw_last_wake[0].fd : lw_last_wake[1].fd;
+      gboolean read_end_ours = lw_fd_is (lw_last_wake[0].fd, &lw_last_wake[0].id);
 
-      for (int i = 0; i < 2; i++)
-        lw_fd_close (lw_last_wake[i].fd, &lw_last_wake[i].id);
-      if (lw_last_thread_open_wake_unlocked ())
-        lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
-                "thread of the program exited: opened a new one", taken);
-      else
-        lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
-                "thread of the program exited, and no new one can be opened (%s): lagwatch looks once a "
-                "second instead", taken, g_strerror (errno));
+      if (!read_end_ours || !lw_fd_is (lw_last_wake[1].fd, &lw_last_wake[1].id))
+        {
+          int taken = read_end_ours ? lw_last_wake[1].fd : lw_last_wake[0].fd;
+
+          lw_last_thread_close_wake_unlocked ();
+          if (lw_last_thread_open_wake_unlocked ())
+            lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
+                    "thread of the program exited: opened a new one", taken);
+          else
+            lw_say ("the program closed or replaced descriptor %d, which held the pipe that tells lagwatch a "
+                    "thread of the program exited, and no new one can be opened (%s): lagwatch looks once a "
+                    "second instead", taken, g_strerror (errno));
+        }
     }
   *end = lw_last_wake[0];
   g_mutex_unlock (&lw_last_lock);
@@ -270,7 +283,7 @@ lw_last_thread_wake_end (LwLastFd *end)
  * glibc does when a program's last thread exits: exit (0), atexit handlers
  * and all (lagwatch's own stops the watchers, which never wait on this
  * thread, and lets the reports reach the sinks). Sleeps with no timeout
- * on the program's live threads (their pidfds) and @data, an eventfd
+ * on the program's live threads (their pidfds) and the wake-up pipe,
  * written when another known thread exits. Every descriptor is checked
  * before it is polled (lw-fd.h). */
 static gpointer
@@ -351,11 +364,7 @@ lw_last_thread_start_unlocked (void)
     {
       g_debug ("cannot start the thread that ends the process with the program's last: %s",
                error->message);
-      for (int i = 0; i < 2; i++)
-        {
-          close (lw_last_wake[i].fd);
-          lw_last_wake[i].fd = -1;
-        }
+      lw_last_thread_close_wake_unlocked ();
       return;
     }
   g_thread_unref (reaper);
@@ -400,11 +409,7 @@ lw_last_thread_atfork_parent (void)
 static void
 lw_last_thread_atfork_child (void)
 {
-  for (int i = 0; i < 2; i++)
-    {
-      lw_fd_close (lw_last_wake[i].fd, &lw_last_wake[i].id);
-      lw_last_wake[i].fd = -1;
-    }
+  lw_last_thread_close_wake_unlocked ();
   lw_last_started = FALSE;
   g_mutex_unlock (&lw_last_lock);
 }
