@@ -39,6 +39,16 @@ take_every_descriptor (GArray *taken)
   g_assert_cmpint (errno, ==, EMFILE);
 }
 
+/* Any thread. What descriptor @fd is (the readlink of /proc/self/fd/FD:
+ * a path, "pipe:[N]", "anon_inode:[pidfd]"...), or NULL. */
+static G_GNUC_UNUSED char *
+descriptor_target (int fd)
+{
+  g_autofree char *link = g_strdup_printf ("/proc/self/fd/%d", fd);
+
+  return g_file_read_link (link, NULL);
+}
+
 static int
 take_compare_ints (const int *a, const int *b)
 {
@@ -61,9 +71,8 @@ unknown_descriptors (int keep)
   /* The listing's own descriptor is among them: free once it returns. */
   while ((name = g_dir_read_name (dir)) != NULL)
     {
-      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
-      g_autofree char *target = g_file_read_link (link, NULL);
       int fd = atoi (name);
+      g_autofree char *target = descriptor_target (fd);
 
       if (fd >= 3 && fd != keep && g_strcmp0 (target, "anon_inode:[eventfd]") != 0)
         g_array_append_val (unknown, fd);

@@ -572,8 +572,7 @@ open_on_number (int fd, const char *path, int flags, GArray *program_fds)
       if (got == fd)
         return;
       {
-        g_autofree char *link = g_strdup_printf ("/proc/self/fd/%d", fd);
-        g_autofree char *target = g_file_read_link (link, NULL);
+        g_autofree char *target = descriptor_target (fd);
 
         g_test_message ("descriptor %d was taken between its check and the open, by %s (the program's file got %d)",
                         fd, target != NULL ? target : "a file closed since", got);

@@ -299,8 +299,7 @@ count_pidfds (void)
   g_assert_nonnull (dir);
   while ((name = g_dir_read_name (dir)) != NULL)
     {
-      g_autofree char *link = g_strconcat ("/proc/self/fd/", name, NULL);
-      g_autofree char *target = g_file_read_link (link, NULL);
+      g_autofree char *target = descriptor_target (atoi (name));
 
       n += g_strcmp0 (target, "anon_inode:[pidfd]") == 0;
     }
@@ -319,16 +318,6 @@ wait_pidfds (gboolean more, guint than)
       g_assert_cmpint (g_get_monotonic_time (), <, deadline);
       g_usleep (10 * 1000);
     }
-}
-
-/* Any thread. What descriptor @fd is (readlink of /proc/self/fd/FD), or
- * NULL. */
-static char *
-descriptor_target (int fd)
-{
-  g_autofree char *link = g_strdup_printf ("/proc/self/fd/%d", fd);
-
-  return g_file_read_link (link, NULL);
 }
 
 /* The program puts its file @file, with dup3() (no number is free in
@@ -363,8 +352,8 @@ take_reaper_kinds (int file, GArray *taken)
  * runs, watching a live thread of the program through a pidfd; the program
  * puts its own file over the descriptors it does not know that lagwatch
  * keeps (take_reaper_kinds()), the reaper's pidfds and its wake-up pipe
- * among them. The reaper must open new ones
- * (said on stderr), and never poll, read, write or close the program's:
+ * among them. The reaper must open new ones (said on stderr), and never
+ * poll, read, write or close the program's:
  * after the live thread has ended and the reaper has looked, every number
  * still holds the program's file, unread (its offset 0) and unchanged. */
 static void
