@@ -148,38 +148,65 @@ lw_core_copy_words (unsigned char *dst, uintptr_t start, size_t len)
   return n * sizeof (uint64_t);
 }
 
+/* Async-signal-safe. Copies [start, start + capacity) of another stack
+ * (or this one outside its known bounds) through the kernel, a page per
+ * piece so that the copy ends at the first unmapped one: bytes copied,
+ * whole words, or -1 when the first page is not readable. */
+static ssize_t
+lw_core_copy_remote (LwSnapshot *snap, uintptr_t start)
+{
+  struct iovec local = { snap->stack, snap->stack_capacity };
+  struct iovec remote[64];
+  size_t n = 0;
+  uintptr_t at = start;
+  ssize_t got;
+
+  while (n < sizeof remote / sizeof remote[0] && at < start + snap->stack_capacity)
+    {
+      uintptr_t page_end = (at + LW_PAGE_SIZE) & ~(uintptr_t) (LW_PAGE_SIZE - 1);
+
+      page_end = LW_MIN (page_end, start + snap->stack_capacity);
+      remote[n].iov_base = (void *) at;
+      remote[n].iov_len = page_end - at;
+      at = page_end;
+      n++;
+    }
+  got = lw_core_read_memory (&local, 1UL, remote, (unsigned long) n);
+  return got > 0 ? (ssize_t) ((size_t) got & ~(size_t) 7) : -1;
+}
+
 /* Async-signal-safe. */
 void
 lw_core_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi)
 {
-  uintptr_t start = sp & ~(uintptr_t) 7;
+  uintptr_t top = sp & ~(uintptr_t) 7;
+  ssize_t got;
 
-  snap->stack_base = start;
+  snap->stack_base = top;
   snap->stack_len = 0;
-  if (lo < hi && start >= lo && start < hi)
-    snap->stack_len = lw_core_copy_words (snap->stack, start,
-                                          LW_MIN ((size_t) (hi - start), snap->stack_capacity));
-  else
+  if (lo < hi && top >= lo && top < hi)
     {
-      struct iovec local = { snap->stack, snap->stack_capacity };
-      struct iovec remote[64];
-      size_t n = 0;
-      uintptr_t at = start;
-      ssize_t got;
+      size_t below = LW_MIN ((size_t) (top - lo), (size_t) LW_CORE_RED_ZONE_BYTES) & ~(size_t) 7;
 
-      while (n < sizeof remote / sizeof remote[0] && at < start + snap->stack_capacity)
-        {
-          uintptr_t page_end = (at + LW_PAGE_SIZE) & ~(uintptr_t) (LW_PAGE_SIZE - 1);
-
-          page_end = LW_MIN (page_end, start + snap->stack_capacity);
-          remote[n].iov_base = (void *) at;
-          remote[n].iov_len = page_end - at;
-          at = page_end;
-          n++;
-        }
-      got = lw_core_read_memory (&local, 1UL, remote, (unsigned long) n);
-      snap->stack_len = got > 0 ? (size_t) got & ~(size_t) 7 : 0;
+      snap->stack_base = top - below;
+      snap->stack_len = lw_core_copy_words (snap->stack, snap->stack_base,
+                                            LW_MIN ((size_t) (hi - snap->stack_base), snap->stack_capacity));
+      return;
     }
+  /* The red zone may lie on the page below, unmapped (a stack that is
+   * full): then the copy starts at the stack pointer. */
+  if (top >= LW_CORE_RED_ZONE_BYTES)
+    {
+      got = lw_core_copy_remote (snap, top - LW_CORE_RED_ZONE_BYTES);
+      if (got > LW_CORE_RED_ZONE_BYTES)
+        {
+          snap->stack_base = top - LW_CORE_RED_ZONE_BYTES;
+          snap->stack_len = (size_t) got;
+          return;
+        }
+    }
+  got = lw_core_copy_remote (snap, top);
+  snap->stack_len = got > 0 ? (size_t) got : 0;
 }
 
 /* Async-signal-safe. */

@@ -126,8 +126,17 @@ ssize_t lw_core_read_memory   (const struct iovec *local,
                                const struct iovec *remote,
                                unsigned long       n_remote);
 
-/* Async-signal-safe. Copies the stack of a thread from @sp up into @snap:
- * plainly within [@lo, @hi) when @sp is inside, else through the kernel
- * (process_vm_readv), which stops at the first unmapped page instead of
- * faulting. */
+/* The x86-64 ABI's red zone: the 128 bytes below the stack pointer, which
+ * a function may use without moving it, and which the kernel leaves as
+ * they are when it delivers a signal on that stack. CFI can place a saved
+ * register there: after `leave` (or `pop %rbp`), GCC emits only
+ * `.cfi_def_cfa rsp, 8`, so the rows up to the `ret` still say "rbp at
+ * CFA-16", the word the pop just read, now below the stack pointer. */
+#define LW_CORE_RED_ZONE_BYTES 128
+
+/* Async-signal-safe. Copies the stack of a thread into @snap, from its red
+ * zone below @sp (where the stack has one: not below @lo, nor on an
+ * unmapped page) up: plainly within [@lo, @hi) when @sp is inside, else
+ * through the kernel (process_vm_readv), which stops at the first unmapped
+ * page instead of faulting. */
 void lw_core_copy_stack (LwSnapshot *snap, uintptr_t sp, uintptr_t lo, uintptr_t hi);

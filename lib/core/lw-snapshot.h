@@ -48,7 +48,7 @@ typedef struct
   long      syscall_nr;     /* the system call it sleeps in, -1 when running */
   int       via_signal;     /* taken by the handler (1) or from /proc (0) */
   int64_t   taken_ns;       /* lw_clock_now_ns() when the copy was made */
-  uintptr_t stack_base;     /* address the copy starts at (the stack pointer) */
+  uintptr_t stack_base;     /* address the copy starts at: the red zone below the stack pointer, or the stack pointer (lw_core_copy_stack) */
   size_t    stack_len;      /* bytes copied */
   size_t    stack_capacity; /* size of stack[] */
   size_t    lang_len;       /* bytes of lang[] a language's sampler wrote (lw_core_set_sample_hook), 0 when none */

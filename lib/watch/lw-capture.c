@@ -296,9 +296,11 @@ lw_capture_release_signal (void)
 LwSnapshot *
 lw_snapshot_new (size_t stack_bytes)
 {
-  LwSnapshot *snap = g_malloc0 (sizeof (LwSnapshot) + stack_bytes);
+  /* @stack_bytes above the stack pointer, and the red zone below it. */
+  size_t capacity = stack_bytes + LW_CORE_RED_ZONE_BYTES;
+  LwSnapshot *snap = g_malloc0 (sizeof (LwSnapshot) + capacity);
 
-  snap->stack_capacity = stack_bytes;
+  snap->stack_capacity = capacity;
   return snap;
 }
 

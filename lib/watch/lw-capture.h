@@ -45,7 +45,8 @@ int  lw_capture_acquire_signal (int        signo,
  * passing foreign signals on. */
 void lw_capture_release_signal (void);
 
-/* Watcher thread. Allocates a snapshot able to hold @stack_bytes of stack. */
+/* Watcher thread. Allocates a snapshot able to hold @stack_bytes of stack
+ * above the stack pointer, and the red zone below it. */
 LwSnapshot *lw_snapshot_new    (size_t      stack_bytes);
 void        lw_snapshot_free   (LwSnapshot *snapshot);
 
