@@ -19,6 +19,12 @@
  * (which regenerates them): what they say must still be the thread's
  * state now, and follow the context to a new loop thread.
  *
+ * /capture/red-zone: the stack copy starts 128 bytes below the stack
+ * pointer (the x86-64 red zone, where CFI can place a saved rbp), both
+ * in-process and through the kernel, and at the stack pointer when the
+ * page below it is not mapped (a stack grown to its limit): the copy is
+ * then still made, not lost.
+ *
  * Each case runs in a subprocess.
  */
 #include <errno.h>
@@ -30,11 +36,13 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lag-harness.h"
 #include "lw-capture.h"
+#include "lw-capture-core.h"
 #include "lw-capture-private.h"
 #include "lw-clock.h"
 #include "lw-threadinfo.h"
@@ -639,6 +647,53 @@ test_running_then_asleep (void)
   g_test_trap_assert_passed ();
 }
 
+/* Two pages standing for a stack, each word holding its own address, with
+ * an inaccessible page above them (where the kernel's copy stops). */
+static void
+test_red_zone (void)
+{
+  const size_t page = (size_t) sysconf (_SC_PAGESIZE);
+  guint64 *words = mmap (NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uintptr_t lo = (uintptr_t) words, hi = lo + 2 * page;
+  uintptr_t sp = lo + page + 64;  /* 64 bytes into the upper page */
+  LwSnapshot *snap = lw_snapshot_new (4 * page);
+  guint64 word;
+
+  g_assert_true (words != MAP_FAILED);
+  g_assert_cmpint (mprotect ((void *) hi, page, PROT_NONE), ==, 0);
+  for (size_t i = 0; i < 2 * page / 8; i++)
+    words[i] = (guint64) (uintptr_t) &words[i];
+
+  /* In-process, the stack's bounds known: up to the top. */
+  lw_core_copy_stack (snap, sp, lo, hi);
+  g_assert_cmpuint (snap->stack_base, ==, sp - LW_CORE_RED_ZONE_BYTES);
+  g_assert_cmpuint (snap->stack_len, ==, hi - snap->stack_base);
+  memcpy (&word, snap->stack, 8);
+  g_assert_cmpuint (word, ==, sp - LW_CORE_RED_ZONE_BYTES);
+  /* ...but never below them. */
+  lw_core_copy_stack (snap, lo + 40, lo, hi);
+  g_assert_cmpuint (snap->stack_base, ==, lo);
+  g_assert_cmpuint (snap->stack_len, ==, 2 * page);
+
+  /* Through the kernel (bounds unknown), from the page below. */
+  lw_core_copy_stack (snap, sp, 0, 0);
+  g_assert_cmpuint (snap->stack_base, ==, sp - LW_CORE_RED_ZONE_BYTES);
+  g_assert_cmpuint (snap->stack_len, ==, hi - snap->stack_base);
+  memcpy (&word, snap->stack + LW_CORE_RED_ZONE_BYTES, 8);
+  g_assert_cmpuint (word, ==, sp);
+
+  /* The page below inaccessible: from the stack pointer. */
+  g_assert_cmpint (mprotect (words, page, PROT_NONE), ==, 0);
+  lw_core_copy_stack (snap, sp, 0, 0);
+  g_assert_cmpuint (snap->stack_base, ==, sp);
+  g_assert_cmpuint (snap->stack_len, ==, hi - sp);
+  memcpy (&word, snap->stack, 8);
+  g_assert_cmpuint (word, ==, sp);
+
+  lw_snapshot_free (snap);
+  munmap (words, 3 * page);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -652,6 +707,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capture/status-masks", test_status_masks);
   g_test_add_func ("/capture/status-by-path", test_status_by_path);
   g_test_add_func ("/capture/stat-name", test_stat_name);
+  g_test_add_func ("/capture/red-zone", test_red_zone);
 
   return g_test_run ();
 }
