@@ -156,51 +156,43 @@ void epilogue_spin (volatile int *stop) __attribute__ ((visibility ("hidden")));
 void epilogue_sleep (volatile int *stop, const struct timespec *interval)
   __attribute__ ((visibility ("hidden")));
 
+/* A function's head and its frame-pointer frame, made and at once left:
+ * what follows runs between `leave` and `ret`, with GCC's rows. */
+#define EPILOGUE_FUNCTION(name)        \
+  ".globl " name "\n"                  \
+  ".hidden " name "\n"                 \
+  ".type " name ", @function\n"        \
+  name ":\n"                           \
+  "  .cfi_startproc\n"                 \
+  "  movq %rdi, %r8\n" /* @stop; r8 and r9 outlive a system call */ \
+  "  movq %rsi, %r9\n"                 \
+  "  pushq %rbp\n"                     \
+  "  .cfi_def_cfa_offset 16\n"         \
+  "  .cfi_offset rbp, -16\n"           \
+  "  movq %rsp, %rbp\n"                \
+  "  .cfi_def_cfa_register rbp\n"      \
+  "  leave\n"                          \
+  "  .cfi_def_cfa rsp, 8\n"
+#define EPILOGUE_END(name)             \
+  "  cmpl $0, (%r8)\n"                 \
+  "  je 1b\n"                          \
+  "  ret\n"                            \
+  "  .cfi_endproc\n"                   \
+  "  .size " name ", . - " name "\n"
+
 G_STATIC_ASSERT (SYS_nanosleep == 35);
 __asm__ (".text\n"
-         ".globl epilogue_spin\n"
-         ".hidden epilogue_spin\n"
-         ".type epilogue_spin, @function\n"
-         "epilogue_spin:\n"
-         "  .cfi_startproc\n"
-         "  pushq %rbp\n"
-         "  .cfi_def_cfa_offset 16\n"
-         "  .cfi_offset rbp, -16\n"
-         "  movq %rsp, %rbp\n"
-         "  .cfi_def_cfa_register rbp\n"
-         "  leave\n"
-         "  .cfi_def_cfa rsp, 8\n"
+         EPILOGUE_FUNCTION ("epilogue_spin")
          "1:\n"
          "  pause\n"
-         "  cmpl $0, (%rdi)\n"
-         "  je 1b\n"
-         "  ret\n"
-         "  .cfi_endproc\n"
-         "  .size epilogue_spin, . - epilogue_spin\n"
-         ".globl epilogue_sleep\n"
-         ".hidden epilogue_sleep\n"
-         ".type epilogue_sleep, @function\n"
-         "epilogue_sleep:\n"
-         "  .cfi_startproc\n"
-         "  movq %rdi, %r8\n"  /* @stop; r8 and r9 outlive the system call */
-         "  movq %rsi, %r9\n"  /* @interval */
-         "  pushq %rbp\n"
-         "  .cfi_def_cfa_offset 16\n"
-         "  .cfi_offset rbp, -16\n"
-         "  movq %rsp, %rbp\n"
-         "  .cfi_def_cfa_register rbp\n"
-         "  leave\n"
-         "  .cfi_def_cfa rsp, 8\n"
+         EPILOGUE_END ("epilogue_spin")
+         EPILOGUE_FUNCTION ("epilogue_sleep")
          "1:\n"
-         "  movq %r9, %rdi\n"
+         "  movq %r9, %rdi\n"  /* @interval */
          "  xorl %esi, %esi\n"
          "  movl $35, %eax\n"  /* SYS_nanosleep */
          "  syscall\n"
-         "  cmpl $0, (%r8)\n"
-         "  je 1b\n"
-         "  ret\n"
-         "  .cfi_endproc\n"
-         "  .size epilogue_sleep, . - epilogue_sleep\n");
+         EPILOGUE_END ("epilogue_sleep"));
 
 /* The callers keep frame pointers, in the plain build too: their CFA is
  * rbp-based, so their step needs the rbp the epilogue's row reads. */
