@@ -306,6 +306,34 @@ test_json_created_private (void)
   g_unlink (path);
 }
 
+/* A file whose last line a run killed while it wrote left without its
+ * newline: the next record starts on a line of its own, and is whole. A
+ * file that ends with one gets no empty line. */
+static void
+test_json_torn_last_line (void)
+{
+  g_autofree char *path = g_build_filename (tmp_dir, "torn.jsonl", NULL);
+  g_autofree char *spec = g_strconcat ("json:", path, NULL);
+  g_autofree char *contents = NULL;
+  LwSinks *sinks;
+
+  g_assert_true (g_file_set_contents (path, "{\"event\":\"hang\",\"id\":\"1-1\",\"so", -1, NULL));
+  sinks = lw_sinks_open (spec);
+  lw_sinks_write_raw (sinks, "{\"event\":\"hang-killed\"}", NULL);
+  lw_sinks_free (sinks);
+  g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+  g_assert_cmpstr (contents, ==, "{\"event\":\"hang\",\"id\":\"1-1\",\"so\n{\"event\":\"hang-killed\"}\n");
+
+  /* Whole lines: appended as they are. */
+  sinks = lw_sinks_open (spec);
+  lw_sinks_write_raw (sinks, "{}", NULL);
+  lw_sinks_free (sinks);
+  g_clear_pointer (&contents, g_free);
+  g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+  g_assert_true (g_str_has_suffix (contents, "\"hang-killed\"}\n{}\n"));
+  g_unlink (path);
+}
+
 /* A file of another user (planted where a privileged program writes), a
  * hard link, a device: refused. */
 static void
@@ -369,6 +397,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sinks/write-error-said-once", test_write_error_said_once);
   g_test_add_func ("/sinks/json-symlink-refused", test_json_symlink_refused);
   g_test_add_func ("/sinks/json-created-private", test_json_created_private);
+  g_test_add_func ("/sinks/json-torn-last-line", test_json_torn_last_line);
   g_test_add_func ("/sinks/json-not-ours-refused", test_json_not_ours_refused);
   status = g_test_run ();
   if (!g_test_subprocess ())

@@ -23,7 +23,7 @@ typedef struct
   guint     dropped;       /* records lost since the last one said */
   int       drop_errno;    /* why the last one was lost; 0: the reader stalled */
   gboolean  stalled;       /* the last record waited in vain: do not wait again */
-  gboolean  torn;          /* a record was cut short: start the next on a new line */
+  gboolean  torn;          /* a record was cut short (here, or by a run killed while it wrote): start the next on a new line */
   gboolean  error_said;
 } LwFdSink;
 
@@ -66,6 +66,32 @@ lw_sink_open_file (const char *path, const char *what, gboolean capture, GError 
       return -1;
     }
   return fd;
+}
+
+/* Any thread. TRUE when the JSON Lines file open on @fd (write-only) is a
+ * regular file whose last line has no newline: a run killed while it
+ * wrote a record leaves it so (a SIGKILL cuts a write short at a page
+ * boundary). The next record must then start on a line of its own, or it
+ * is lost with the torn one. The last byte is read through a read-only
+ * open of @path, taken only if it is the same file. */
+static gboolean
+lw_fd_sink_last_line_torn (int fd, const char *path)
+{
+  struct stat st, read_st;
+  gboolean torn = FALSE;
+  char last;
+  int rfd;
+
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size == 0)
+    return FALSE;
+  rfd = open (path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (rfd < 0)
+    return FALSE;
+  if (fstat (rfd, &read_st) == 0 && read_st.st_dev == st.st_dev && read_st.st_ino == st.st_ino
+      && pread (rfd, &last, 1, read_st.st_size - 1) == 1)
+    torn = last != '\n';
+  close (rfd);
+  return torn;
 }
 
 /* Any thread. Why @sink lost its last records, in words. */
@@ -112,7 +138,10 @@ lw_fd_sink_check_fd (LwFdSink *sink)
     return TRUE;
   sink->fd = lw_sink_open_file (sink->path, "JSON Lines", FALSE, &error);
   if (sink->fd >= 0)
-    lw_fd_id_take (sink->fd, &sink->fd_id);
+    {
+      lw_fd_id_take (sink->fd, &sink->fd_id);
+      sink->torn = lw_fd_sink_last_line_torn (sink->fd, sink->path);
+    }
   if (!sink->fd_said && lost >= 0)
     {
       sink->fd_said = TRUE;
@@ -300,6 +329,7 @@ lw_sink_json_open (const char *path, GError **error)
   sink->path = g_strdup (path);
   sink->fd = fd;
   lw_fd_id_take (fd, &sink->fd_id);
+  sink->torn = lw_fd_sink_last_line_torn (fd, path);
   return &sink->parent;
 }
 

@@ -277,7 +277,8 @@ write_live (void)
 }
 
 /* Loop thread: spins until the hang record is in @data (the JSON file),
- * then the process dies as a killed one does. */
+ * its whole line, newline included (the writer may be in the middle of
+ * it), then the process dies as a killed one does. */
 static gboolean
 spin_until_hang_written (gpointer data)
 {
@@ -286,8 +287,10 @@ spin_until_hang_written (gpointer data)
   while (g_get_monotonic_time () < deadline)
     {
       g_autofree char *contents = NULL;
+      const char *hang;
 
-      if (g_file_get_contents (data, &contents, NULL, NULL) && strstr (contents, "\"event\":\"hang\"") != NULL)
+      if (g_file_get_contents (data, &contents, NULL, NULL)
+          && (hang = strstr (contents, "\"event\":\"hang\"")) != NULL && strchr (hang, '\n') != NULL)
         raise (SIGKILL);
       g_usleep (1000);
     }
