@@ -130,8 +130,11 @@ lw_unwind_step_generated (LwUnwinder *unwinder, const LwSnapshot *snap, LwRegSta
     {
       memcpy (&saved_fp, snap->stack + (fp - snap->stack_base), sizeof saved_fp);
       memcpy (&ret, snap->stack + (fp - snap->stack_base) + 8, sizeof ret);
+      /* No thread's stack begins in generated code: a 0 where the return
+       * address would be says that rbp is no frame pointer here (optimized
+       * code keeps other values in it), not that the stack ends. */
       if (ret == 0)
-        return LW_STEP_END;
+        break;
       if ((lw_modules_is_readable (ret - 1, 1) || lw_unwinder_in_generated_code (unwinder, ret - 1))
           && lw_unwind_follows_call (ret))
         {

@@ -59,6 +59,23 @@ static const guint8 code_without_frame_pointer[] = {
   0xc3,              /* ret */
 };
 
+/* The same, rbp an ordinary register that happens to point at two zero
+ * words on the stack (optimized code keeps any value in it): the chain
+ * reads 0 where a return address would be. That is no end of the stack
+ * (none begins in generated code): the walk scans on to the caller. */
+static const guint8 code_with_zero_link[] = {
+  0x55,                    /* push rbp */
+  0x6a, 0x00,              /* push 0 */
+  0x6a, 0x00,              /* push 0 */
+  0x48, 0x89, 0xe5,        /* mov rbp, rsp */
+  0x48, 0x89, 0xf0,        /* mov rax, rsi */
+  0x48, 0x89, 0xd6,        /* mov rsi, rdx */
+  0xff, 0xd0,              /* call rax */
+  0x48, 0x83, 0xc4, 0x10,  /* add rsp, 16 */
+  0x5d,                    /* pop rbp */
+  0xc3,                    /* ret */
+};
+
 /* The same with a second record linked into the rbp chain, as
  * SpiderMonkey links its frames that call into C++: [rbp] the frame's rbp,
  * [rbp + 8] a data word (DATA_WORD_AT: patched with a heap address), not a
@@ -218,6 +235,12 @@ static void
 test_walk_without_frame_pointer (void)
 {
   check_walk (code_without_frame_pointer, sizeof code_without_frame_pointer, 1);
+}
+
+static void
+test_walk_zero_link (void)
+{
+  check_walk (code_with_zero_link, sizeof code_with_zero_link, 1);
 }
 
 /* A record of the chain whose word above the saved rbp is a heap
@@ -445,6 +468,7 @@ main (int argc, char **argv)
   g_test_add_func ("/jit/walk/frame-pointer", test_walk_frame_pointer);
   g_test_add_func ("/jit/walk/without-frame-pointer", test_walk_without_frame_pointer);
   g_test_add_func ("/jit/walk/data-record", test_walk_data_record);
+  g_test_add_func ("/jit/walk/zero-link", test_walk_zero_link);
   g_test_add_func ("/jit/perfmap/names", test_perfmap_names);
   g_test_add_func ("/jit/perfmap/untrusted", test_perfmap_untrusted);
   g_test_add_func ("/jit/perfmap/parse", test_perfmap_parse);
