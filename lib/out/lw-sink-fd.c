@@ -94,6 +94,17 @@ lw_fd_sink_last_line_torn (int fd, const char *path)
   return torn;
 }
 
+/* Any thread. Makes @fd, just opened on @sink's path, the JSON sink's
+ * file: its identity kept (lw-fd.h), and whether its last line was left
+ * torn. At the first open and at each reopen alike. */
+static void
+lw_fd_sink_take_file (LwFdSink *sink, int fd)
+{
+  sink->fd = fd;
+  lw_fd_id_take (fd, &sink->fd_id);
+  sink->torn = lw_fd_sink_last_line_torn (fd, sink->path);
+}
+
 /* Any thread. Why @sink lost its last records, in words. */
 static char *
 lw_fd_sink_drop_reason (const LwFdSink *sink)
@@ -138,10 +149,7 @@ lw_fd_sink_check_fd (LwFdSink *sink)
     return TRUE;
   sink->fd = lw_sink_open_file (sink->path, "JSON Lines", FALSE, &error);
   if (sink->fd >= 0)
-    {
-      lw_fd_id_take (sink->fd, &sink->fd_id);
-      sink->torn = lw_fd_sink_last_line_torn (sink->fd, sink->path);
-    }
+    lw_fd_sink_take_file (sink, sink->fd);
   if (!sink->fd_said && lost >= 0)
     {
       sink->fd_said = TRUE;
@@ -327,9 +335,7 @@ lw_sink_json_open (const char *path, GError **error)
   sink = g_new0 (LwFdSink, 1);
   sink->parent.klass = &lw_sink_json_class;
   sink->path = g_strdup (path);
-  sink->fd = fd;
-  lw_fd_id_take (fd, &sink->fd_id);
-  sink->torn = lw_fd_sink_last_line_torn (fd, path);
+  lw_fd_sink_take_file (sink, fd);
   return &sink->parent;
 }
 
