@@ -624,7 +624,7 @@ bench_latency (void)
   GArray *reference_us = g_array_new (FALSE, FALSE, sizeof (double));
   LwSnapshot *snap = lw_snapshot_new (128 * 1024);
   LwUnwinder *unwinder = lw_unwinder_new ();
-  LwUnwinder *reference = lw_unwinder_new_reference ();
+  LwUnwinder *reference = lw_unwinder_new_reference_cached ();
   uintptr_t ips[128];
   Spinner spinner = { 0 };
   GThread *thread;

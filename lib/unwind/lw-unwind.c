@@ -258,8 +258,16 @@ lw_unwind_init (GError **error)
   return lw_unw_loaded;
 }
 
+/* Any thread. @cache_rows keeps libunwind's cache of rows (UNW_CACHE_GLOBAL).
+ * That cache is keyed by the pc alone, whether the pc was the interrupted
+ * one (rules at pc) or a return address (rules at pc - 1): lagwatch's own
+ * steps hand libunwind every pc as exact (the lookup pc, already minus
+ * one), so the two never meet there; a whole-stack reference walk meets
+ * them, and once a walk has started at a pc another reaching it as a
+ * return address is given the rules at the pc (the caller's words read
+ * 8 bytes off). */
 static LwUnwinder *
-lw_unwinder_create (gboolean reference)
+lw_unwinder_create (gboolean reference, gboolean cache_rows)
 {
   LwUnwinder *unwinder;
   gboolean forgone = atomic_load (&lw_unw_forgone);
@@ -275,7 +283,7 @@ lw_unwinder_create (gboolean reference)
       g_free (unwinder);
       return NULL;
     }
-  lw_unw.set_caching_policy (unwinder->as, UNW_CACHE_GLOBAL);
+  lw_unw.set_caching_policy (unwinder->as, cache_rows ? UNW_CACHE_GLOBAL : UNW_CACHE_NONE);
   unwinder->reference = reference;
   return unwinder;
 }
@@ -283,13 +291,19 @@ lw_unwinder_create (gboolean reference)
 LwUnwinder *
 lw_unwinder_new (void)
 {
-  return lw_unwinder_create (FALSE);
+  return lw_unwinder_create (FALSE, TRUE);
 }
 
 LwUnwinder *
 lw_unwinder_new_reference (void)
 {
-  return lw_unwinder_create (TRUE);
+  return lw_unwinder_create (TRUE, FALSE);
+}
+
+LwUnwinder *
+lw_unwinder_new_reference_cached (void)
+{
+  return lw_unwinder_create (TRUE, TRUE);
 }
 
 void

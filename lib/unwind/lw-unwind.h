@@ -40,9 +40,15 @@ LwUnwinder *lw_unwinder_new  (void);
 void        lw_unwinder_free (LwUnwinder *unwinder);
 
 /* Tests and benchmarks. An unwinder that walks every frame with one
- * libunwind cursor, as lagwatch did before lw-cfi: the reference the
- * cached rows are checked against, and the cost they are compared with. */
-LwUnwinder *lw_unwinder_new_reference (void);
+ * libunwind cursor, as lagwatch did before lw-cfi. Without libunwind's
+ * cache of rows: the reference lagwatch's walks are checked against (that
+ * cache answers a return address with the rules of the same pc met
+ * earlier as an interrupted one, so a cached walk depends on the walks
+ * before it). */
+LwUnwinder *lw_unwinder_new_reference        (void);
+/* With libunwind's cache, as lagwatch ran it: the cost lagwatch's own
+ * walks are compared with. */
+LwUnwinder *lw_unwinder_new_reference_cached (void);
 
 /* Watcher thread. Writes up to @max_frames instruction addresses, innermost
  * first, into @ips; returns how many. ips[0] is the interrupted pc (exact);
