@@ -32,6 +32,10 @@
 #include "lw-watcher.h"
 
 #define CHILD_TIMEOUT_US (60 * G_USEC_PER_SEC)
+/* test_hang_waits_for_stack()'s hang point: long enough that the stack
+ * taken once the signal is unblocked, 100 ms after it, comes well within
+ * the hang record's wait (as long again) on a loaded machine. */
+#define HANG_WAIT_HANG_MS 1000
 
 /* The environment variable that hands a subprocess the directory its test
  * process made for it (shared_tmp_new). */
@@ -239,6 +243,86 @@ test_hang_with_blocked_thread (void)
       g_thread_join (thread);
       harness_clear (&h);
       /* The hang record is gone once its lag is reported. */
+      g_assert_cmpint (g_rmdir (state), ==, 0);
+      return;
+    }
+  dir = shared_tmp_new ((uid_t) -1);
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  shared_tmp_remove (g_steal_pointer (&dir));
+  g_test_trap_assert_passed ();
+}
+
+/* The lag of test_hang_waits_for_stack(): the loop thread spins with
+ * lagwatch's signal blocked until past the hang point, then with it
+ * unblocked until the hang record is in @data's file. */
+static __attribute__ ((noipa)) void
+spin_blocked_past_hang (gpointer data)
+{
+  const char *path = data;
+  gint64 start = g_get_monotonic_time (), last_read = 0;
+  sigset_t set;
+
+  sigemptyset (&set);
+  sigaddset (&set, lw_capture_get_signal ());
+  g_assert_cmpint (pthread_sigmask (SIG_BLOCK, &set, NULL), ==, 0);
+  while (g_get_monotonic_time () - start < (HANG_WAIT_HANG_MS + 100) * G_TIME_SPAN_MILLISECOND)
+    ;
+  g_assert_cmpint (pthread_sigmask (SIG_UNBLOCK, &set, NULL), ==, 0);
+  for (;;)
+    {
+      g_autofree char *contents = NULL;
+      gint64 now = g_get_monotonic_time ();
+
+      if (now - last_read < 10 * G_TIME_SPAN_MILLISECOND)
+        continue;
+      last_read = now;
+      if (g_file_get_contents (path, &contents, NULL, NULL) && strstr (contents, "\"event\":\"hang\"") != NULL)
+        break;
+    }
+  __asm__ volatile ("" ::: "memory");  /* no tail call: this frame stays */
+}
+
+/* A lag whose stack cannot be taken at its hang point (its thread blocks
+ * the signal, as a thread waiting for a CPU on a busy machine leaves it
+ * unanswered): the hang record waits for the first stack, which comes
+ * once the signal is unblocked, 100 ms after the hang point, and names
+ * the function that hangs. Without the wait the record is written at the
+ * hang point with no stack. */
+static void
+test_hang_waits_for_stack (void)
+{
+  char *dir;
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *state = g_build_filename (g_getenv (SHARED_TMP_ENV), "state", NULL);
+      g_autofree char *json = g_build_filename (g_getenv (SHARED_TMP_ENV), "out.jsonl", NULL);
+      g_autofree char *output = g_strconcat ("json:", json, NULL);
+      g_autofree char *contents = NULL;
+      g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
+      g_auto(GStrv) lines = NULL;
+      const char *hang = NULL;
+      Harness h;
+
+      child_allow_warnings ();
+      g_assert_true (lagwatch_config_set_threshold_ms (config, 50));
+      g_assert_true (lagwatch_config_set_hang_ms (config, HANG_WAIT_HANG_MS));
+      g_assert_true (lagwatch_config_set_output (config, output, NULL));
+      g_assert_true (lagwatch_config_set_state_dir (config, state));
+      harness_init_with_config (&h, config);
+      harness_run_lag (&h, spin_blocked_past_hang, json);
+      harness_wait_reports (&h, 1);
+      harness_clear (&h);
+
+      g_assert_true (g_file_get_contents (json, &contents, NULL, NULL));
+      lines = g_strsplit (contents, "\n", -1);
+      for (guint i = 0; lines[i] != NULL && hang == NULL; i++)
+        if (strstr (lines[i], "\"event\":\"hang\"") != NULL)
+          hang = lines[i];
+      g_assert_nonnull (hang);
+      if (strstr (hang, "spin_blocked_past_hang") == NULL)
+        g_error ("the hang record names no spin_blocked_past_hang: %s", hang);
+      g_assert_cmpint (g_unlink (json), ==, 0);
       g_assert_cmpint (g_rmdir (state), ==, 0);
       return;
     }
@@ -530,6 +614,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/signals/taken/own-handler", GINT_TO_POINTER (TAKE_HANDLER), test_taken_over);
   g_test_add_func ("/signals/taken/signalfd", test_taken_by_signalfd);
   g_test_add_func ("/signals/hang-with-blocked-thread", test_hang_with_blocked_thread);
+  g_test_add_func ("/signals/hang-waits-for-stack", test_hang_waits_for_stack);
   g_test_add_func ("/signals/handshake-bounded", test_handshake_bounded);
   g_test_add_func ("/signals/low-stack", test_low_stack);
   g_test_add_func ("/signals/not-dumpable", test_not_dumpable);

@@ -211,6 +211,31 @@ lw_sampler_round (LwSampler *sampler, LagWatch *watch)
     lw_sampler_start_timer (sampler, watch);
 }
 
+gboolean
+lw_sampler_may_catch (const LwSampler *sampler)
+{
+  if (sampler->caught_ns >= 0)
+    return FALSE;
+  if (sampler->way == LW_SAMPLER_SIGNAL_OUT)
+    return TRUE;
+  switch (sampler->first_result)
+    {
+    case LW_CAPTURE_STALE:      /* no capture yet (the loop is provably still busy) */
+    case LW_CAPTURE_PENDING:
+    case LW_CAPTURE_TIMEOUT:
+    case LW_CAPTURE_IN_FLIGHT:
+    case LW_CAPTURE_BLOCKED:
+      return TRUE;
+    case LW_CAPTURE_OK:
+    case LW_CAPTURE_THREAD_GONE:
+    case LW_CAPTURE_FAILED:
+    case LW_CAPTURE_SIGNAL_TAKEN:
+    case LW_CAPTURE_PROC_CLOSED:
+      return FALSE;
+    }
+  return FALSE;
+}
+
 int64_t
 lw_sampler_next_round_ns (LwSampler *sampler, int64_t now_ns)
 {

@@ -69,6 +69,14 @@ void        lw_sampler_begin         (LwSampler *sampler,
 void        lw_sampler_round         (LwSampler *sampler,
                                       LagWatch  *watch);
 
+/* TRUE while @sampler has no stack yet but may still get one: no capture
+ * has answered, or the latest said "not yet" (a signal out or answered
+ * late, the thread waiting for a CPU on a busy machine; the signal
+ * blocked for a moment). FALSE once a stack is in hand, or when the
+ * latest outcome cannot change while the lag goes on (the signal taken
+ * over, /proc closed, no signal could be sent, the thread gone). */
+gboolean    lw_sampler_may_catch     (const LwSampler *sampler);
+
 /* When the next round is due, after @now_ns: by timer, the handler posts
  * the watcher for each stack, so only the /proc look has a time. */
 int64_t     lw_sampler_next_round_ns (LwSampler *sampler,
