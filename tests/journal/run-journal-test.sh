@@ -95,6 +95,8 @@ expect() {
   shift 2
   if ! printf '%s\n' "$json" | jq -e "$@" "$filter" > /dev/null; then
     echo "# failed: $filter"
+    # The entry itself (its record aside: too long for a line).
+    printf '%s\n' "$json" | jq -c 'del(.LAGWATCH_RECORD)' 2>&1 | cut -c 1-2000 | sed 's/^/#   entry: /'
     return 1
   fi
 }
