@@ -68,6 +68,17 @@ shared_tmp_remove (char *dir)
   g_free (dir);
 }
 
+/* Test process. Runs this test's subprocess with a shared temporary
+ * directory (shared_tmp_new(), owned by @uid), removed once it has ended. */
+static void
+trap_subprocess_in_shared_tmp (uid_t uid)
+{
+  char *dir = shared_tmp_new (uid);
+
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  shared_tmp_remove (dir);
+}
+
 /* In a subprocess: let messages and warnings print, as in an app. */
 static void
 child_allow_warnings (void)
@@ -212,8 +223,6 @@ spin_all_blocked (gpointer data)
 static void
 test_hang_with_blocked_thread (void)
 {
-  char *dir;
-
   if (g_test_subprocess ())
     {
       g_autofree char *state = g_build_filename (g_getenv (SHARED_TMP_ENV), "state", NULL);
@@ -246,9 +255,7 @@ test_hang_with_blocked_thread (void)
       g_assert_cmpint (g_rmdir (state), ==, 0);
       return;
     }
-  dir = shared_tmp_new ((uid_t) -1);
-  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
-  shared_tmp_remove (g_steal_pointer (&dir));
+  trap_subprocess_in_shared_tmp ((uid_t) -1);
   g_test_trap_assert_passed ();
 }
 
@@ -291,8 +298,6 @@ spin_blocked_past_hang (gpointer data)
 static void
 test_hang_waits_for_stack (void)
 {
-  char *dir;
-
   if (g_test_subprocess ())
     {
       g_autofree char *state = g_build_filename (g_getenv (SHARED_TMP_ENV), "state", NULL);
@@ -326,9 +331,7 @@ test_hang_waits_for_stack (void)
       g_assert_cmpint (g_rmdir (state), ==, 0);
       return;
     }
-  dir = shared_tmp_new ((uid_t) -1);
-  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
-  shared_tmp_remove (g_steal_pointer (&dir));
+  trap_subprocess_in_shared_tmp ((uid_t) -1);
   g_test_trap_assert_passed ();
 }
 
@@ -558,8 +561,6 @@ test_low_stack (void)
 static void
 test_not_dumpable (void)
 {
-  char *dir;
-
   if (g_test_subprocess ())
     {
       g_autoptr(LagWatchConfig) config = lagwatch_config_new ();
@@ -596,9 +597,7 @@ test_not_dumpable (void)
       prctl (PR_SET_DUMPABLE, 1, 0, 0, 0);
       return;
     }
-  dir = shared_tmp_new (getuid () == 0 ? 65534 : (uid_t) -1);
-  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
-  shared_tmp_remove (g_steal_pointer (&dir));
+  trap_subprocess_in_shared_tmp (getuid () == 0 ? 65534 : (uid_t) -1);
   g_test_trap_assert_passed ();
 }
 
