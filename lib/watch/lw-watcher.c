@@ -277,23 +277,23 @@ lw_watcher_report_hang (LagWatch *watch, LwLag *lag, int64_t now_ns)
   lw_sampler_resume (&lag->sampler, watch);
 }
 
-/* Watcher thread. TRUE when @lag, past its hang point by @past_ns, is due
- * its hang record. A record without the stack it is about says little:
- * at the hang point the lag may have none yet when the loop thread has
- * not run the signal's handler (on a busy machine it waits for a CPU, and
- * a watcher woken late may have sent the first signal only just before).
- * So the record waits for the first stack, for at most another hang_ms:
- * the wait is bounded because a kill in it loses the record, and a thread
- * that cannot answer (the signal taken over, /proc closed) is not waited
- * for at all. */
+/* Watcher thread. TRUE when @lag, after @ran_ns of the time the process
+ * did not stand still, is due its hang record: from hang_ms on. A record
+ * without the stack it is about says little: at the hang point the lag
+ * may have none yet when the loop thread has not run the signal's
+ * handler (on a busy machine it waits for a CPU, and a watcher woken late
+ * may have sent the first signal only just before). So the record waits
+ * for the first stack, for at most another hang_ms: the wait is bounded
+ * because a kill in it loses the record, and a thread that cannot answer
+ * (the signal taken over, /proc closed) is not waited for at all. */
 static gboolean
-lw_watcher_hang_due (LagWatch *watch, LwLag *lag, int64_t past_ns)
+lw_watcher_hang_due (LagWatch *watch, LwLag *lag, int64_t ran_ns)
 {
   int64_t hang_ns = (int64_t) watch->config->hang_ms * LW_NSEC_PER_MSEC;
 
-  if (past_ns < 0)
+  if (ran_ns < hang_ns)
     return FALSE;
-  return past_ns >= hang_ns || !lw_sampler_may_catch (&lag->sampler);
+  return ran_ns >= 2 * hang_ns || !lw_sampler_may_catch (&lag->sampler);
 }
 
 /* Watcher thread. One round of @lag, and the one place its state changes:
@@ -306,7 +306,6 @@ static LwLagStep
 lw_watcher_lag_round (LagWatch *watch, LwLag *lag, int64_t *next_check_ns)
 {
   LwSlot *slot = watch->slot;
-  int64_t hang_ns = (int64_t) watch->config->hang_ms * LW_NSEC_PER_MSEC;
   int64_t now_ns;
   unsigned prepares;
   LwDispatchInfo info;
@@ -337,7 +336,7 @@ lw_watcher_lag_round (LagWatch *watch, LwLag *lag, int64_t *next_check_ns)
   now_ns = lw_clock_now_ns ();
   lw_watcher_note_run_delay (watch, now_ns);
   if (lag->state == LW_LAG_SAMPLING
-      && lw_watcher_hang_due (watch, lag, now_ns - lag->since_ns - lag->stopped_ns - hang_ns)
+      && lw_watcher_hang_due (watch, lag, now_ns - lag->since_ns - lag->stopped_ns)
       && atomic_load (&slot->seq) == lag->busy_seq)
     {
       lw_watcher_report_hang (watch, lag, now_ns);
