@@ -423,15 +423,57 @@ lw_text_culprit (const LagWatchReport *report)
 /* Lines "also N% in FUNC" after the heaviest stack. */
 #define LW_TEXT_ALSO 3
 
+/* Any thread. The index of the frame a stack's label names
+ * (lw_report_stack_label()): its innermost program frame, else its first
+ * named frame, else its first. */
+static guint
+lw_text_label_index (const LwReportStack *stack)
+{
+  const LwFrame *program = lw_report_program_frame (stack->frames, stack->n_frames);
+
+  if (program != NULL)
+    return program - stack->frames;
+  for (guint i = 0; i < stack->n_frames; i++)
+    if (stack->frames[i].symbol != NULL)
+      return i;
+  return 0;
+}
+
+/* Any thread. TRUE when @a and @b reached the frames their labels name
+ * through the same chain of calling functions: the frames outside it, by
+ * name (an unnamed one by its module and offset). Lines are left out: an
+ * interpreter's own frames stand at another line in every sample. */
+static gboolean
+lw_text_same_callers (const LwReportStack *a, const LwReportStack *b)
+{
+  guint i = lw_text_label_index (a) + 1, j = lw_text_label_index (b) + 1;
+
+  if (a->n_frames - MIN (i, a->n_frames) != b->n_frames - MIN (j, b->n_frames))
+    return FALSE;
+  for (; i < a->n_frames; i++, j++)
+    {
+      const LwFrame *x = &a->frames[i], *y = &b->frames[j];
+
+      if (x->symbol != NULL || y->symbol != NULL
+          ? g_strcmp0 (x->symbol, y->symbol) != 0
+          : g_strcmp0 (x->module, y->module) != 0 || x->module_offset != y->module_offset)
+        return FALSE;
+    }
+  return TRUE;
+}
+
 /* Any thread. Where the samples outside the heaviest stack were: one line
  * per function (the stacks' labels, lw_report_stack_label()), the shares of
- * every kept stack of that function added, heaviest first; a function the
- * heaviest stack is in too says "by other callers". Then the share of the
- * samples in stacks the report does not keep (it keeps the heaviest few). */
+ * every kept stack of that function added, heaviest first. The function
+ * the heaviest stack is in too gets up to two lines: "by the same callers"
+ * (its stacks that differ from the heaviest only inside that function: at
+ * another line, or in what it called) and "by other callers". Then the
+ * share of the samples in stacks the report does not keep (it keeps the
+ * heaviest few). */
 static void
 lw_text_also (GString *out, const LagWatchReport *report)
 {
-  g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) places = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GArray) samples = g_array_new (FALSE, TRUE, sizeof (guint));
   g_autofree char *heaviest = NULL;
   guint kept = 0;
@@ -441,44 +483,50 @@ lw_text_also (GString *out, const LagWatchReport *report)
   heaviest = lw_report_stack_label (report->stacks[0].frames, report->stacks[0].n_frames);
   for (guint i = 1; i < report->n_stacks; i++)
     {
-      char *label = lw_report_stack_label (report->stacks[i].frames, report->stacks[i].n_frames);
+      g_autofree char *label = lw_report_stack_label (report->stacks[i].frames, report->stacks[i].n_frames);
+      char *place;
       guint at = 0;
 
-      while (at < labels->len && !g_str_equal (labels->pdata[at], label))
+      if (!g_str_equal (label, heaviest))
+        place = g_strdup (label);
+      else if (lw_text_same_callers (&report->stacks[i], &report->stacks[0]))
+        place = g_strconcat (label, " by the same callers", NULL);
+      else
+        place = g_strconcat (label, " by other callers", NULL);
+      while (at < places->len && !g_str_equal (places->pdata[at], place))
         at++;
-      if (at == labels->len)
+      if (at == places->len)
         {
-          g_ptr_array_add (labels, label);
-          g_array_set_size (samples, labels->len);
+          g_ptr_array_add (places, place);
+          g_array_set_size (samples, places->len);
         }
       else
-        g_free (label);
+        g_free (place);
       g_array_index (samples, guint, at) += report->stacks[i].samples;
     }
-  for (guint shown = 0; shown < LW_TEXT_ALSO && shown < labels->len; shown++)
+  for (guint shown = 0; shown < LW_TEXT_ALSO && shown < places->len; shown++)
     {
       guint best = shown;
       g_autofree char *safe = NULL;
 
       /* Heaviest first, the first seen on a tie: a selection sort of a few. */
-      for (guint j = shown + 1; j < labels->len; j++)
+      for (guint j = shown + 1; j < places->len; j++)
         if (g_array_index (samples, guint, j) > g_array_index (samples, guint, best))
           best = j;
       if (best != shown)
         {
-          gpointer label = labels->pdata[best];
+          gpointer place = places->pdata[best];
           guint n = g_array_index (samples, guint, best);
 
-          memmove (&labels->pdata[shown + 1], &labels->pdata[shown], (best - shown) * sizeof (gpointer));
-          labels->pdata[shown] = label;
+          memmove (&places->pdata[shown + 1], &places->pdata[shown], (best - shown) * sizeof (gpointer));
+          places->pdata[shown] = place;
           memmove (&g_array_index (samples, guint, shown + 1), &g_array_index (samples, guint, shown),
                    (best - shown) * sizeof (guint));
           g_array_index (samples, guint, shown) = n;
         }
-      safe = lw_text_escape (labels->pdata[shown]);
-      g_string_append_printf (out, "  also %.0f%% in %s%s\n",
-                              100.0 * g_array_index (samples, guint, shown) / MAX (report->n_samples, 1), safe,
-                              g_str_equal (labels->pdata[shown], heaviest) ? " by other callers" : "");
+      safe = lw_text_escape (places->pdata[shown]);
+      g_string_append_printf (out, "  also %.0f%% in %s\n",
+                              100.0 * g_array_index (samples, guint, shown) / MAX (report->n_samples, 1), safe);
     }
   for (guint i = 0; i < report->n_stacks; i++)
     kept += report->stacks[i].samples;

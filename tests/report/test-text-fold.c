@@ -172,6 +172,30 @@ test_header_share_and_also (void)
   lagwatch_report_unref (report);
 }
 
+/* Stacks in the heaviest stack's function that differ from it only inside
+ * that function (another line, another callee) are not "other callers". */
+static void
+test_also_same_callers (void)
+{
+  LwFrame *frames = g_new0 (LwFrame, 3);
+  g_autofree char *text = NULL;
+  LagWatchReport *report;
+
+  frames[0] = frame (GLIB, 0x5000, "g_get_monotonic_time", NULL, 0);
+  frames[1] = frame (PROGRAM, 0x1000, "spin_for_ms", "/src/lag.c", 12);
+  frames[2] = frame (PROGRAM, 0x2000, "on_timeout", "/src/lag.c", 40);
+  report = report_new (frames, 3, 5, 10);
+  /* spin_for_ms at line 5 called by on_timeout (from another line: lines
+   * of callers are not compared), and called by on_key. */
+  report_add_stack (report, "spin_for_ms", "on_timeout", 4);
+  report_add_stack (report, "spin_for_ms", "on_key", 1);
+  text = lagwatch_report_to_text (report);
+  g_test_message ("%s", text);
+  g_assert_nonnull (strstr (text, "\n  also 40% in spin_for_ms by the same callers\n"
+                                  "  also 10% in spin_for_ms by other callers\n"));
+  lagwatch_report_unref (report);
+}
+
 /* Test thread. A call of @name at @start_ms lasting @ms, with @child. */
 static LwCall *
 call (const char *name, int64_t start_ms, int64_t ms, LwCall *child)
@@ -278,6 +302,7 @@ main (int argc, char **argv)
   g_test_add_func ("/text/unnamed-run", test_unnamed_run);
   g_test_add_func ("/text/recursion", test_recursion);
   g_test_add_func ("/text/header-share-and-also", test_header_share_and_also);
+  g_test_add_func ("/text/also-same-callers", test_also_same_callers);
   g_test_add_func ("/text/call-tree-recursion", test_call_tree_recursion);
   g_test_add_func ("/text/call-tree-short-chain", test_call_tree_short_chain);
   g_test_add_func ("/text/run-line-plurals", test_run_line_plurals);
