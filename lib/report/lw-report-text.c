@@ -90,23 +90,38 @@ lw_report_short_name (const char *name)
   return g_string_free (out, FALSE);
 }
 
+/* Any thread. The index of the frame a stack's label names: its innermost
+ * program frame, else its first named frame, else its first (0 for no
+ * frame at all). */
+static guint
+lw_report_label_index (const LwFrame *frames,
+                       guint          n_frames)
+{
+  const LwFrame *program = lw_report_program_frame (frames, n_frames);
+
+  if (program != NULL)
+    return program - frames;
+  for (guint i = 0; i < n_frames; i++)
+    if (frames[i].symbol != NULL)
+      return i;
+  return 0;
+}
+
 /* Any thread. */
 char *
 lw_report_stack_label (const LwFrame *frames,
                        guint          n_frames)
 {
   g_autofree char *base = NULL;
-  const LwFrame *program = lw_report_program_frame (frames, n_frames);
+  const LwFrame *label;
 
-  if (program != NULL)
-    return lw_report_short_name (program->symbol);
-  for (guint i = 0; i < n_frames; i++)
-    if (frames[i].symbol != NULL)
-      return lw_report_short_name (frames[i].symbol);
   if (n_frames == 0)
     return g_strdup ("(no stack)");
-  base = frames[0].module != NULL ? g_path_get_basename (frames[0].module) : g_strdup ("??");
-  return g_strdup_printf ("%s+0x%" PRIxPTR, base, frames[0].module_offset);
+  label = &frames[lw_report_label_index (frames, n_frames)];
+  if (label->symbol != NULL)
+    return lw_report_short_name (label->symbol);
+  base = label->module != NULL ? g_path_get_basename (label->module) : g_strdup ("??");
+  return g_strdup_printf ("%s+0x%" PRIxPTR, base, label->module_offset);
 }
 
 /* Any thread. @text as the text report shows it, for a terminal: control
@@ -423,22 +438,6 @@ lw_text_culprit (const LagWatchReport *report)
 /* Lines "also N% in FUNC" after the heaviest stack. */
 #define LW_TEXT_ALSO 3
 
-/* Any thread. The index of the frame a stack's label names
- * (lw_report_stack_label()): its innermost program frame, else its first
- * named frame, else its first. */
-static guint
-lw_text_label_index (const LwReportStack *stack)
-{
-  const LwFrame *program = lw_report_program_frame (stack->frames, stack->n_frames);
-
-  if (program != NULL)
-    return program - stack->frames;
-  for (guint i = 0; i < stack->n_frames; i++)
-    if (stack->frames[i].symbol != NULL)
-      return i;
-  return 0;
-}
-
 /* Any thread. TRUE when @a and @b reached the frames their labels name
  * through the same chain of calling functions: the frames outside it, by
  * name (an unnamed one by its module and offset). Lines are left out: an
@@ -446,7 +445,8 @@ lw_text_label_index (const LwReportStack *stack)
 static gboolean
 lw_text_same_callers (const LwReportStack *a, const LwReportStack *b)
 {
-  guint i = lw_text_label_index (a) + 1, j = lw_text_label_index (b) + 1;
+  guint i = lw_report_label_index (a->frames, a->n_frames) + 1;
+  guint j = lw_report_label_index (b->frames, b->n_frames) + 1;
 
   if (a->n_frames - MIN (i, a->n_frames) != b->n_frames - MIN (j, b->n_frames))
     return FALSE;
