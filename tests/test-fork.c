@@ -153,7 +153,8 @@ child_note_allocation (const volatile void *ptr, size_t size)
   written = write (STDERR_FILENO, CHILD_ALLOCATED_LINE, strlen (CHILD_ALLOCATED_LINE));
 }
 
-/* The release hook: the runtime takes the pair only with both set. */
+/* The child's only thread, from the ASan runtime, before a release: the
+ * runtime takes the hooks only as a pair, and releases need no note. */
 static void
 child_ignore_release (const volatile void *ptr)
 {
@@ -167,6 +168,8 @@ child_begin (void)
     _exit (CHILD_NO_HOOK);
 }
 #else
+/* The child's only thread. glibc's malloc takes its locks around fork():
+ * nothing to watch. */
 static void
 child_begin (void)
 {
