@@ -439,9 +439,10 @@ lw_text_culprit (const LagWatchReport *report)
 #define LW_TEXT_ALSO 3
 
 /* Any thread. TRUE when @a and @b reached the frames their labels name
- * through the same chain of calling functions: the frames outside it, by
- * name (an unnamed one by its module and offset). Lines are left out: an
- * interpreter's own frames stand at another line in every sample. */
+ * through the same chain of calling functions: every frame outer than
+ * those, compared by name (an unnamed one by its module and offset). Lines
+ * are left out: an interpreter's own frames stand at another line in every
+ * sample. */
 static gboolean
 lw_text_same_callers (const LwReportStack *a, const LwReportStack *b)
 {
