@@ -19,6 +19,15 @@
  * (which regenerates them): what they say must still be the thread's
  * state now, and follow the context to a new loop thread.
  *
+ * /capture/in-own-handler: a thread in lagwatch's own handler has the
+ * signal blocked (the kernel blocks it for the handler's run). On a busy
+ * machine a handler preempted before its return stays there for
+ * milliseconds, longer than the watcher looks again: that mask is
+ * lagwatch's, never reported as the program's (BLOCKED, and after two
+ * such sights a warning that the thread blocks the signal), and no second
+ * signal is sent into it (IN_HANDLER). The handler is held there by a
+ * sample hook that waits on a pipe.
+ *
  * /capture/red-zone: the stack copy starts 128 bytes below the stack
  * pointer (the x86-64 red zone, where CFI can place a saved rbp), both
  * in-process and through the kernel, and at the stack pointer when the
@@ -390,6 +399,76 @@ test_loop_status (void)
   g_test_trap_assert_passed ();
 }
 
+/* The handler's sample hook of /capture/in-own-handler: says it runs, then
+ * waits (read() is async-signal-safe) until the test writes a byte. */
+static int           own_handler_pipe[2];
+static _Atomic int   own_handler_entered;
+
+/* Async-signal-safe: runs in lagwatch's handler, on the loop thread. */
+static void
+own_handler_hold (const void *ucontext, LwSnapshot *snap)
+{
+  char byte;
+
+  (void) ucontext;
+  (void) snap;
+  atomic_store (&own_handler_entered, 1);
+  while (read (own_handler_pipe[0], &byte, 1) < 0 && errno == EINTR)
+    ;
+}
+
+static void
+test_in_own_handler (void)
+{
+  if (g_test_subprocess ())
+    {
+      LoopThread loop = { 0 };
+      PausedWatch w;
+      LwSlot *slot;
+      GThread *thread;
+      gboolean blocked, pending;
+      gint64 deadline;
+      pid_t tid;
+
+      paused_watch_init (&w);
+      slot = w.watch->slot;
+      thread = loop_thread_start (&loop, w.context);
+      tid = atomic_load (&loop.tid);
+      g_assert_cmpint (pipe2 (own_handler_pipe, O_CLOEXEC), ==, 0);
+      lw_core_set_sample_hook (tid, own_handler_hold);
+
+      g_assert_cmpint (lw_capture_start (slot, tid, 0, slot->loop_stack_lo, slot->loop_stack_hi, w.snap),
+                       ==, LW_CAPTURE_PENDING);
+      deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+      while (!atomic_load (&own_handler_entered))
+        {
+          g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+          g_usleep (1000);
+        }
+      /* In the handler: the kernel shows the signal blocked. */
+      g_assert_true (lw_threadinfo_signal_state (tid, lw_capture_get_signal (), &blocked, &pending));
+      g_assert_true (blocked);
+      g_assert_cmpint (lw_capture_may_signal (slot, tid), ==, LW_CAPTURE_IN_HANDLER);
+
+      g_assert_cmpint (write (own_handler_pipe[1], "x", 1), ==, 1);
+      g_assert_cmpint (lw_capture_finish (slot, LONG_WAIT_NS, LONG_WAIT_NS), ==, LW_CAPTURE_OK);
+      lw_core_set_sample_hook (0, NULL);
+      /* Out of the handler, the program's own mask counts again. */
+      loop_thread_tell (&loop, COMMAND_BLOCK);
+      g_assert_cmpint (lw_capture_may_signal (slot, tid), ==, LW_CAPTURE_BLOCKED);
+      loop_thread_tell (&loop, COMMAND_UNBLOCK);
+
+      atomic_store (&loop.stop, 1);
+      g_thread_join (thread);
+      close (own_handler_pipe[0]);
+      close (own_handler_pipe[1]);
+      paused_watch_clear (&w);
+      return;
+    }
+  g_test_trap_subprocess (NULL, CHILD_TIMEOUT_US, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 /* A thread's name and state from one read of its stat file (a hang's
  * snapshot asks both of every thread): the same name as its comm file,
  * parentheses and all; text without a name gives none. */
@@ -707,6 +786,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capture/status-masks", test_status_masks);
   g_test_add_func ("/capture/status-by-path", test_status_by_path);
   g_test_add_func ("/capture/stat-name", test_stat_name);
+  g_test_add_func ("/capture/in-own-handler", test_in_own_handler);
   g_test_add_func ("/capture/red-zone", test_red_zone);
 
   return g_test_run ();

@@ -455,7 +455,7 @@ test_handshake_bounded (void)
       g_assert_cmpint (call.result, ==, LW_CAPTURE_TIMEOUT);
       /* The late handler still owns the snapshot. */
       g_assert_cmpint (lw_capture_start (watch->slot, held.tid, 0, lo, hi, snap), ==,
-                       LW_CAPTURE_IN_FLIGHT);
+                       LW_CAPTURE_IN_HANDLER);
 
       zero.range.start = reg.range.start;
       zero.range.len = 4096;

@@ -28,6 +28,16 @@ static LwCaptureRequest *_Atomic lw_core_requests[LW_MAX_SLOTS];
  * handler is not installed (lw-capture.c), read by the handler. */
 static struct sigaction lw_core_chained;
 static _Atomic int      lw_core_in_flight;  /* explicit signals sent, handler not yet entered */
+/* The threads in lagwatch's handler now, one entry each (0: free). There
+ * the kernel has lagwatch's signal blocked for the handler's run, which
+ * the watcher must not take for the program's mask. Bounded: with more
+ * threads in the handler at once, the others go unlisted (the watcher
+ * then judges them by the mask alone). A thread that ends inside the
+ * handler (cancelled asynchronously) leaves its entry behind; a later
+ * thread given the same id would then have a mask it blocks itself
+ * called lagwatch's (no sample, no warning), never the reverse. */
+#define LW_CORE_HANDLER_TIDS 64
+static _Atomic pid_t lw_core_handler_tids[LW_CORE_HANDLER_TIDS];
 /* A language's sampler and the thread it is for (lw_core_set_sample_hook). */
 static _Atomic (LwCoreSampleHook) lw_core_hook;
 static _Atomic pid_t              lw_core_hook_tid;
@@ -61,6 +71,39 @@ int
 lw_core_signals_in_flight (void)
 {
   return atomic_load (&lw_core_in_flight);
+}
+
+/* Async-signal-safe: the handler, on entry. Lists thread @tid as in the
+ * handler; its entry's index, or -1 when the table is full. */
+static int
+lw_core_handler_enter (pid_t tid)
+{
+  for (int i = 0; i < LW_CORE_HANDLER_TIDS; i++)
+    {
+      pid_t free_entry = 0;
+
+      if (atomic_compare_exchange_strong (&lw_core_handler_tids[i], &free_entry, tid))
+        return i;
+    }
+  return -1;
+}
+
+/* Async-signal-safe: the handler, last before it returns. */
+static void
+lw_core_handler_leave (int index)
+{
+  if (index >= 0)
+    atomic_store (&lw_core_handler_tids[index], 0);
+}
+
+/* Any thread. */
+int
+lw_core_handler_runs (pid_t tid)
+{
+  for (int i = 0; i < LW_CORE_HANDLER_TIDS; i++)
+    if (atomic_load (&lw_core_handler_tids[i]) == tid)
+      return 1;
+  return 0;
 }
 
 /* Watcher thread. */
@@ -260,7 +303,8 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
   uint64_t serial = LW_COOKIE_SERIAL (cookie);
   uint64_t armed = LW_REQUEST_WORD (serial, LW_CAPTURE_ARMED);
   int result = LW_CAPTURE_STALE;
-  int by_timer;
+  int by_timer, listed;
+  pid_t self;
   sem_t *wake;
   LwCoreSampleHook hook;
 
@@ -272,6 +316,8 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       return;
     }
 
+  self = gettid ();
+  listed = lw_core_handler_enter (self);
   by_timer = info->si_code == SI_TIMER;
   if (!by_timer)
     atomic_fetch_sub (&lw_core_in_flight, 1);
@@ -283,12 +329,12 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
       || !atomic_compare_exchange_strong (&req->word, &armed,
                                           LW_REQUEST_WORD (serial, LW_CAPTURE_WRITING)))
     {
+      lw_core_handler_leave (listed);
       errno = saved_errno;
       return;
     }
 
-  if ((req->expect_seq == 0 || atomic_load (req->seq) == req->expect_seq)
-      && gettid () == req->target_tid)
+  if ((req->expect_seq == 0 || atomic_load (req->seq) == req->expect_seq) && self == req->target_tid)
     {
       const ucontext_t *uc = ucontext;
       LwSnapshot *snap = req->snapshot;
@@ -314,5 +360,6 @@ lw_core_on_signal (int signo, siginfo_t *info, void *ucontext)
   atomic_store (&req->result, result);
   atomic_store (&req->word, LW_REQUEST_WORD (serial, LW_CAPTURE_DONE));
   sem_post (wake);
+  lw_core_handler_leave (listed);
   errno = saved_errno;
 }

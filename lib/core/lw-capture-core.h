@@ -105,6 +105,11 @@ void lw_core_set_chained (const struct sigaction *action);
 /* Any thread. Explicit signals sent whose handler has not yet run. */
 int  lw_core_signals_in_flight (void);
 
+/* Any thread. TRUE (1) while thread @tid runs lagwatch's handler (its
+ * signal blocked by the kernel for that run, not by the program): from
+ * the handler's first steps to its last before the return. */
+int  lw_core_handler_runs (pid_t tid);
+
 /* Watcher thread, right before it sends an explicit signal (+1), or
  * after a send failed (-1). */
 void lw_core_count_signal (int delta);

@@ -33,12 +33,13 @@ typedef enum
   LW_CAPTURE_STALE,        /* the loop went back to poll before the stack was taken */
   LW_CAPTURE_TIMEOUT,      /* the thread did not run the handler in time */
   LW_CAPTURE_THREAD_GONE,  /* the thread no longer exists */
-  LW_CAPTURE_IN_FLIGHT,    /* an earlier signal is still queued, or its handler still copies: not resent */
+  LW_CAPTURE_IN_FLIGHT,    /* an earlier signal is still queued: not resent */
   LW_CAPTURE_FAILED,       /* the signal could not be sent */
   LW_CAPTURE_PENDING,      /* the signal is sent, its handler has not finished yet */
   LW_CAPTURE_BLOCKED,      /* the thread runs and blocks the signal: not sent */
   LW_CAPTURE_SIGNAL_TAKEN, /* the program took the signal over: no more are sent */
   LW_CAPTURE_PROC_CLOSED,  /* the thread sleeps and /proc hides its registers (not dumpable) */
+  LW_CAPTURE_IN_HANDLER,   /* lagwatch's handler of an earlier signal has not returned on the thread: not sent */
 } LwCaptureResult;
 
 typedef struct

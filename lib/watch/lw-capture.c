@@ -471,6 +471,12 @@ lw_capture_check_signal (LwSlot *slot, pid_t tid, gboolean only_running)
         break;
       nanosleep (&pause, NULL);
     }
+  /* Blocked by lagwatch's own handler still running there (the timer's,
+   * another watch's, or one preempted before its return on a busy
+   * machine for longer than the looks above): not the program's mask, and
+   * no second signal goes into it. */
+  if (blocked && lw_core_handler_runs (tid))
+    return LW_CAPTURE_IN_HANDLER;
   if (blocked && tid == atomic_load (&slot->loop_tid) && lw_threadinfo_signalfd_reads (lw_signo))
     {
       lw_capture_signal_taken ("read through a signalfd");
@@ -485,7 +491,8 @@ lw_capture_check_signal (LwSlot *slot, pid_t tid, gboolean only_running)
 
 /* Watcher thread of @slot. Whether lagwatch's signal may go to thread
  * @tid now: OK; SIGNAL_TAKEN (never again); BLOCKED (not this thread);
- * IN_FLIGHT (one of ours is still queued for it); THREAD_GONE; FAILED. */
+ * IN_FLIGHT (one of ours is still queued for it); IN_HANDLER (lagwatch's
+ * handler runs there still); THREAD_GONE; FAILED. */
 LwCaptureResult
 lw_capture_may_signal (LwSlot *slot, pid_t tid)
 {
@@ -582,7 +589,7 @@ lw_capture_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, uintptr_t stack_lo
   LwCaptureResult allowed;
 
   if (lw_capture_handler_busy (slot))
-    return LW_CAPTURE_IN_FLIGHT;
+    return LW_CAPTURE_IN_HANDLER;
   snap->regs_valid = 0;
   snap->stack_len = 0;
   snap->lang_len = 0;

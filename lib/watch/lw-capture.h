@@ -58,9 +58,10 @@ void        lw_snapshot_free   (LwSnapshot *snapshot);
  * the first hole). Does not wait: OK when the stack was copied from /proc
  * (the thread sleeps in the kernel), PENDING when the signal is on its way
  * (then lw_capture_finish() collects it), or why nothing was taken. Never
- * sends a second signal while one is queued or an earlier handler still
- * copies (IN_FLIGHT), nor to a thread that blocks it (BLOCKED), nor once
- * the program took the signal over (SIGNAL_TAKEN). */
+ * sends a second signal while one is queued (IN_FLIGHT) or while an
+ * earlier handler has not returned on the thread (IN_HANDLER: its mask is
+ * then lagwatch's, not the program's), nor to a thread that blocks it
+ * (BLOCKED), nor once the program took the signal over (SIGNAL_TAKEN). */
 LwCaptureResult lw_capture_start (LwSlot     *slot,
                                   pid_t       tid,
                                   uint64_t    busy_seq,

@@ -33,6 +33,8 @@ lw_sampler_capture_error (LwCaptureResult result)
                                     "(signal blocked, or uninterruptible sleep)";
     case LW_CAPTURE_THREAD_GONE: return "the thread exited";
     case LW_CAPTURE_IN_FLIGHT: return "an earlier signal is still queued";
+    case LW_CAPTURE_IN_HANDLER: return "lagwatch's handler of an earlier sample had not returned on the thread "
+                                       "(a busy machine kept it from a CPU)";
     case LW_CAPTURE_FAILED: return "no signal could be sent";
     case LW_CAPTURE_PENDING: return "the signal's handler had not run when the lag ended";
     case LW_CAPTURE_BLOCKED: return "the thread ran with lagwatch's signal blocked";
@@ -224,6 +226,7 @@ lw_sampler_may_catch (const LwSampler *sampler)
     case LW_CAPTURE_PENDING:
     case LW_CAPTURE_TIMEOUT:
     case LW_CAPTURE_IN_FLIGHT:
+    case LW_CAPTURE_IN_HANDLER:
     case LW_CAPTURE_BLOCKED:
       return TRUE;
     case LW_CAPTURE_OK:
