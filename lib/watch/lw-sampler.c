@@ -34,7 +34,7 @@ lw_sampler_capture_error (LwCaptureResult result)
     case LW_CAPTURE_THREAD_GONE: return "the thread exited";
     case LW_CAPTURE_IN_FLIGHT: return "an earlier signal is still queued";
     case LW_CAPTURE_IN_HANDLER: return "lagwatch's handler of an earlier sample had not returned on the thread "
-                                       "(a busy machine kept it from a CPU)";
+                                       "(it waited for a CPU, or was stopped, in it)";
     case LW_CAPTURE_FAILED: return "no signal could be sent";
     case LW_CAPTURE_PENDING: return "the signal's handler had not run when the lag ended";
     case LW_CAPTURE_BLOCKED: return "the thread ran with lagwatch's signal blocked";
