@@ -32,10 +32,12 @@ static _Atomic int      lw_core_in_flight;  /* explicit signals sent, handler no
  * the kernel has lagwatch's signal blocked for the handler's run, which
  * the watcher must not take for the program's mask. Bounded: with more
  * threads in the handler at once, the others go unlisted (the watcher
- * then judges them by the mask alone). A thread that ends inside the
- * handler (cancelled asynchronously) leaves its entry behind; a later
- * thread given the same id would then have a mask it blocks itself
- * called lagwatch's (no sample, no warning), never the reverse. */
+ * then judges them by the mask alone). A thread that leaves the handler
+ * other than by returning (cancelled asynchronously, or by a longjmp() out
+ * of a program's handler that interrupted it) leaves its entry behind:
+ * then a mask that thread (or a later one given its id) sets itself is
+ * called lagwatch's, so it gets no sample and no warning, never a false
+ * one. */
 #define LW_CORE_HANDLER_TIDS 64
 static _Atomic pid_t lw_core_handler_tids[LW_CORE_HANDLER_TIDS];
 /* A language's sampler and the thread it is for (lw_core_set_sample_hook). */
