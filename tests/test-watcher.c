@@ -3,7 +3,10 @@
  * wrapped: -Wl,--wrap, tests/meson.build), as an idle CPU or a loaded
  * machine makes them now and then; and its two ways of sampling a lag (by the
  * thread's CPU-time timer, or by explicit signals where no such timer can
- * be used: the timer is refused through a wrapper).
+ * be used: the timer is refused through a wrapper). And a watcher held
+ * back right after a lag's first stack, as a busy machine holds one, until
+ * the lag has ended (lw_capture_finish() wrapped too): the lag's GSource
+ * must have been read already.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -79,6 +82,46 @@ __wrap_lw_capture_periodic_start (LwSlot *slot, pid_t tid, uint64_t busy_seq, ui
 {
   return !atomic_load (&refuse_cpu_timer)
          && __real_lw_capture_periodic_start (slot, tid, busy_seq, stack_lo, stack_hi, snapshot, interval_ns);
+}
+
+/* TRUE: the next lw_capture_finish() (wrapped: -Wl,--wrap,
+ * tests/meson.build) that returns a capture lets the lag end
+ * (lag_may_end) and waits until the loop has left that busy period,
+ * before the watcher goes on with the round. */
+static _Atomic gboolean hold_after_capture;
+static _Atomic gboolean lag_may_end;
+
+LwCaptureResult __real_lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns);
+LwCaptureResult __wrap_lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns);
+
+/* The watcher thread. */
+LwCaptureResult
+__wrap_lw_capture_finish (LwSlot *slot, int64_t wait_ns, int64_t give_up_ns)
+{
+  uint64_t seq = atomic_load (&slot->seq);
+  LwCaptureResult result = __real_lw_capture_finish (slot, wait_ns, give_up_ns);
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+
+  if (result == LW_CAPTURE_PENDING || !atomic_exchange (&hold_after_capture, FALSE))
+    return result;
+  atomic_store (&lag_may_end, TRUE);
+  while (atomic_load (&slot->seq) == seq)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (1000);
+    }
+  return result;
+}
+
+/* The loop thread, in a dispatch: spins until the wrapper above lets the
+ * lag end. */
+static void
+spin_until_captured (gpointer data)
+{
+  gint64 deadline = g_get_monotonic_time () + HARNESS_DEADLINE_US;
+
+  while (!atomic_load (&lag_may_end))
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
 }
 
 typedef struct
@@ -206,6 +249,35 @@ test_lag_ended_before_late_wake (void)
   while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
   g_assert_cmpuint (lagwatch_report_get_n_frames (report), >, 0);
   g_assert_true (harness_stack_has (report, "spin_ms", NULL));
+  harness_clear (&h);
+}
+
+/* A watcher that gets no CPU between a lag's first stack and the lag's end
+ * (on a busy machine the handler's post hands the CPU to the loop thread,
+ * which runs on) still names the lag's GSource: it read it before the
+ * first signal, while the loop was provably in that busy period. */
+static void
+test_source_read_before_first_capture (void)
+{
+  LagWatchReport *report;
+  Harness h;
+  gint64 ran_us;
+  guint n = 0;
+
+  harness_init (&h, 20);
+  harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted, probe run */
+  atomic_store (&lag_may_end, FALSE);
+  atomic_store (&hold_after_capture, TRUE);
+  ran_us = harness_run_lag (&h, spin_until_captured, NULL);
+  g_assert_false (atomic_load (&hold_after_capture));
+  do
+    {
+      harness_wait_reports (&h, ++n);
+      report = harness_report (&h, n - 1);
+    }
+  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
+  g_assert_cmpuint (lagwatch_report_get_n_samples (report), >, 0);
+  g_assert_cmpstr (lagwatch_report_get_source (report), ==, "harness lag");
   harness_clear (&h);
 }
 
@@ -762,6 +834,7 @@ main (int argc, char **argv)
   g_test_add_func ("/watcher/sampling/through-hang-record", test_sampling_through_hang_record);
   g_test_add_func ("/watcher/lag-ended-before-late-wake", test_lag_ended_before_late_wake);
   g_test_add_func ("/watcher/short-busy-periods-stay-quiet", test_short_busy_periods_stay_quiet);
+  g_test_add_func ("/watcher/source-read-before-first-capture", test_source_read_before_first_capture);
   g_test_add_data_func ("/watcher/starved-watcher-keeps-the-lag", GINT_TO_POINTER (100),
                         test_starved_watcher_keeps_the_lag);
   g_test_add_data_func ("/watcher/starved-from-the-start-keeps-the-lag", GINT_TO_POINTER (0),

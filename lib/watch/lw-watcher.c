@@ -312,14 +312,18 @@ lw_watcher_lag_round (LagWatch *watch, LwLag *lag, int64_t *next_check_ns)
 
   if (atomic_load (&slot->seq) != lag->busy_seq || atomic_load (&watch->stopping))
     return LW_LAG_ENDED;
-  lw_sampler_round (&lag->sampler, watch);
   /* The source's name is copied while the loop is provably still in this
-   * busy period (so the source is alive): read, then check. */
+   * busy period (so the source is alive): read, then check. Before the
+   * sample: a busy machine may keep the watcher from a CPU from the
+   * handler's post until the lag has ended, and the lag would have a stack
+   * but no source (a few microseconds of reads later for the first
+   * stack). */
   if (!lag->dispatch_known && lw_dispatch_read (slot, &info) && atomic_load (&slot->seq) == lag->busy_seq)
     {
       lag->dispatch = info;
       lag->dispatch_known = TRUE;
     }
+  lw_sampler_round (&lag->sampler, watch);
   if (!lag->input_pending && atomic_load (&slot->seq) == lag->busy_seq)
     lag->input_pending = lw_lag_input_pending (watch);
   /* Counted only while the lag provably goes on: once it ends, the loop's
