@@ -202,6 +202,24 @@ run_lag_after_park (Harness *h, guint ms)
   return lag.ran_us;
 }
 
+/* The first report after the @n already seen that lasts at least @ran_us
+ * (counted into @n): on a loaded machine, or under a slow runtime
+ * (ThreadSanitizer), the test's own steps between iterations can outlast
+ * the threshold, and those shorter lags are reported before it. */
+static LagWatchReport *
+wait_report_lasting (Harness *h, guint *n, gint64 ran_us)
+{
+  LagWatchReport *report;
+
+  do
+    {
+      harness_wait_reports (h, ++*n);
+      report = harness_report (h, *n - 1);
+    }
+  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
+  return report;
+}
+
 /* A lag that ends after its deadline but before a late watcher wakes is
  * reported all the same: its duration from the loop's own stamps, no
  * stack. Then, with prompt wake-ups again, a lag is caught as usual. */
@@ -218,15 +236,7 @@ test_lag_ended_before_late_wake (void)
   harness_run_lag (&h, spin_ms, GINT_TO_POINTER (0));  /* the first iterations: thread adopted */
   atomic_store (&oversleep_ns, 150 * G_GINT64_CONSTANT (1000000));
   ran_us = run_lag_after_park (&h, 40);
-  /* Under a slow runtime (ThreadSanitizer) the test's own steps between
-   * iterations can outlast the 20 ms threshold: those lags are reported
-   * too, shorter than this one. */
-  do
-    {
-      harness_wait_reports (&h, ++n);
-      report = harness_report (&h, n - 1);
-    }
-  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
+  report = wait_report_lasting (&h, &n, ran_us);
   g_test_message ("ran %.1f ms, reported %.1f ms", ran_us / 1000.0,
                   lagwatch_report_get_duration_ms (report));
   /* Its true length: the dispatch ran for ran_us, and the watcher woke
@@ -241,12 +251,7 @@ test_lag_ended_before_late_wake (void)
    * begins and ends within it (README, Limits). */
   atomic_store (&oversleep_ns, 0);
   ran_us = run_lag_after_park (&h, 60);
-  do
-    {
-      harness_wait_reports (&h, ++n);
-      report = harness_report (&h, n - 1);
-    }
-  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
+  report = wait_report_lasting (&h, &n, ran_us);
   g_assert_cmpuint (lagwatch_report_get_n_frames (report), >, 0);
   g_assert_true (harness_stack_has (report, "spin_ms", NULL));
   harness_clear (&h);
@@ -270,12 +275,7 @@ test_source_read_before_first_capture (void)
   atomic_store (&hold_after_capture, TRUE);
   ran_us = harness_run_lag (&h, spin_until_captured, NULL);
   g_assert_false (atomic_load (&hold_after_capture));
-  do
-    {
-      harness_wait_reports (&h, ++n);
-      report = harness_report (&h, n - 1);
-    }
-  while (lagwatch_report_get_duration_ms (report) < ran_us / 1000.0);
+  report = wait_report_lasting (&h, &n, ran_us);
   g_assert_cmpuint (lagwatch_report_get_n_samples (report), >, 0);
   g_assert_cmpstr (lagwatch_report_get_source (report), ==, "harness lag");
   harness_clear (&h);
